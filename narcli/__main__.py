@@ -1,0 +1,3 @@
+from narcli.cli import main
+
+main()

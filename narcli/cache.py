@@ -1,0 +1,181 @@
+"""The scan cache: a SQLite database of scans, model records and compressed graphs.
+
+Lookups use the standard library's sqlite3 (a cache hit must start fast); the schema and writes go
+through sqlite-utils. WAL mode and a busy timeout let several `nar` processes share one database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import time
+import zlib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from narcli.errors import NarError
+
+BUSY_TIMEOUT_MS = 30_000
+
+
+def nar_home() -> Path:
+    """`$NAR_HOME`, else the platform's user cache directory for nar."""
+    if os.environ.get("NAR_HOME"):
+        return Path(os.environ["NAR_HOME"]).expanduser()
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("nar"))
+
+
+def default_db_path() -> Path:
+    return nar_home() / "nar.db"
+
+
+@dataclass
+class ModelRecord:
+    """What a scan found for one model: headline figures and how the graph was obtained."""
+
+    name: str
+    source: str
+    kind: str  # py, onnx, pt2
+    tracer: str
+    inputs: list[dict[str, Any]]
+    assumed: str | None
+    params: int
+    macs: int
+    depth: int
+    nodes: int
+    edges: int
+    graph_hash: str  # the architecture's content hash
+    top_ops: list[tuple[str, int]]
+    seconds: float = 0.0
+    cached: bool = False
+    id: str = ""
+    graph_key: str = ""  # the stored graph (with this scan's shapes and metadata)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["top_ops"] = [list(p) for p in self.top_ops]
+        return data
+
+
+class Cache:
+    """The cache database at `path` (created on first write)."""
+
+    def __init__(self, path: Path | None = None):
+        self.path = Path(path) if path else default_db_path()
+
+    # -- reading (stdlib only) -------------------------------------------------------------------
+    def _read(self) -> sqlite3.Connection | None:
+        if not self.path.exists():
+            return None
+        try:
+            conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+            conn.execute("select 1 from scans limit 1")
+            return conn
+        except sqlite3.DatabaseError as exc:
+            raise NarError(f"cache {self.path} is unreadable ({exc}); remove it or run `nar cache clear`") from None
+
+    def lookup(self, key: str) -> list[ModelRecord] | None:
+        """The records of the scan stored under `key`, or None."""
+        conn = self._read()
+        if conn is None:
+            return None
+        with conn:
+            row = conn.execute("select model_ids from scans where key = ?", (key,)).fetchone()
+            if row is None:
+                return None
+            ids = json.loads(row[0])
+            records = []
+            for model_id in ids:
+                found = conn.execute("select record from models where id = ?", (model_id,)).fetchone()
+                if found is None:
+                    return None
+                record = ModelRecord(**json.loads(found[0]))
+                record.cached = True
+                records.append(record)
+        conn.close()
+        return records
+
+    def graph(self, graph_key: str) -> Any:
+        """The ArchGraph stored under `graph_key` (see `ModelRecord.graph_key`), or None."""
+        from narcli.graph import ArchGraph
+
+        conn = self._read()
+        if conn is None:
+            return None
+        row = conn.execute("select data from graphs where key = ?", (graph_key,)).fetchone()
+        conn.close()
+        return ArchGraph.from_json(zlib.decompress(row[0]).decode()) if row else None
+
+    def info(self) -> dict[str, Any]:
+        counts = {"scans": 0, "models": 0, "graphs": 0}
+        conn = self._read()
+        if conn is not None:
+            for table in counts:
+                counts[table] = conn.execute(f"select count(*) from {table}").fetchone()[0]
+            conn.close()
+        size = sum(p.stat().st_size for p in self._files() if p.exists())
+        return {"path": str(self.path), "exists": self.path.exists(), "bytes": size, **counts}
+
+    def _files(self) -> list[Path]:
+        return [self.path, self.path.with_name(self.path.name + "-wal"),
+                self.path.with_name(self.path.name + "-shm")]
+
+    # -- writing (sqlite-utils) ------------------------------------------------------------------
+    def _write(self) -> Any:
+        import sqlite_utils
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000)
+        conn.execute(f"pragma busy_timeout = {BUSY_TIMEOUT_MS}")
+        db = sqlite_utils.Database(conn)
+        if db.journal_mode != "wal":
+            db.enable_wal()
+        if "scans" not in db.table_names():
+            db["graphs"].create({"key": str, "hash": str, "data": bytes, "nodes": int,
+                                 "edges": int, "created": float}, pk="key", if_not_exists=True)
+            db["models"].create({"id": str, "graph_hash": str, "name": str, "source": str,
+                                 "record": str, "created": float}, pk="id", if_not_exists=True)
+            db["scans"].create({"key": str, "path": str, "model_ids": str, "created": float},
+                               pk="key", if_not_exists=True)
+        return db
+
+    def store(self, key: str, path: str, records: list[ModelRecord], graphs: list[Any]) -> None:
+        """Store one scan atomically: its model records and their graphs, or nothing."""
+        db = self._write()
+        now = time.time()
+        with db.conn:
+            for i, (record, graph) in enumerate(zip(records, graphs)):
+                record.id = f"{key}:{i}"
+                text = graph.to_json().encode()
+                record.graph_key = hashlib.sha256(text).hexdigest()[:32]
+                db["graphs"].upsert({"key": record.graph_key, "hash": record.graph_hash,
+                                     "data": zlib.compress(text, 6), "nodes": graph.num_nodes,
+                                     "edges": len(graph.edges), "created": now}, pk="key")
+                body = record.to_json()
+                body["cached"] = False
+                db["models"].upsert({"id": record.id, "graph_hash": record.graph_hash,
+                                     "name": record.name, "source": record.source,
+                                     "record": json.dumps(body), "created": now}, pk="id")
+            db["scans"].upsert({"key": key, "path": path,
+                                "model_ids": json.dumps([r.id for r in records]),
+                                "created": now}, pk="key")
+        db.conn.close()
+
+    def clear(self) -> dict[str, int]:
+        """Delete every scan, model and graph; returns how many of each were removed."""
+        before = self.info()
+        if not self.path.exists():
+            return {"scans": 0, "models": 0, "graphs": 0}
+        db = self._write()
+        with db.conn:
+            for table in ("scans", "models", "graphs"):
+                db.conn.execute(f"delete from {table}")
+        db.conn.execute("vacuum")
+        db.conn.close()
+        return {k: before[k] for k in ("scans", "models", "graphs")}

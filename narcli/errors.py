@@ -1,0 +1,29 @@
+"""User-facing errors: each carries one line that the CLI prints instead of a traceback."""
+
+
+class NarError(Exception):
+    """An error whose message is fit to show a user as-is."""
+
+    exit_code = 1
+
+
+class UsageError(NarError):
+    """The command line or its arguments are wrong."""
+
+    exit_code = 2
+
+
+class LoadError(NarError):
+    """A model file could not be read, imported or turned into a model."""
+
+
+class TraceError(NarError):
+    """A model was loaded but could not be traced into a graph."""
+
+
+class IsolationError(NarError):
+    """The child process running user code hung, crashed or died."""
+
+
+class NoModelError(LoadError):
+    """A file defines no model (a helper module in a scanned directory, say)."""

@@ -1,0 +1,88 @@
+"""Example inputs: parsing `--input-shape` / `--input-dtype`, and guessing them from a model's first layer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from narcli.errors import UsageError
+
+DTYPES = {
+    "float": "float32", "float32": "float32", "fp32": "float32",
+    "half": "float16", "float16": "float16", "fp16": "float16",
+    "bfloat16": "bfloat16", "bf16": "bfloat16", "double": "float64", "float64": "float64",
+    "long": "int64", "int64": "int64", "int": "int32", "int32": "int32", "bool": "bool",
+}
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+
+    def __str__(self) -> str:
+        return f"{self.dtype}[{','.join(map(str, self.shape))}]"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"shape": list(self.shape), "dtype": self.dtype}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> InputSpec:
+        return cls(tuple(int(s) for s in data["shape"]), data.get("dtype", "float32"))
+
+
+def parse_inputs(shapes: list[str] | None, dtypes: list[str] | None) -> list[InputSpec] | None:
+    """`["1,3,224,224"]`, `["long"]` -> input specs; None when no shape was given (infer them).
+
+    One dtype applies to every input; otherwise give one per shape.
+    """
+    shapes, dtypes = list(shapes or []), list(dtypes or [])
+    resolved = []
+    for d in dtypes:
+        if d.lower() not in DTYPES:
+            raise UsageError(f"unknown input dtype {d!r}; use one of {', '.join(sorted(set(DTYPES)))}")
+        resolved.append(DTYPES[d.lower()])
+    if not shapes:
+        if resolved:
+            raise UsageError("--input-dtype needs --input-shape")
+        return None
+    if len(resolved) not in (0, 1, len(shapes)):
+        raise UsageError(f"{len(shapes)} input shapes but {len(resolved)} dtypes: give one, or one per shape")
+    specs = []
+    for i, text in enumerate(shapes):
+        try:
+            dims = tuple(int(p) for p in text.replace("x", ",").split(",") if p.strip())
+        except ValueError:
+            raise UsageError(f"bad input shape {text!r}: expected comma-separated sizes like 1,3,224,224") from None
+        if not dims or any(d <= 0 for d in dims):
+            raise UsageError(f"bad input shape {text!r}: sizes must be positive integers")
+        dtype = resolved[i] if len(resolved) == len(shapes) else (resolved[0] if resolved else "float32")
+        specs.append(InputSpec(dims, dtype))
+    return specs
+
+
+def describe(specs: list[InputSpec]) -> str:
+    return ", ".join(map(str, specs))
+
+
+def guess_inputs(model: Any) -> tuple[list[InputSpec], str]:
+    """Inputs for a model from its first layer with weights, and a sentence saying what was assumed."""
+    for name, layer in model.named_modules():
+        kind = type(layer).__name__
+        if kind.startswith("Conv") and hasattr(layer, "in_channels"):
+            rank = len(layer.kernel_size)
+            size = {1: (1024,), 2: (224, 224), 3: (16, 112, 112)}[rank]
+            spec = InputSpec((1, layer.in_channels, *size))
+            what = {1: "signal", 2: "image", 3: "video"}[rank]
+            return [spec], f"{what} {spec} (first layer {name or kind}: {kind}({layer.in_channels}, ...))"
+        if kind in ("Embedding", "EmbeddingBag"):
+            spec = InputSpec((1, 128), "int64")
+            return [spec], f"token ids {spec} (first layer {name or kind}: Embedding({layer.num_embeddings}, ...))"
+        if kind == "Linear":
+            spec = InputSpec((1, layer.in_features))
+            return [spec], f"vector {spec} (first layer {name or kind}: Linear({layer.in_features}, ...))"
+        if kind in ("LSTM", "GRU", "RNN"):
+            shape = (1, 32, layer.input_size) if layer.batch_first else (32, 1, layer.input_size)
+            spec = InputSpec(shape)
+            return [spec], f"sequence {spec} (first layer {name or kind}: {kind}({layer.input_size}, ...))"
+    raise UsageError("cannot guess the model's input from its layers; pass --input-shape")

@@ -1,0 +1,231 @@
+"""`scan`: turn a model file (or every model file under a directory) into cached model records."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from narcli import IR_VERSION
+from narcli.cache import Cache, ModelRecord
+from narcli.errors import LoadError, NarError, NoModelError, TraceError, UsageError
+from narcli.fingerprint import file_fingerprint
+from narcli.inputs import InputSpec, describe, parse_inputs
+
+KINDS = {".py": "py", ".onnx": "onnx", ".pt2": "pt2"}
+SKIPPED_DIRS = {".git", ".hg", ".venv", "venv", "env", "__pycache__", "node_modules", "site-packages",
+                ".tox", ".mypy_cache", ".pytest_cache", "build", "dist"}
+TOP_OPS = 8
+
+
+@dataclass
+class ScanOptions:
+    model: str | None = None
+    input_shapes: list[str] | None = None
+    input_dtypes: list[str] | None = None
+    timeout: float = 120.0
+    use_cache: bool = True
+
+
+@dataclass
+class FileResult:
+    """The outcome for one file: its records, or why it has none."""
+
+    path: Path
+    records: list[ModelRecord] = field(default_factory=list)
+    error: str | None = None
+    skipped: str | None = None
+
+
+# -- work done in the child process (imports torch) -----------------------------------------------
+def _graph_payload(graph: Any, name: str, tracer: str, inputs: list[InputSpec], assumed: str | None) -> dict:
+    return {"name": name, "tracer": tracer, "inputs": [s.to_json() for s in inputs],
+            "assumed": assumed, "graph": graph.to_dict()}
+
+
+def trace_python_file(path: Path, spec: str | None, inputs: list[InputSpec] | None) -> list[dict]:
+    """Build every model of a `.py` file on the meta device and trace it (runs in the child)."""
+    import torch
+
+    from narcli.canonical import build_graph
+    from narcli.inputs import guess_inputs
+    from narcli.loader import build_models
+    from narcli.trace_torch import trace_module
+
+    out = []
+    for name, model in build_models(path, spec):
+        assumed = None
+        specs = inputs
+        if specs is None:
+            try:
+                specs, assumed = guess_inputs(model)
+            except UsageError as exc:
+                raise LoadError(f"{name}: {exc}") from None
+        tensors = [torch.empty(s.shape, dtype=getattr(torch, s.dtype), device="meta") for s in specs]
+        try:
+            raw, tracer = trace_module(model, tensors)
+        except TraceError as exc:
+            which = "the assumed input" if assumed else "input"
+            hint = "; pass --input-shape (and --input-dtype for token ids)" if assumed else ""
+            cause = str(exc.__cause__ or exc)
+            raise TraceError(f"{name}: forward failed on {which} {describe(specs)}: "
+                             f"{type(exc.__cause__).__name__}: {cause.splitlines()[0][:200]}{hint}") from None
+        graph = build_graph(raw, {"source": str(path), "tracer": tracer, "model": name,
+                                  "inputs": [s.to_json() for s in specs]})
+        out.append(_graph_payload(graph, name, tracer, specs, assumed))
+    return out
+
+
+def trace_exported_program(path: Path) -> list[dict]:
+    """Trace a `.pt2` archive written by `torch.export.save` (runs in the child)."""
+    from narcli.canonical import build_graph
+    from narcli.loader import load_exported_program
+    from narcli.trace_torch import raw_from_program
+
+    raw = raw_from_program(load_exported_program(path))
+    specs = [InputSpec(tuple(s or ()), "float32") for _, s in raw.inputs]
+    graph = build_graph(raw, {"source": str(path), "tracer": "export", "model": path.stem,
+                              "inputs": [s.to_json() for s in specs]})
+    return [_graph_payload(graph, path.stem, "export", specs, None)]
+
+
+def trace_onnx_file(path: Path) -> list[dict]:
+    from narcli.canonical import build_graph
+    from narcli.trace_onnx import load_onnx, trace_onnx
+
+    raw = trace_onnx(load_onnx(path))
+    specs = [InputSpec(tuple(s or ()), "float32") for _, s in raw.inputs]
+    graph = build_graph(raw, {"source": str(path), "tracer": "onnx", "model": path.stem,
+                              "inputs": [s.to_json() for s in specs]})
+    return [_graph_payload(graph, path.stem, "onnx", specs, None)]
+
+
+# -- the library entry points ---------------------------------------------------------------------
+def cache_key(path: Path, kind: str, options: ScanOptions, inputs: list[InputSpec] | None) -> str:
+    parts = {"file": file_fingerprint(path), "kind": kind, "model": (options.model or "").strip(),
+             "inputs": [s.to_json() for s in inputs] if inputs else None, "ir": IR_VERSION}
+    if kind != "onnx":
+        parts["torch"] = _torch_version()
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def _torch_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("torch")
+    except PackageNotFoundError:
+        return "none"
+
+
+def _check_file(path: Path) -> str:
+    if not path.exists():
+        raise LoadError(f"{path}: no such file or directory")
+    kind = KINDS.get(path.suffix.lower())
+    if kind is None:
+        raise LoadError(f"{path}: not a model file (expected .py, .onnx or .pt2)")
+    if path.stat().st_size == 0:
+        raise LoadError(f"{path}: file is empty")
+    return kind
+
+
+def scan_file(path: Path, options: ScanOptions | None = None, cache: Cache | None = None,
+              want_graphs: bool = False) -> tuple[list[ModelRecord], list[Any]]:
+    """Records (and, with `want_graphs`, ArchGraphs) of the models in one file.
+
+    A cached scan of the unchanged file is returned without importing anything. Nothing is written
+    to the cache unless the whole file scanned.
+    """
+    from narcli.isolation import run_isolated
+
+    options = options or ScanOptions()
+    path = Path(path)
+    kind = _check_file(path)
+    inputs = parse_inputs(options.input_shapes, options.input_dtypes)
+    if kind != "py" and (options.model or inputs):
+        raise UsageError(f"{path}: --model and --input-shape apply to .py files only")
+    cache = cache or Cache()
+    key = cache_key(path, kind, options, inputs)
+    if options.use_cache:
+        records = cache.lookup(key)
+        if records is not None:
+            graphs = [cache.graph(r.graph_key) for r in records] if want_graphs else []
+            return records, graphs
+
+    start = time.perf_counter()
+    if kind == "onnx":
+        payloads = trace_onnx_file(path)
+    elif kind == "pt2":
+        payloads = run_isolated(trace_exported_program, (path,), options.timeout, f"loading {path}")
+    else:
+        payloads = run_isolated(trace_python_file, (path, options.model, inputs), options.timeout,
+                                f"importing and tracing {path}")
+    seconds = time.perf_counter() - start
+
+    from narcli.graph import ArchGraph
+
+    records, graphs = [], []
+    for payload in payloads:
+        graph = ArchGraph.from_dict(payload["graph"])
+        histogram = graph.op_histogram()
+        for io in ("input", "output"):
+            histogram.pop(io, None)
+        records.append(ModelRecord(
+            name=payload["name"], source=str(path), kind=kind, tracer=payload["tracer"],
+            inputs=payload["inputs"], assumed=payload["assumed"], params=graph.params,
+            macs=graph.macs, depth=graph.depth, nodes=graph.num_nodes, edges=len(graph.edges),
+            graph_hash=graph.content_hash(), top_ops=histogram.most_common(TOP_OPS),
+            seconds=round(seconds / max(len(payloads), 1), 3)))
+        graphs.append(graph)
+    if options.use_cache:
+        cache.store(key, str(path.resolve()), records, graphs)
+    return records, graphs
+
+
+def model_files(root: Path) -> list[Path]:
+    """Model files under a directory, skipping environments, caches and hidden folders."""
+    found = []
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).parts
+        if any(p in SKIPPED_DIRS or p.startswith(".") for p in rel[:-1]):
+            continue
+        if path.is_file() and path.suffix.lower() in KINDS:
+            found.append(path)
+    return found
+
+
+def _mentions_torch(path: Path) -> bool:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return True
+    return "torch" in text or "nn.Module" in text
+
+
+def scan_directory(root: Path, options: ScanOptions | None = None, cache: Cache | None = None,
+                   on_file: Callable[[Path, int, int], None] | None = None) -> list[FileResult]:
+    """Scan every model file under `root`; one file's failure is recorded, not raised."""
+    files = model_files(root)
+    if not files:
+        raise LoadError(f"{root}: no .py, .onnx or .pt2 files under it")
+    results = []
+    for i, path in enumerate(files):
+        if on_file:
+            on_file(path, i, len(files))
+        if path.suffix == ".py" and not _mentions_torch(path):
+            results.append(FileResult(path, skipped="does not use torch"))
+            continue
+        try:
+            records, _ = scan_file(path, options, cache)
+            results.append(FileResult(path, records))
+        except NoModelError:
+            results.append(FileResult(path, skipped="no models"))
+        except NarError as exc:
+            results.append(FileResult(path, error=str(exc)))
+    if on_file:
+        on_file(root, len(files), len(files))
+    return results

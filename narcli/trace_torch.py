@@ -1,0 +1,258 @@
+"""Trace an `nn.Module` into a `RawGraph`: torch.export first, then torch.fx, then run-time recording.
+
+Models are built and run on the `meta` device, so no weights are allocated. Every tracer reports
+operator calls through `torch_ops.describe_call`, so the three agree on names and attributes.
+"""
+
+from __future__ import annotations
+
+import operator
+import warnings
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+from narcli.canonical import RawGraph, RawOp
+from narcli.errors import TraceError
+from narcli.torch_ops import TensorArg, describe_call, describe_module
+
+TRACERS = ("export", "fx", "runtime")
+
+
+def trace_module(model: nn.Module, inputs: list[torch.Tensor],
+                 tracers: tuple[str, ...] = TRACERS) -> tuple[RawGraph, str]:
+    """Raw graph of `model` on `inputs` and the name of the tracer that produced it.
+
+    Raises TraceError naming what each tracer said when none of them succeeds.
+    """
+    model.eval()
+    failures = []
+    for name in tracers:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return _TRACERS[name](model, inputs), name
+        except Exception as exc:  # each tracer fails in its own way; the next one may succeed
+            failures.append((name, exc))
+    name, last = failures[-1]
+    raise TraceError(f"could not trace the model ({name}: {_one_line(last)})") from last
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+
+
+def _shape(value: Any) -> tuple[int, ...] | None:
+    if isinstance(value, torch.Tensor):
+        try:
+            return tuple(int(s) for s in value.shape)
+        except TypeError:  # symbolic sizes
+            return None
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            shape = _shape(item)
+            if shape is not None:
+                return shape
+    return None
+
+
+def _has_tensor(value: Any) -> bool:
+    if isinstance(value, torch.Tensor):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_has_tensor(v) for v in value)
+    return False
+
+
+# -- torch.export -------------------------------------------------------------------------------
+def _trace_export(model: nn.Module, inputs: list[torch.Tensor]) -> RawGraph:
+    return raw_from_program(torch.export.export(model, tuple(inputs), strict=False))
+
+
+def raw_from_program(program: Any) -> RawGraph:
+    """RawGraph of an `ExportedProgram` (from tracing, or loaded from a `.pt2` archive)."""
+    from torch.export.graph_signature import InputKind
+
+    graph = program.graph
+    nodes = {n.name: n for n in graph.nodes}
+    param_shapes: dict[str, tuple[int, ...]] = {}
+    data_inputs = []
+    for spec in program.graph_signature.input_specs:
+        name = getattr(spec.arg, "name", None)
+        if name is None:
+            continue
+        shape = _shape(nodes[name].meta.get("val"))
+        if spec.kind == InputKind.PARAMETER and shape is not None:
+            param_shapes[name] = shape
+        elif spec.kind == InputKind.USER_INPUT:
+            data_inputs.append((name, shape))
+    return _raw_from_fx(graph, data_inputs, param_shapes,
+                        lambda n: n.meta.get("val"), _export_scope)
+
+
+def _export_scope(node: torch.fx.Node) -> str:
+    stack = node.meta.get("nn_module_stack") or {}
+    if not stack:
+        return ""
+    path = list(stack.values())[-1][0]
+    return path if isinstance(path, str) else ""
+
+
+def _target_name(target: Any) -> str:
+    schema = getattr(target, "_schema", None)
+    if schema is not None:
+        return schema.name
+    return getattr(target, "__name__", str(target))
+
+
+def _raw_from_fx(graph: torch.fx.Graph, data_inputs: list, param_shapes: dict,
+                 value_of: Callable[[torch.fx.Node], Any], scope_of: Callable[[torch.fx.Node], str],
+                 modules: dict[str, nn.Module] | None = None) -> RawGraph:
+    """RawGraph of an FX graph whose nodes carry their output value (`value_of`)."""
+    ops: list[RawOp] = []
+    outputs: list[str] = []
+
+    def arg_view(a: Any) -> Any:
+        if isinstance(a, torch.fx.Node):
+            return TensorArg(a.name, _shape(value_of(a)), a.name in param_shapes)
+        if isinstance(a, (list, tuple)):
+            return type(a)(arg_view(x) for x in a)
+        return a
+
+    for node in graph.nodes:
+        if node.op == "output":
+            outputs = [n.name for n in node.all_input_nodes]
+            continue
+        if node.op not in ("call_function", "call_method", "call_module"):
+            continue
+        value = value_of(node)
+        inputs = [n.name for n in node.all_input_nodes]
+        if node.op == "call_module":
+            module = modules[node.target]
+            described = describe_module(module)
+            op, attrs = described if described else (f"unknown:{type(module).__name__}", {})
+            own = [f"{node.target}.{p}" for p, _ in module.named_parameters()]
+            inputs += [p for p in own if p in param_shapes]
+        else:
+            name = _target_name(node.target)
+            if node.target is operator.getitem and isinstance(value, torch.Tensor) \
+                    and isinstance(value_of(node.args[0]), torch.Tensor):
+                name = "select"  # indexing a tensor, not unpacking a tuple
+            args = [arg_view(a) for a in node.args]
+            kwargs = {k: arg_view(v) for k, v in node.kwargs.items()}
+            op, attrs = describe_call(name, args, kwargs)
+        if not _has_tensor(value):
+            op = "size"  # shape arithmetic, not data
+        ops.append(RawOp(op, inputs, [node.name], attrs, _shape(value),
+                         [_shape(value_of(n)) for n in node.all_input_nodes], scope_of(node)))
+    return RawGraph(data_inputs, ops, outputs, param_shapes)
+
+
+# -- torch.fx symbolic tracing --------------------------------------------------------------------
+def _trace_fx(model: nn.Module, inputs: list[torch.Tensor]) -> RawGraph:
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    module = torch.fx.symbolic_trace(model)
+    values: dict[str, Any] = {}
+
+    class Recorder(ShapeProp):
+        def run_node(self, n: torch.fx.Node) -> Any:
+            result = super().run_node(n)
+            values[n.name] = result
+            return result
+
+    Recorder(module).propagate(*inputs)
+    modules = dict(module.named_modules())
+    param_shapes: dict[str, tuple[int, ...]] = {}
+    seen: set[int] = set()
+    for name, param in module.named_parameters(remove_duplicate=False):
+        if id(param) not in seen:  # tied weights count once
+            seen.add(id(param))
+            param_shapes[name] = tuple(param.shape)
+    data_inputs = [(n.name, _shape(values.get(n.name)))
+                   for n in module.graph.nodes if n.op == "placeholder"]
+    for n in module.graph.nodes:
+        if n.op == "get_attr" and n.target in param_shapes:
+            param_shapes[n.name] = param_shapes[n.target]
+    return _raw_from_fx(module.graph, data_inputs, param_shapes, lambda n: values.get(n.name),
+                        lambda n: n.target if n.op == "call_module" else "", modules)
+
+
+# -- run-time recording ---------------------------------------------------------------------------
+def _trace_runtime(model: nn.Module, inputs: list[torch.Tensor]) -> RawGraph:
+    from torch.overrides import TorchFunctionMode
+
+    ids: dict[int, str] = {}
+    keep: list[Any] = []  # holds every seen tensor so that ids are never reused
+    param_shapes: dict[str, tuple[int, ...]] = {}
+    for name, param in model.named_parameters():
+        ids[id(param)] = name
+        param_shapes[name] = tuple(param.shape)
+    data_inputs = []
+    for i, tensor in enumerate(inputs):
+        ids[id(tensor)] = f"input{i}"
+        data_inputs.append((f"input{i}", tuple(tensor.shape)))
+    ops: list[RawOp] = []
+    scope: list[str] = [""]
+    names = {id(m): n for n, m in model.named_modules()}
+
+    def value_id(t: torch.Tensor) -> str:
+        if id(t) not in ids:
+            ids[id(t)] = f"v{len(ids)}"
+            keep.append(t)
+        return ids[id(t)]
+
+    def view(a: Any) -> Any:
+        if isinstance(a, torch.Tensor):
+            return TensorArg(value_id(a), tuple(a.shape), ids.get(id(a)) in param_shapes)
+        if isinstance(a, (list, tuple)):
+            return type(a)(view(x) for x in a)
+        return a
+
+    def flat(a: Any) -> list[torch.Tensor]:
+        if isinstance(a, torch.Tensor):
+            return [a]
+        if isinstance(a, (list, tuple)):
+            return [t for x in a for t in flat(x)]
+        if isinstance(a, dict):
+            return [t for x in a.values() for t in flat(x)]
+        return []
+
+    class Recorder(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            result = func(*args, **kwargs)
+            outs = flat(result)
+            if not outs:
+                return result  # sizes, dims, flags: not data
+            name = getattr(func, "__name__", str(func))
+            if name == "__getitem__":
+                name = "index" if any(isinstance(t, torch.Tensor) for t in flat(args[1:])) else "select"
+            arg_views = [view(a) for a in args]
+            op, attrs = describe_call(name, arg_views, {k: view(v) for k, v in kwargs.items()})
+            ins = [value_id(t) for t in flat(list(args) + list(kwargs.values()))]
+            ops.append(RawOp(op, ins, [value_id(t) for t in outs], attrs, tuple(outs[0].shape),
+                             [tuple(t.shape) for t in flat(list(args))], scope[-1]))
+            return result
+
+    def enter(module: nn.Module, _args: Any) -> None:
+        scope.append(names.get(id(module), scope[-1]))
+
+    def leave(module: nn.Module, _args: Any, _out: Any) -> None:
+        if len(scope) > 1:
+            scope.pop()
+
+    pre = nn.modules.module.register_module_forward_pre_hook(enter)
+    post = nn.modules.module.register_module_forward_hook(leave)
+    try:
+        with Recorder():
+            result = model(*inputs)
+    finally:
+        pre.remove()
+        post.remove()
+    return RawGraph(data_inputs, ops, [value_id(t) for t in flat(result)], param_shapes)
+
+
+_TRACERS = {"export": _trace_export, "fx": _trace_fx, "runtime": _trace_runtime}
