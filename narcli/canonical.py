@@ -7,7 +7,9 @@ rules that make graphs from different tracers agree live here, once:
 - glue that only moves data (`vocab.FOLDED`) is removed;
 - common spellings of one operation are fused: `matmul` by a weight is `linear`, a bias `add`
   after it belongs to it, `matmul -> softmax -> matmul` is `attention`, several slices of one
-  tensor are one `split`.
+  tensor are one `split`, a mean over all spatial positions is `global_avg_pool`;
+- a batch norm right after a convolution or linear layer is folded into it (its parameters
+  included), as ONNX exporters and inference graphs do.
 """
 
 from __future__ import annotations
@@ -115,6 +117,8 @@ def build_graph(raw: RawGraph, meta: dict[str, Any] | None = None) -> ArchGraph:
     _fuse_biases(work, raw.param_shapes)
     _fuse_attention(work)
     _merge_slices(work)
+    _fold_batch_norms(work)
+    _spatial_means_to_pools(work)
 
     for node in work:
         node.macs = _macs(node)
@@ -228,6 +232,30 @@ def _merge_slices(work: list[_Work]) -> None:
         for other in slices[1:]:
             work[other].alive = False
             _reroute(work, kids, other, keep)
+
+
+def _fold_batch_norms(work: list[_Work]) -> None:
+    """Batch norm after a conv or linear layer is an affine map the layer absorbs at inference."""
+    kids = _children(work)
+    for i, node in enumerate(work):
+        if not (node.alive and node.op == "batch_norm" and len(node.parents) == 1):
+            continue
+        src = node.parents[0]
+        if ("conv" in work[src].op or work[src].op == "linear") and len(kids[src]) == 1:
+            work[src].params |= node.params
+            node.alive = False
+            _reroute(work, kids, i, src)
+
+
+def _spatial_means_to_pools(work: list[_Work]) -> None:
+    """`x.mean((2, 3))` over a feature map is global average pooling, however it is spelled."""
+    for node in work:
+        if node.op != "mean" or not node.in_shapes or not node.in_shapes[0] or not node.shape:
+            continue
+        before, after = node.in_shapes[0], node.shape
+        if len(before) >= 3 and tuple(after[:2]) == tuple(before[:2]) and math.prod(after[2:]) == 1 \
+                and math.prod(before[2:]) > 1:
+            node.op = "global_avg_pool"
 
 
 # -- measurement and assembly --------------------------------------------------------------------

@@ -1,0 +1,51 @@
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from narcli.cli import app
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(autouse=True)
+def nar_home(tmp_path, monkeypatch):
+    """Every test gets its own empty cache."""
+    home = tmp_path / "nar-home"
+    monkeypatch.setenv("NAR_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def write(tmp_path):
+    """Write a file under tmp_path from an indented snippet; returns its path."""
+
+    def _write(name: str, text: str | bytes) -> Path:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(text, bytes):
+            path.write_bytes(text)
+        else:
+            path.write_text(textwrap.dedent(text))
+        return path
+
+    return _write
+
+
+@pytest.fixture
+def cli():
+    runner = CliRunner()
+
+    def _run(*args: str):
+        return runner.invoke(app, [str(a) for a in args])
+
+    return _run
+
+
+def run_nar(*args: str, env=None, check: bool = False) -> subprocess.CompletedProcess:
+    """`nar` in a fresh interpreter, for what must be seen from outside (imports, exit codes)."""
+    return subprocess.run([sys.executable, "-m", "narcli", *map(str, args)], capture_output=True,
+                          text=True, env=env, check=check)

@@ -1,0 +1,102 @@
+import pytest
+import torch
+from torch import nn
+
+from narcli.canonical import build_graph
+from narcli.trace_torch import TRACERS, trace_module
+
+from .models import SmallResNet, SmallTransformer
+
+
+def traced(model, *inputs, tracers=TRACERS):
+    raw, tracer = trace_module(model, list(inputs), tracers)
+    return build_graph(raw, {"tracer": tracer}), tracer
+
+
+@pytest.mark.parametrize("tracer", TRACERS)
+def test_every_tracer_gives_the_same_resnet_graph(tracer):
+    with torch.device("meta"):
+        model, x = SmallResNet(), torch.empty(1, 3, 32, 32)
+    graph, used = traced(model, x, tracers=(tracer,))
+    reference, _ = traced(model, x, tracers=("export",))
+    assert used == tracer
+    assert graph.content_hash() == reference.content_hash()
+    hist = graph.op_histogram()
+    assert hist["conv2d"] == 15 and hist["add"] == 6
+    assert "batch_norm" not in hist  # folded into the convolutions
+    assert hist["global_avg_pool"] == 1 and hist["linear"] == 1
+    assert graph.params == sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("tracer", TRACERS)
+def test_every_tracer_gives_the_same_transformer_graph(tracer):
+    with torch.device("meta"):
+        model, ids = SmallTransformer(), torch.zeros(1, 16, dtype=torch.long)
+    graph, _ = traced(model, ids, tracers=(tracer,))
+    reference, _ = traced(model, ids, tracers=("export",))
+    assert graph.content_hash() == reference.content_hash()
+    hist = graph.op_histogram()
+    assert hist["attention"] == 2 and hist["embedding"] == 1 and hist["layer_norm"] == 5
+    assert hist["linear"] == 2 * 4 + 1 and hist["gelu"] == 2
+
+
+def test_conv_attributes_params_and_macs():
+    with torch.device("meta"):
+        model = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.Conv2d(8, 8, 3, groups=8))
+        x = torch.empty(1, 3, 16, 16)
+    graph, _ = traced(model, x)
+    conv, dw = [n for n in graph.nodes if "conv" in n.op]
+    assert conv.op == "conv2d" and dw.op == "depthwise_conv2d"
+    assert conv.attrs == {"in_channels": 3, "out_channels": 8, "kernel": [3, 3], "stride": [2, 2],
+                          "dilation": [1, 1], "groups": 1, "padding": [1, 1]}
+    assert conv.shape == [1, 8, 8, 8] and conv.params == 8 * 3 * 9 + 8
+    assert conv.macs == 8 * 8 * 8 * 3 * 9
+    assert dw.macs == 8 * 6 * 6 * 9
+
+
+class ExportShy(nn.Module):
+    """A model torch.export can't trace; with `loop`, torch.fx can't either."""
+
+    def __init__(self, loop=False):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.loop = loop
+
+    def forward(self, x):
+        if torch.compiler.is_exporting():
+            raise RuntimeError("unsupported by export")
+        if self.loop:
+            for _ in range(x.size(0)):  # a Python loop over a size: fx can't unroll it
+                x = self.fc(x)
+            return x
+        return self.fc(x).relu()
+
+
+@pytest.mark.parametrize("loop, expected", [(False, "fx"), (True, "runtime")])
+def test_tracing_falls_back_in_order(loop, expected):
+    with torch.device("meta"):
+        model = ExportShy(loop)
+    raw, tracer = trace_module(model, [torch.empty(2, 4, device="meta")])
+    assert tracer == expected
+    hist = build_graph(raw).op_histogram()
+    assert hist["linear"] == (2 if loop else 1)
+
+
+def test_untraceable_forward_raises_trace_error():
+    from narcli.errors import TraceError
+
+    class Broken(nn.Module):
+        def forward(self, x):
+            raise ValueError("shapes do not match")
+
+    with pytest.raises(TraceError, match="shapes do not match"):
+        trace_module(Broken(), [torch.empty(1, device="meta")])
+
+
+def test_unknown_functions_are_kept_as_unknown():
+    class Odd(nn.Module):
+        def forward(self, x):
+            return torch.special.bessel_j0(x) + 1
+
+    graph, _ = traced(Odd(), torch.empty(2, 2, device="meta"))
+    assert any(op.startswith("unknown:") for op in graph.op_histogram())
