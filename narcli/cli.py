@@ -38,8 +38,10 @@ def _stdout() -> Any:
 
 def _fail(message: str, code: int) -> None:
     from rich.console import Console
+    from rich.markup import escape
 
-    Console(stderr=True, highlight=False).print(f"[bold red]error:[/bold red] {message}")
+    # soft wrap: the error stays one line however narrow the terminal
+    Console(stderr=True, highlight=False, soft_wrap=True).print(f"[bold red]error:[/bold red] {escape(message)}")
     raise typer.Exit(code)
 
 

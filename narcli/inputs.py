@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,11 +51,11 @@ def parse_inputs(shapes: list[str] | None, dtypes: list[str] | None) -> list[Inp
         raise UsageError(f"{len(shapes)} input shapes but {len(resolved)} dtypes: give one, or one per shape")
     specs = []
     for i, text in enumerate(shapes):
-        try:
-            dims = tuple(int(p) for p in text.replace("x", ",").split(",") if p.strip())
-        except ValueError:
-            raise UsageError(f"bad input shape {text!r}: expected comma-separated sizes like 1,3,224,224") from None
-        if not dims or any(d <= 0 for d in dims):
+        parts = [p.strip() for p in re.split(r"[,x×]", text.strip())]
+        if not all(p.isdigit() for p in parts):
+            raise UsageError(f"bad input shape {text!r}: expected comma-separated sizes like 1,3,224,224")
+        dims = tuple(int(p) for p in parts)
+        if any(d <= 0 for d in dims):
             raise UsageError(f"bad input shape {text!r}: sizes must be positive integers")
         dtype = resolved[i] if len(resolved) == len(shapes) else (resolved[0] if resolved else "float32")
         specs.append(InputSpec(dims, dtype))

@@ -1,0 +1,99 @@
+import json
+import subprocess
+import sys
+
+import torch
+from torch import nn
+
+from narcli import __version__
+
+from .conftest import FIXTURES
+
+
+def test_version(cli):
+    result = cli("--version")
+    assert result.exit_code == 0 and result.stdout.strip() == f"nar {__version__}"
+
+
+def test_help_does_not_import_torch():
+    probe = ("import sys\nfrom narcli.cli import app\n"
+             "try:\n    app(['--help'])\nexcept SystemExit:\n    pass\n"
+             "assert 'torch' not in sys.modules and 'onnx' not in sys.modules\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "scan" in done.stdout
+
+
+def test_scan_summary_names_what_was_assumed(cli, write):
+    path = write("cnn.py", """
+        from torch import nn
+        class SmallCNN(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 8, 3)
+                self.head = nn.Linear(8, 10)
+            def forward(self, x):
+                return self.head(self.conv(x).mean((2, 3)))
+    """)
+    result = cli("scan", path)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    for expected in ("SmallCNN", "export", "float32[1,3,224,224]", "assumed", "image", "params", "MACs",
+                     "conv2d"):
+        assert expected in out
+
+
+def test_scan_with_model_spec_and_token_input(cli):
+    result = cli("scan", FIXTURES / "llama7b.py", "--model", "tiny_llama", "--input-shape", "1,32",
+                 "--input-dtype", "long", "--json")
+    assert result.exit_code == 0, result.output
+    [model] = json.loads(result.stdout)["models"]
+    assert model["name"] == "tiny_llama" and model["inputs"] == [{"shape": [1, 32], "dtype": "int64"}]
+    assert dict(model["top_ops"])["linear"] == 2 * 7 + 1
+
+
+def test_user_prints_do_not_corrupt_json(cli, write):
+    path = write("noisy.py", """
+        print("hello from import")
+        from torch import nn
+        class Net(nn.Sequential):
+            def __init__(self):
+                print("building")
+                super().__init__(nn.Linear(3, 3))
+    """)
+    result = cli("scan", path, "--json")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["models"][0]["name"] == "Net"
+
+
+def test_scan_pt2_archive(cli, tmp_path):
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    program = torch.export.export(model, (torch.randn(1, 4),))
+    path = tmp_path / "mlp.pt2"
+    torch.export.save(program, str(path))
+    result = cli("scan", path, "--json")
+    assert result.exit_code == 0, result.output
+    [record] = json.loads(result.stdout)["models"]
+    assert record["kind"] == "pt2" and record["params"] == 4 * 8 + 8 + 8 * 2 + 2
+    assert dict(record["top_ops"]) == {"linear": 2, "relu": 1}
+
+
+def test_scan_directory_reports_each_file(cli, write, tmp_path):
+    write("proj/model.py", "from torch import nn\nclass Net(nn.Sequential):\n    def __init__(self):\n"
+                           "        super().__init__(nn.Linear(3, 3))\n")
+    write("proj/utils.py", "import torch\nSCALE = 2\n")
+    write("proj/readme_helpers.py", "def f():\n    return 1\n")
+    write("proj/broken.py", "import torch\nraise ImportError('missing dependency')\n")
+    write("proj/.venv/lib/ignored.py", "import torch\nraise SystemExit(3)\n")
+    (tmp_path / "proj" / "tiny.onnx").write_bytes((FIXTURES / "tiny.onnx").read_bytes())
+    result = cli("scan", tmp_path / "proj", "--json")
+    assert result.exit_code == 1  # broken.py failed
+    files = {f["path"].split("/")[-1]: f for f in json.loads(result.stdout)["files"]}
+    assert set(files) == {"model.py", "utils.py", "readme_helpers.py", "broken.py", "tiny.onnx"}
+    assert files["model.py"]["models"][0]["name"] == "Net"
+    assert files["tiny.onnx"]["models"][0]["kind"] == "onnx"
+    assert files["utils.py"]["skipped"] == "no models"
+    assert files["readme_helpers.py"]["skipped"] == "does not use torch"
+    assert "missing dependency" in files["broken.py"]["error"]
+    table = cli("scan", tmp_path / "proj")
+    assert "2 model(s)" in table.stdout and "1 failed" in table.stdout
