@@ -75,15 +75,15 @@ def guess_inputs(model: Any) -> tuple[list[InputSpec], str]:
             size = {1: (1024,), 2: (224, 224), 3: (16, 112, 112)}[rank]
             spec = InputSpec((1, layer.in_channels, *size))
             what = {1: "signal", 2: "image", 3: "video"}[rank]
-            return [spec], f"{what} {spec} (first layer {name or kind}: {kind}({layer.in_channels}, ...))"
+            return [spec], f"{what} (first layer {name or kind}: {kind}({layer.in_channels}, ...))"
         if kind in ("Embedding", "EmbeddingBag"):
             spec = InputSpec((1, 128), "int64")
-            return [spec], f"token ids {spec} (first layer {name or kind}: Embedding({layer.num_embeddings}, ...))"
+            return [spec], f"token ids (first layer {name or kind}: Embedding({layer.num_embeddings}, ...))"
         if kind == "Linear":
             spec = InputSpec((1, layer.in_features))
-            return [spec], f"vector {spec} (first layer {name or kind}: Linear({layer.in_features}, ...))"
+            return [spec], f"vector (first layer {name or kind}: Linear({layer.in_features}, ...))"
         if kind in ("LSTM", "GRU", "RNN"):
             shape = (1, 32, layer.input_size) if layer.batch_first else (32, 1, layer.input_size)
             spec = InputSpec(shape)
-            return [spec], f"sequence {spec} (first layer {name or kind}: {kind}({layer.input_size}, ...))"
+            return [spec], f"sequence (first layer {name or kind}: {kind}({layer.input_size}, ...))"
     raise UsageError("cannot guess the model's input from its layers; pass --input-shape")
