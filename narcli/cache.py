@@ -1,7 +1,8 @@
 """The scan cache: a SQLite database of scans, model records and compressed graphs.
 
-Lookups use the standard library's sqlite3 (a cache hit must start fast); the schema and writes go
-through sqlite-utils. WAL mode and a busy timeout let several `nar` processes share one database.
+The schema is created through sqlite-utils; lookups and the transactional writes use the standard
+library's sqlite3 (a cache hit must start fast, and one scan is stored in one explicit
+transaction). WAL mode and a busy timeout let several `nar` processes share one database.
 """
 
 from __future__ import annotations
@@ -126,56 +127,96 @@ class Cache:
         return [self.path, self.path.with_name(self.path.name + "-wal"),
                 self.path.with_name(self.path.name + "-shm")]
 
-    # -- writing (sqlite-utils) ------------------------------------------------------------------
-    def _write(self) -> Any:
+    # -- writing ---------------------------------------------------------------------------------
+    def _write(self) -> sqlite3.Connection:
+        """A connection in autocommit mode (transactions are explicit), with the schema in place.
+
+        Every write transaction starts with BEGIN IMMEDIATE: it takes the write lock up front, so
+        concurrent writers wait on the busy timeout instead of failing on a lock upgrade.
+        """
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        conn.execute(f"pragma busy_timeout = {BUSY_TIMEOUT_MS}")
+        if conn.execute("pragma journal_mode").fetchone()[0] != "wal":
+            self._retry_locked(lambda: conn.execute("pragma journal_mode = wal"))
+        if conn.execute("select 1 from sqlite_master where name = 'scans'").fetchone() is None:
+            self._retry_locked(lambda: self._create_schema(conn))
+        return conn
+
+    @staticmethod
+    def _retry_locked(step: Any) -> None:
+        # switching journal mode fails at once (no busy wait) while another process holds a lock
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                step()
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    @staticmethod
+    def _create_schema(conn: sqlite3.Connection) -> None:
         import sqlite_utils
 
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000)
-        conn.execute(f"pragma busy_timeout = {BUSY_TIMEOUT_MS}")
-        db = sqlite_utils.Database(conn)
-        if db.journal_mode != "wal":
-            db.enable_wal()
-        if "scans" not in db.table_names():
+        conn.execute("begin immediate")
+        try:
+            db = sqlite_utils.Database(conn)
             db["graphs"].create({"key": str, "hash": str, "data": bytes, "nodes": int,
                                  "edges": int, "created": float}, pk="key", if_not_exists=True)
             db["models"].create({"id": str, "graph_hash": str, "name": str, "source": str,
                                  "record": str, "created": float}, pk="id", if_not_exists=True)
             db["scans"].create({"key": str, "path": str, "model_ids": str, "created": float},
                                pk="key", if_not_exists=True)
-        return db
+        finally:
+            if conn.in_transaction:
+                conn.execute("commit")
 
     def store(self, key: str, path: str, records: list[ModelRecord], graphs: list[Any]) -> None:
         """Store one scan atomically: its model records and their graphs, or nothing."""
-        db = self._write()
+        conn = self._write()
         now = time.time()
-        with db.conn:
+        try:
+            conn.execute("begin immediate")
             for i, (record, graph) in enumerate(zip(records, graphs)):
                 record.id = f"{key}:{i}"
                 text = graph.to_json().encode()
                 record.graph_key = hashlib.sha256(text).hexdigest()[:32]
-                db["graphs"].upsert({"key": record.graph_key, "hash": record.graph_hash,
-                                     "data": zlib.compress(text, 6), "nodes": graph.num_nodes,
-                                     "edges": len(graph.edges), "created": now}, pk="key")
+                conn.execute("insert or replace into graphs (key, hash, data, nodes, edges, created) "
+                             "values (?, ?, ?, ?, ?, ?)",
+                             (record.graph_key, record.graph_hash, zlib.compress(text, 6),
+                              graph.num_nodes, len(graph.edges), now))
                 body = record.to_json()
                 body["cached"] = False
-                db["models"].upsert({"id": record.id, "graph_hash": record.graph_hash,
-                                     "name": record.name, "source": record.source,
-                                     "record": json.dumps(body), "created": now}, pk="id")
-            db["scans"].upsert({"key": key, "path": path,
-                                "model_ids": json.dumps([r.id for r in records]),
-                                "created": now}, pk="key")
-        db.conn.close()
+                conn.execute("insert or replace into models (id, graph_hash, name, source, record, created) "
+                             "values (?, ?, ?, ?, ?, ?)",
+                             (record.id, record.graph_hash, record.name, record.source, json.dumps(body), now))
+            conn.execute("insert or replace into scans (key, path, model_ids, created) values (?, ?, ?, ?)",
+                         (key, path, json.dumps([r.id for r in records]), now))
+            conn.execute("commit")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("rollback")
+            raise
+        finally:
+            conn.close()
 
     def clear(self) -> dict[str, int]:
         """Delete every scan, model and graph; returns how many of each were removed."""
-        before = self.info()
         if not self.path.exists():
             return {"scans": 0, "models": 0, "graphs": 0}
-        db = self._write()
-        with db.conn:
-            for table in ("scans", "models", "graphs"):
-                db.conn.execute(f"delete from {table}")
-        db.conn.execute("vacuum")
-        db.conn.close()
+        try:
+            before = self.info()
+        except NarError:  # not a database any more: nothing in it can be saved
+            for file in self._files():
+                file.unlink(missing_ok=True)
+            return {"scans": 0, "models": 0, "graphs": 0}
+        conn = self._write()
+        conn.execute("begin immediate")
+        for table in ("scans", "models", "graphs"):
+            conn.execute(f"delete from {table}")
+        conn.execute("commit")
+        conn.execute("vacuum")
+        conn.close()
         return {k: before[k] for k in ("scans", "models", "graphs")}

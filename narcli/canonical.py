@@ -45,6 +45,7 @@ class RawGraph:
     param_shapes: dict[str, Shape] = field(default_factory=dict)
     # count a parameter at every node that uses it, not once (see trace_onnx)
     count_params_per_use: bool = False
+    input_dtypes: dict[str, str] = field(default_factory=dict)  # data input -> dtype name
 
 
 # Ops between the two matmuls of an attention that do not change what it is.

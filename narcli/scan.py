@@ -80,28 +80,28 @@ def trace_python_file(path: Path, spec: str | None, inputs: list[InputSpec] | No
     return out
 
 
+def _whole_file_payload(raw: Any, path: Path, tracer: str) -> list[dict]:
+    """Payload of a file that holds exactly one graph (`.pt2`, `.onnx`), named after the file."""
+    from narcli.canonical import build_graph
+
+    specs = [InputSpec(tuple(s or ()), raw.input_dtypes.get(name, "float32")) for name, s in raw.inputs]
+    graph = build_graph(raw, {"source": str(path), "tracer": tracer, "model": path.stem,
+                              "inputs": [s.to_json() for s in specs]})
+    return [_graph_payload(graph, path.stem, tracer, specs, None)]
+
+
 def trace_exported_program(path: Path) -> list[dict]:
     """Trace a `.pt2` archive written by `torch.export.save` (runs in the child)."""
-    from narcli.canonical import build_graph
     from narcli.loader import load_exported_program
     from narcli.trace_torch import raw_from_program
 
-    raw = raw_from_program(load_exported_program(path))
-    specs = [InputSpec(tuple(s or ()), "float32") for _, s in raw.inputs]
-    graph = build_graph(raw, {"source": str(path), "tracer": "export", "model": path.stem,
-                              "inputs": [s.to_json() for s in specs]})
-    return [_graph_payload(graph, path.stem, "export", specs, None)]
+    return _whole_file_payload(raw_from_program(load_exported_program(path)), path, "export")
 
 
 def trace_onnx_file(path: Path) -> list[dict]:
-    from narcli.canonical import build_graph
     from narcli.trace_onnx import load_onnx, trace_onnx
 
-    raw = trace_onnx(load_onnx(path))
-    specs = [InputSpec(tuple(s or ()), "float32") for _, s in raw.inputs]
-    graph = build_graph(raw, {"source": str(path), "tracer": "onnx", "model": path.stem,
-                              "inputs": [s.to_json() for s in specs]})
-    return [_graph_payload(graph, path.stem, "onnx", specs, None)]
+    return _whole_file_payload(trace_onnx(load_onnx(path)), path, "onnx")
 
 
 # -- the library entry points ---------------------------------------------------------------------

@@ -35,7 +35,7 @@ def load_onnx(path: Path) -> Any:
 
 def trace_onnx(model: Any) -> RawGraph:
     """RawGraph of a loaded ONNX model."""
-    from onnx import TensorProto
+    from onnx import TensorProto, helper
 
     graph = model.graph
     initializers = {t.name: tuple(int(d) for d in t.dims) for t in graph.initializer}
@@ -69,8 +69,10 @@ def trace_onnx(model: Any) -> RawGraph:
                          [shapes.get(v) for v in inputs], _scope(node.name)))
     # exporters merge initializers with equal values (fresh LayerNorm weights, say), so a
     # parameter is counted at each use rather than once
+    dtypes = {i.name: helper.tensor_dtype_to_string(i.type.tensor_type.elem_type).split(".")[-1].lower()
+              for i in graph.input if i.name not in initializers and i.type.tensor_type.elem_type}
     return RawGraph(data_inputs, ops, [o.name for o in graph.output], param_shapes,
-                    count_params_per_use=True)
+                    count_params_per_use=True, input_dtypes=dtypes)
 
 
 def _attr(node: Any, name: str, default: Any = None) -> Any:

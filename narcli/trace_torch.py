@@ -88,8 +88,12 @@ def raw_from_program(program: Any) -> RawGraph:
             param_shapes[name] = shape
         elif spec.kind == InputKind.USER_INPUT:
             data_inputs.append((name, shape))
-    return _raw_from_fx(graph, data_inputs, param_shapes,
-                        lambda n: n.meta.get("val"), _export_scope)
+    raw = _raw_from_fx(graph, data_inputs, param_shapes, lambda n: n.meta.get("val"), _export_scope)
+    for name, _ in data_inputs:
+        value = nodes[name].meta.get("val")
+        if isinstance(value, torch.Tensor):
+            raw.input_dtypes[name] = str(value.dtype).replace("torch.", "")
+    return raw
 
 
 def _export_scope(node: torch.fx.Node) -> str:

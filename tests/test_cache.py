@@ -1,10 +1,11 @@
 import json
+import multiprocessing
 import sqlite3
 import subprocess
 import sys
 
-from narcli.cache import Cache
-from narcli.graph import ArchGraph
+from narcli.cache import Cache, ModelRecord
+from narcli.graph import ArchGraph, Node
 
 from .conftest import FIXTURES, run_nar
 
@@ -91,6 +92,8 @@ def test_corrupt_cache_is_reported_not_a_traceback(cli, nar_home):
     (nar_home / "nar.db").write_bytes(b"this is not sqlite" * 100)
     result = cli("scan", FIXTURES / "tiny.onnx")
     assert result.exit_code == 1 and "cache" in result.stderr and "Traceback" not in result.stderr
+    assert cli("cache", "clear", "--yes").exit_code == 0
+    assert cli("scan", FIXTURES / "tiny.onnx").exit_code == 0
 
 
 def test_cache_hit_does_not_import_torch(write, nar_home):
@@ -120,3 +123,25 @@ def test_concurrent_scans_share_the_database(write):
         _, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err
     assert Cache().info()["scans"] == 4
+
+
+def _store_many(path, worker, barrier):
+    graph = ArchGraph([Node("input"), Node("relu")], [(0, 1)])
+    record = ModelRecord(f"m{worker}", "src", "py", "export", [], None, 0, 0, 2, 2, 1, graph.content_hash(), [])
+    barrier.wait()  # all writers hit the fresh database at once
+    for j in range(5):
+        Cache(path).store(f"{worker}-{j}", "src", [record], [graph])
+        assert Cache(path).lookup(f"{worker}-{j}")[0].name == f"m{worker}"
+
+
+def test_simultaneous_writers_on_a_fresh_database(tmp_path):
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(6)
+    path = tmp_path / "fresh" / "nar.db"
+    workers = [ctx.Process(target=_store_many, args=(path, i, barrier)) for i in range(6)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(120)
+    assert [w.exitcode for w in workers] == [0] * 6
+    assert Cache(path).info()["scans"] == 30

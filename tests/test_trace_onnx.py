@@ -39,6 +39,8 @@ def test_pytorch_and_its_onnx_export_give_nearly_the_same_graph(tmp_path, make, 
     assert abs(from_onnx.params - from_torch.params) <= 0.01 * from_torch.params
     assert abs(from_onnx.macs - from_torch.macs) <= 0.01 * from_torch.macs
     assert abs(from_onnx.depth - from_torch.depth) <= 3
+    raw = trace_onnx(load_onnx(tmp_path / "m.onnx"))
+    assert list(raw.input_dtypes.values()) == [str(example[0].dtype).replace("torch.", "")]
 
 
 def onnx_model(nodes, inputs, outputs, initializers=(), opset=17):
