@@ -179,7 +179,7 @@ class Cache:
         now = time.time()
         try:
             conn.execute("begin immediate")
-            for i, (record, graph) in enumerate(zip(records, graphs)):
+            for i, (record, graph) in enumerate(zip(records, graphs, strict=True)):
                 record.id = f"{key}:{i}"
                 text = graph.to_json().encode()
                 record.graph_key = hashlib.sha256(text).hexdigest()[:32]

@@ -91,13 +91,14 @@ def scan(
     timeout: float = typer.Option(120.0, "--timeout", help="Seconds to allow importing and tracing one file."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Trace again, and do not store the result."),
     as_json: bool = typer.Option(False, "--json", help="Print the full record as JSON."),
-    graph: bool = typer.Option(False, "--graph", help="With --json, include the canonical graph."),
+    graph: bool = typer.Option(False, "--graph", help="Include the canonical graph (implies --json)."),
 ) -> None:
     """Trace a model into its canonical architecture graph and summarise it (cached)."""
     from narcli.scan import ScanOptions
 
     if timeout <= 0:
         _fail("--timeout must be positive", 2)
+    as_json = as_json or graph
     options = ScanOptions(model=model, input_shapes=input_shape, input_dtypes=input_dtype,
                           timeout=timeout, use_cache=not no_cache)
     if path.is_dir():
@@ -105,7 +106,7 @@ def scan(
         return
     from narcli.scan import scan_file
 
-    records, graphs = _run(scan_file, path, options, want_graphs=graph and as_json)
+    records, graphs = _run(scan_file, path, options, want_graphs=graph)
     if as_json:
         models = []
         for i, record in enumerate(records):

@@ -1,5 +1,4 @@
 import pytest
-import torch
 from torch import nn
 
 from narcli.errors import UsageError

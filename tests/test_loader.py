@@ -1,5 +1,4 @@
 import pytest
-import torch
 
 from narcli.errors import LoadError, NoModelError, UsageError
 from narcli.loader import build_models, parse_model_spec
