@@ -8,6 +8,7 @@ from typing import Any
 
 from narcli.canonical import RawGraph, RawOp
 from narcli.errors import LoadError
+from narcli.inputs import DTYPES
 from narcli.torch_ops import conv_attrs
 from narcli.vocab import canonical_onnx, pool_type
 
@@ -69,8 +70,11 @@ def trace_onnx(model: Any) -> RawGraph:
                          [shapes.get(v) for v in inputs], _scope(node.name)))
     # exporters merge initializers with equal values (fresh LayerNorm weights, say), so a
     # parameter is counted at each use rather than once
-    dtypes = {i.name: helper.tensor_dtype_to_string(i.type.tensor_type.elem_type).split(".")[-1].lower()
-              for i in graph.input if i.name not in initializers and i.type.tensor_type.elem_type}
+    dtypes = {}
+    for i in graph.input:
+        if i.name not in initializers and i.type.tensor_type.elem_type:
+            name = helper.tensor_dtype_to_string(i.type.tensor_type.elem_type).split(".")[-1].lower()
+            dtypes[i.name] = DTYPES.get(name, name)  # ONNX FLOAT -> float32, as --input-dtype says it
     return RawGraph(data_inputs, ops, [o.name for o in graph.output], param_shapes,
                     count_params_per_use=True, input_dtypes=dtypes)
 
