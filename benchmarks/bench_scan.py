@@ -73,6 +73,9 @@ def main() -> None:
 
     home = tempfile.mkdtemp(prefix="nar-bench-")
     env = dict(os.environ, NAR_HOME=home)
+    # an installed package has its bytecode compiled by pip; keep Python's .pyc caching on so an
+    # editable checkout is measured the same way (some sandboxes turn it off globally)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     nar = nar_command()
     resnet = str(FIXTURES / "resnet50.py")
 
