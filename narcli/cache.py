@@ -13,7 +13,7 @@ import os
 import sqlite3
 import time
 import zlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +56,6 @@ class ModelRecord:
     cached: bool = False
     id: str = ""
     graph_key: str = ""  # the stored graph (with this scan's shapes and metadata)
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -86,21 +85,21 @@ class Cache:
         conn = self._read()
         if conn is None:
             return None
-        with conn:
+        try:
             row = conn.execute("select model_ids from scans where key = ?", (key,)).fetchone()
             if row is None:
                 return None
-            ids = json.loads(row[0])
             records = []
-            for model_id in ids:
+            for model_id in json.loads(row[0]):
                 found = conn.execute("select record from models where id = ?", (model_id,)).fetchone()
                 if found is None:
                     return None
                 record = ModelRecord(**json.loads(found[0]))
                 record.cached = True
                 records.append(record)
-        conn.close()
-        return records
+            return records
+        finally:
+            conn.close()
 
     def graph(self, graph_key: str) -> Any:
         """The ArchGraph stored under `graph_key` (see `ModelRecord.graph_key`), or None."""

@@ -122,7 +122,7 @@ def build_graph(raw: RawGraph, meta: dict[str, Any] | None = None) -> ArchGraph:
     _spatial_means_to_pools(work)
 
     for node in work:
-        node.macs = _macs(node)
+        node.macs = node.macs or _macs(node)  # fused attention already knows its MACs
     graph = _assemble(work, raw.param_shapes)
     graph.meta.update(meta or {})
     if raw.count_params_per_use:
@@ -216,7 +216,8 @@ def _fuse_attention(work: list[_Work]) -> None:
         macs = _macs(first) + _macs(second)
         second.op = "attention"
         second.parents = list(dict.fromkeys(qk + [second.parents[1]]))
-        second.attrs = {"_macs": macs}
+        second.attrs = {}
+        second.macs = macs
         for i in chain + [up]:
             work[i].alive = False
 
@@ -262,8 +263,6 @@ def _spatial_means_to_pools(work: list[_Work]) -> None:
 # -- measurement and assembly --------------------------------------------------------------------
 def _macs(node: _Work) -> int:
     """Multiply-accumulates of the compute-heavy ops; the rest count as zero (by convention)."""
-    if "_macs" in node.attrs:
-        return int(node.attrs["_macs"])
     out = math.prod(node.shape) if node.shape else 0
     op, a = node.op, node.attrs
     if "conv" in op:
@@ -292,9 +291,8 @@ def _assemble(work: list[_Work], param_shapes: dict[str, Shape]) -> ArchGraph:
         if not w.alive:
             continue
         index[i] = len(nodes)
-        attrs = {k: v for k, v in w.attrs.items() if not k.startswith("_")}
         params = sum(math.prod(param_shapes[p]) for p in w.params)
-        nodes.append(Node(w.op, list(w.shape) if w.shape is not None else None, attrs,
+        nodes.append(Node(w.op, list(w.shape) if w.shape is not None else None, dict(w.attrs),
                           int(params), int(w.macs), w.scope))
     edges = sorted({(index[p], index[i]) for i, w in enumerate(work) if w.alive
                     for p in w.parents if p in index})

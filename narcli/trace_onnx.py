@@ -68,13 +68,13 @@ def trace_onnx(model: Any) -> RawGraph:
         ops.append(RawOp(op, inputs, list(node.output), attrs,
                          shapes.get(node.output[0]) if node.output else None,
                          [shapes.get(v) for v in inputs], _scope(node.name)))
-    # exporters merge initializers with equal values (fresh LayerNorm weights, say), so a
-    # parameter is counted at each use rather than once
     dtypes = {}
     for i in graph.input:
         if i.name not in initializers and i.type.tensor_type.elem_type:
             name = helper.tensor_dtype_to_string(i.type.tensor_type.elem_type).split(".")[-1].lower()
             dtypes[i.name] = DTYPES.get(name, name)  # ONNX FLOAT -> float32, as --input-dtype says it
+    # exporters merge initializers with equal values (fresh LayerNorm weights, say), so a
+    # parameter is counted at each use rather than once
     return RawGraph(data_inputs, ops, [o.name for o in graph.output], param_shapes,
                     count_params_per_use=True, input_dtypes=dtypes)
 
