@@ -71,13 +71,19 @@ class Cache:
 
     # -- reading (stdlib only) -------------------------------------------------------------------
     def _read(self) -> sqlite3.Connection | None:
+        """A read-only connection, or None while there is no cache (or its schema is being made)."""
         if not self.path.exists():
             return None
+        conn = None
         try:
             conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
             conn.execute("select 1 from scans limit 1")
             return conn
         except sqlite3.DatabaseError as exc:
+            if conn is not None:
+                conn.close()
+            if "no such table" in str(exc):  # another process has just created the file
+                return None
             raise NarError(f"cache {self.path} is unreadable ({exc}); remove it or run `nar cache clear`") from None
 
     def lookup(self, key: str) -> list[ModelRecord] | None:

@@ -145,3 +145,13 @@ def test_simultaneous_writers_on_a_fresh_database(tmp_path):
         w.join(120)
     assert [w.exitcode for w in workers] == [0] * 6
     assert Cache(path).info()["scans"] == 30
+
+
+def test_database_whose_schema_is_not_made_yet_reads_as_empty(cli, nar_home):
+    # what a lookup sees while another process has created the file but not yet its tables
+    nar_home.mkdir(parents=True)
+    sqlite3.connect(nar_home / "nar.db").execute("create table unrelated (x)").connection.close()
+    result = cli("scan", FIXTURES / "tiny.onnx", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["models"][0]["cached"] is False
+    assert Cache().info()["scans"] == 1
