@@ -90,9 +90,10 @@ def build_graph(raw: RawGraph, meta: dict[str, Any] | None = None) -> ArchGraph:
         data_in = [resolve(v) for v in op.inputs if resolve(v) in producer]
         if not data_in:
             continue  # computed from constants and parameters only
-        if op.op in FOLDED:
+        if op.op in FOLDED or _is_noop_slice(op):
             for out in op.outputs:
-                alias[out] = data_in[0]
+                if out != data_in[0]:  # an in-place op returns its own input
+                    alias[out] = data_in[0]
             continue
         node = _Work(
             op.op,
@@ -130,6 +131,12 @@ def build_graph(raw: RawGraph, meta: dict[str, Any] | None = None) -> ArchGraph:
     else:
         graph.meta["params"] = sum(math.prod(s) for s in raw.param_shapes.values())
     return graph
+
+
+def _is_noop_slice(op: RawOp) -> bool:
+    # `x[:, :H]` on a tensor already H long; torch.export drops these, run-time recording sees them
+    return op.op == "slice" and op.shape is not None and bool(op.in_shapes) and \
+        op.in_shapes[0] is not None and tuple(op.in_shapes[0]) == tuple(op.shape)
 
 
 # -- fusion passes ------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ def test_scan_summary_names_what_was_assumed(cli, write):
     result = cli("scan", path)
     assert result.exit_code == 0, result.output
     out = result.stdout
-    for expected in ("SmallCNN", "export", "float32[1,3,224,224]", "assumed", "image", "params", "MACs",
+    for expected in ("SmallCNN", "runtime", "float32[1,3,224,224]", "assumed", "image", "params", "MACs",
                      "conv2d"):
         assert expected in out
 

@@ -57,29 +57,27 @@ def test_conv_attributes_params_and_macs():
 class ExportShy(nn.Module):
     """A model torch.export can't trace; with `loop`, torch.fx can't either."""
 
-    def __init__(self, loop=False):
+    def __init__(self, refuse_export=False):
         super().__init__()
         self.fc = nn.Linear(4, 4)
-        self.loop = loop
+        self.refuse_export = refuse_export
 
     def forward(self, x):
-        if torch.compiler.is_exporting():
+        modes = torch.overrides._get_current_function_mode_stack()
+        if any(type(mode).__name__ == "Recorder" for mode in modes):  # nar's run-time tracer
+            raise RuntimeError("unsupported while recorded")
+        if self.refuse_export and torch.compiler.is_exporting():
             raise RuntimeError("unsupported by export")
-        if self.loop:
-            for _ in range(x.size(0)):  # a Python loop over a size: fx can't unroll it
-                x = self.fc(x)
-            return x
         return self.fc(x).relu()
 
 
-@pytest.mark.parametrize("loop, expected", [(False, "fx"), (True, "runtime")])
-def test_tracing_falls_back_in_order(loop, expected):
+@pytest.mark.parametrize("refuse_export, expected", [(False, "export"), (True, "fx")])
+def test_tracing_falls_back_in_order(refuse_export, expected):
     with torch.device("meta"):
-        model = ExportShy(loop)
+        model = ExportShy(refuse_export)
     raw, tracer = trace_module(model, [torch.empty(2, 4, device="meta")])
     assert tracer == expected
-    hist = build_graph(raw).op_histogram()
-    assert hist["linear"] == (2 if loop else 1)
+    assert build_graph(raw).op_histogram()["linear"] == 1
 
 
 def test_untraceable_forward_raises_trace_error():
