@@ -3,4 +3,14 @@
 __version__ = "0.1.0"
 
 # Bumped whenever the canonical graph changes meaning, so stale cache entries are not reused.
-IR_VERSION = 1
+IR_VERSION = 2
+
+
+
+def __getattr__(name: str) -> object:
+    # plugins write `from narcli import hookimpl`; imported lazily to keep `nar` start-up light
+    if name == "hookimpl":
+        from narcli.hookspecs import hookimpl
+
+        return hookimpl
+    raise AttributeError(f"module 'narcli' has no attribute {name!r}")

@@ -46,6 +46,7 @@ class RawGraph:
     # count a parameter at every node that uses it, not once (see trace_onnx)
     count_params_per_use: bool = False
     input_dtypes: dict[str, str] = field(default_factory=dict)  # data input -> dtype name
+    guessed_values: int = 0  # data-dependent reads the run-time tracer answered without data
 
 
 # Ops between the two matmuls of an attention that do not change what it is.
@@ -126,6 +127,8 @@ def build_graph(raw: RawGraph, meta: dict[str, Any] | None = None) -> ArchGraph:
         node.macs = node.macs or _macs(node)  # fused attention already knows its MACs
     graph = _assemble(work, raw.param_shapes)
     graph.meta.update(meta or {})
+    if raw.guessed_values:
+        graph.meta["guessed_values"] = raw.guessed_values
     if raw.count_params_per_use:
         graph.meta["params"] = sum(n.params for n in graph.nodes)
     else:

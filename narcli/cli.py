@@ -26,6 +26,8 @@ app = typer.Typer(
 )
 cache_app = typer.Typer(help="Inspect or clear the scan cache.", no_args_is_help=True)
 app.add_typer(cache_app, name="cache")
+zoo_app = typer.Typer(help="Browse the zoo of known architectures, or build it.", no_args_is_help=True)
+app.add_typer(zoo_app, name="zoo")
 
 _state = {"debug": False}
 
@@ -177,6 +179,132 @@ def cache_clear(yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask 
         typer.confirm(f"Delete everything cached in {cache.path}?", abort=True)
     removed = _run(cache.clear)
     print(f"removed {removed['scans']} scans, {removed['models']} models, {removed['graphs']} graphs")
+
+
+# -- zoo --------------------------------------------------------------------------------------------
+def _zoo() -> Any:
+    from narcli.zoo import Zoo
+
+    return Zoo()
+
+
+def _split(values: Optional[list[str]]) -> list[str] | None:
+    if not values:
+        return None
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+@zoo_app.command("build")
+def zoo_build(
+    source: Optional[list[str]] = typer.Option(None, "--source", "-s",
+                                               help="Source(s) to build (repeat or comma-separate); default: all bundled."),
+    names: Optional[list[str]] = typer.Option(None, "--name", "-n", help="Only models whose name matches this glob."),
+    limit: Optional[int] = typer.Option(None, "--limit", help="At most this many new models per source."),
+    jobs: int = typer.Option(1, "--jobs", "-j", help="Worker processes."),
+    timeout: float = typer.Option(300.0, "--timeout", help="Seconds to allow building and tracing one model."),
+    retry_failed: bool = typer.Option(False, "--retry-failed", help="Try the models that failed last time again."),
+    db: Optional[Path] = typer.Option(None, "--db", help="Zoo database to write (default: your zoo in NAR_HOME)."),
+) -> None:
+    """Trace every model of the chosen sources into a zoo database (resumable)."""
+    from narcli.zoo import user_zoo_path
+    from narcli.zoo_build import BuildOptions, build_zoo
+
+    options = BuildOptions(db=db or user_zoo_path(), sources=_split(source), patterns=_split(names), limit=limit,
+                           jobs=jobs, timeout=timeout, retry_failed=retry_failed)
+    from narcli.render_zoo import BuildProgress, print_build_reports
+
+    with BuildProgress(_stderr_console()) as progress:
+        reports = _run(build_zoo, options, progress)
+    print_build_reports(_stdout(), reports, options.db)
+    if reports and not any(r.ok + r.already for r in reports if r.listed):
+        raise typer.Exit(1)
+
+
+@zoo_app.command("list")
+def zoo_list(
+    pattern: Optional[str] = typer.Argument(None, help="Glob on model names, e.g. 'resnet*' or 'hf/bert/*'."),
+    family: Optional[str] = typer.Option(None, "--family", "-f", help="Only this family."),
+    source: Optional[str] = typer.Option(None, "--source", "-s", help="Only this source."),
+    task: Optional[str] = typer.Option(None, "--task", "-t", help="Only this task."),
+    coarse: Optional[str] = typer.Option(None, "--coarse", "-c", help="Only this coarse class."),
+    failed: bool = typer.Option(False, "--failed", help="List the models that failed to build, with why."),
+    limit: int = typer.Option(0, "--limit", help="Show at most this many (0: all)."),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+) -> None:
+    """List zoo models, filtered."""
+    from narcli.render_zoo import print_model_list
+
+    zoo = _zoo()
+    models = _run(zoo.models, pattern, family=family, source=source, task=task, coarse=coarse, failed=failed)
+    if not models:
+        filters = ", ".join(f"{k}={v}" for k, v in (("pattern", pattern), ("family", family), ("source", source),
+                                                     ("task", task), ("coarse", coarse)) if v)
+        _fail(f"no {'failed ' if failed else ''}zoo models match {filters or 'at all'}", 1)
+    shown = models[:limit] if limit > 0 else models
+    if as_json:
+        print(json.dumps([m.to_json() for m in shown], indent=2))
+        return
+    print_model_list(_stdout(), shown, len(models), failed)
+
+
+@zoo_app.command("show")
+def zoo_show(
+    name: str = typer.Argument(..., help="A zoo id (timm/resnet50) or a bare name (resnet50)."),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+) -> None:
+    """Show one zoo model's record."""
+    zoo = _zoo()
+    model = _run(zoo.resolve, name)
+    aliases = _run(zoo.aliases, model)
+    if as_json:
+        print(json.dumps({**model.to_json(), "aliases": aliases}, indent=2))
+        return
+    from narcli.render_zoo import print_zoo_model
+
+    print_zoo_model(_stdout(), model, aliases)
+
+
+@zoo_app.command("families")
+def zoo_families(
+    source: Optional[str] = typer.Option(None, "--source", "-s", help="Only this source."),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+) -> None:
+    """Families in the zoo with their coarse class and counts."""
+    families = _run(_zoo().families, source)
+    if not families:
+        _fail(f"no families{f' from source {source!r}' if source else ''} in the zoo", 1)
+    if as_json:
+        print(json.dumps(families, indent=2))
+        return
+    from narcli.render_zoo import print_families
+
+    print_families(_stdout(), families)
+
+
+@zoo_app.command("stats")
+def zoo_stats(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
+    """Counts by source, coarse class and task, and failures by reason."""
+    stats = _run(_zoo().stats)
+    if as_json:
+        print(json.dumps(stats, indent=2))
+        return
+    from narcli.render_zoo import print_stats
+
+    print_stats(_stdout(), stats)
+
+
+@app.command("plugins")
+def plugins_command(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
+    """List the installed nar plugins and the zoo sources they provide."""
+    from narcli.plugins import plugin_list
+
+    plugins = _run(plugin_list)
+    if as_json:
+        print(json.dumps(plugins, indent=2))
+        return
+    from narcli.render_zoo import print_plugins
+
+    print_plugins(_stdout(), plugins)
 
 
 def main() -> None:

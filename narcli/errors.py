@@ -27,3 +27,7 @@ class IsolationError(NarError):
 
 class NoModelError(LoadError):
     """A file defines no model (a helper module in a scanned directory, say)."""
+
+
+class ZooError(NarError):
+    """The zoo database is missing, corrupt, busy, or has no such model."""

@@ -120,17 +120,14 @@ def _candidates(module: Any, base: type) -> list[tuple[str, Any]]:
 
 
 def _construct(target: Any, args: tuple, kwargs: dict, what: str, path: Path, torch: Any) -> Any:
+    from narcli.meta import build_on_meta
+
     try:
-        with torch.device("meta"):
-            return target(*args, **kwargs)
+        return build_on_meta(lambda: target(*args, **kwargs))
     except TypeError as exc:
         raise LoadError(f"{path}: {what} could not be constructed: {exc}") from exc
     except Exception as exc:
-        # some constructors compute with tensors (e.g. `.item()`), which meta tensors can't do
-        try:
-            return target(*args, **kwargs).to("meta")
-        except Exception:
-            raise LoadError(f"{path}: constructing {what} raised {type(exc).__name__}: {exc}") from exc
+        raise LoadError(f"{path}: constructing {what} raised {type(exc).__name__}: {exc}") from exc
 
 
 def load_exported_program(path: Path) -> Any:

@@ -36,8 +36,8 @@ def trace_module(model: nn.Module, inputs: list[torch.Tensor],
                 return _TRACERS[name](model, inputs), name
         except Exception as exc:  # each tracer fails in its own way; the next one may succeed
             failures.append((name, exc))
-    name, last = failures[-1]
-    raise TraceError(f"could not trace the model ({name}: {_one_line(last)})") from last
+    name, first = failures[0]  # the preferred tracer's complaint says the most
+    raise TraceError(f"could not trace the model ({name}: {_one_line(first)})") from first
 
 
 def _one_line(exc: BaseException) -> str:
@@ -225,10 +225,19 @@ def _trace_runtime(model: nn.Module, inputs: list[torch.Tensor]) -> RawGraph:
             return [t for x in a.values() for t in flat(x)]
         return []
 
+    guesses = [0]
+
     class Recorder(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            result = func(*args, **kwargs)
+            if args and isinstance(args[0], torch.Tensor) and args[0].is_meta and func in _VALUE_READS:
+                guesses[0] += 1
+                return _VALUE_READS[func](args[0])
+            if getattr(func, "__name__", "") in _BF16_ONLY and any(
+                    isinstance(a, torch.Tensor) and a.is_meta and a.dtype == torch.float32 for a in args):
+                result = _in_bf16(func, args, kwargs)
+            else:
+                result = func(*args, **kwargs)
             outs = flat(result)
             if not outs:
                 return result  # sizes, dims, flags: not data
@@ -257,7 +266,35 @@ def _trace_runtime(model: nn.Module, inputs: list[torch.Tensor]) -> RawGraph:
     finally:
         pre.remove()
         post.remove()
-    return RawGraph(data_inputs, ops, [value_id(t) for t in flat(result)], param_shapes)
+    return RawGraph(data_inputs, ops, [value_id(t) for t in flat(result)], param_shapes,
+                    guessed_values=guesses[0])
+
+
+# Ops whose meta kernels insist on bfloat16 (MoE experts in transformers): run in bf16, answer float32.
+_BF16_ONLY = {"_grouped_mm", "grouped_mm"}
+
+
+def _in_bf16(func: Callable, args: tuple, kwargs: dict) -> Any:
+    def cast(a: Any) -> Any:
+        return a.to(torch.bfloat16) if isinstance(a, torch.Tensor) and a.dtype == torch.float32 else a
+
+    result = func(*[cast(a) for a in args], **kwargs)
+    return result.to(torch.float32) if isinstance(result, torch.Tensor) else result
+
+
+# Meta tensors have no values. When the model reads one (`if mask.all():`, `n = x.sum().item()`),
+# run-time recording answers with zeros / False and goes on down that branch; export would trace
+# it symbolically, which is much slower, and the branch taken rarely changes the architecture.
+_VALUE_READS: dict[Any, Callable[[torch.Tensor], Any]] = {
+    torch.Tensor.__bool__: lambda t: False,
+    torch.Tensor.item: lambda t: False if t.dtype == torch.bool else (0.0 if t.is_floating_point() else 0),
+    torch.Tensor.__int__: lambda t: 0,
+    torch.Tensor.__float__: lambda t: 0.0,
+    torch.Tensor.__index__: lambda t: 0,
+    torch.Tensor.tolist: lambda t: torch.zeros(t.shape, dtype=t.dtype).tolist(),
+    torch.Tensor.nonzero: lambda t: torch.empty((0, t.dim()), dtype=torch.long, device="meta"),
+    torch.nonzero: lambda t: torch.empty((0, t.dim()), dtype=torch.long, device="meta"),
+}
 
 
 _TRACERS = {"export": _trace_export, "fx": _trace_fx, "runtime": _trace_runtime}

@@ -79,6 +79,8 @@ TORCH_ALIASES: dict[str, str] = {
     "linear": "linear",
     "mm": "matmul",
     "baddbmm": "bmm",
+    "_grouped_mm": "bmm",  # mixture-of-experts: one matmul per expert, batched
+    "grouped_mm": "bmm",
     "scaled_dot_product_attention": "attention",
     "_scaled_dot_product_flash_attention": "attention",
     "_scaled_dot_product_efficient_attention": "attention",

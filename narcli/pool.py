@@ -1,0 +1,176 @@
+"""Run many tasks in long-lived worker processes, each task with its own timeout.
+
+A task that hangs or crashes costs only its worker, which is replaced; the others go on. Workers
+are recycled after `tasks_per_worker` tasks or when they grow past `max_rss` bytes, so leaks in the
+code they run stay bounded.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sys
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from multiprocessing.connection import wait
+from typing import Any
+
+from narcli.errors import NarError
+
+
+@dataclass
+class TaskResult:
+    key: str
+    ok: bool
+    value: Any = None
+    reason: str = ""  # short and groupable: "timeout", "crash (SIGSEGV)", "trace: RuntimeError"
+    message: str = ""  # first line of the error, for the record
+    seconds: float = 0.0
+
+
+def _worker(conn: Any, fn: Callable[..., Any], log_path: str) -> None:
+    # library chatter (warnings, prints) goes to the log, not over the parent's progress bar
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            return
+        if task is None:
+            return
+        key, args = task
+        start = time.perf_counter()
+        try:
+            value = fn(*args)
+            reply = (key, True, value, "", "")
+        except BaseException as exc:  # anything the task raised is its result, not ours
+            stage = getattr(exc, "stage", "")
+            reason = f"{stage}: {type(exc).__name__}" if stage else type(exc).__name__
+            text = str(exc).strip().splitlines()
+            message = f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+            print(f"--- {key}\n{traceback.format_exc()}", file=sys.stderr, flush=True)
+            reply = (key, False, None, reason, message)
+        try:
+            conn.send(reply + (time.perf_counter() - start,))
+        except Exception as exc:  # an unpicklable result
+            conn.send((key, False, None, "result", f"{type(exc).__name__}: {exc}"[:300],
+                       time.perf_counter() - start))
+
+
+class _Worker:
+    def __init__(self, ctx: Any, fn: Callable[..., Any], log_path: str):
+        self.conn, child_conn = ctx.Pipe()
+        self.process = ctx.Process(target=_worker, args=(child_conn, fn, log_path), daemon=True)
+        self.process.start()
+        child_conn.close()
+        self.key: str | None = None
+        self.started = 0.0
+        self.done = 0
+
+    def give(self, key: str, args: tuple) -> None:
+        self.key, self.started = key, time.perf_counter()
+        self.conn.send((key, args))
+
+    def rss(self) -> int:
+        try:
+            with open(f"/proc/{self.process.pid}/statm") as f:
+                return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, IndexError):
+            return 0
+
+    def stop(self, kill: bool = False) -> None:
+        if kill:
+            self.process.kill()
+        else:
+            try:
+                self.conn.send(None)
+            except OSError:
+                pass
+        self.process.join(5)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(5)
+        self.conn.close()
+
+
+def _context() -> Any:
+    # Forking is cheap but unsafe once torch has started threads in this process.
+    if sys.platform.startswith("linux") and "torch" not in sys.modules:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+def _death(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        try:
+            return f"crash ({signal.Signals(-exitcode).name})"
+        except ValueError:
+            return f"crash (signal {-exitcode})"
+    return f"crash (exit {exitcode})"
+
+
+def run_pool(fn: Callable[..., Any], tasks: Iterable[tuple[str, tuple]], on_result: Callable[[TaskResult], None],
+             *, jobs: int = 1, timeout: float = 300.0, tasks_per_worker: int = 200,
+             max_rss: int = 8 << 30, log_path: str = os.devnull) -> None:
+    """Call `fn(*args)` for each `(key, args)` task in `jobs` workers; `on_result` sees every outcome.
+
+    `on_result` runs in this process, in completion order. A KeyboardInterrupt stops the workers
+    and propagates; tasks in flight are lost.
+    """
+    if jobs < 1:
+        raise NarError("--jobs must be at least 1")
+    ctx = _context()
+    queue = deque(tasks)
+    idle: list[_Worker] = []
+    busy: dict[Any, _Worker] = {}
+    alive: list[_Worker] = []
+    try:
+        while queue or busy:
+            while queue and len(busy) < jobs:
+                worker = idle.pop() if idle else _Worker(ctx, fn, log_path)
+                if worker not in alive:
+                    alive.append(worker)
+                key, args = queue.popleft()
+                worker.give(key, args)
+                busy[worker.conn] = worker
+            now = time.perf_counter()
+            next_deadline = min(w.started + timeout for w in busy.values())
+            ready = wait(list(busy), timeout=max(0.0, min(next_deadline - now, 1.0)))
+            for conn in ready:
+                worker = busy.pop(conn)
+                try:
+                    key, ok, value, reason, message, seconds = conn.recv()
+                except (EOFError, OSError):
+                    worker.process.join(5)
+                    result = TaskResult(worker.key or "", False, reason=_death(worker.process.exitcode),
+                                        message="the worker process died",
+                                        seconds=time.perf_counter() - worker.started)
+                    alive.remove(worker)
+                    worker.stop(kill=True)
+                    on_result(result)
+                    continue
+                worker.done += 1
+                on_result(TaskResult(key, ok, value, reason, message, seconds))
+                if worker.done >= tasks_per_worker or worker.rss() > max_rss:
+                    alive.remove(worker)
+                    worker.stop()
+                else:
+                    idle.append(worker)
+            now = time.perf_counter()
+            for conn, worker in list(busy.items()):
+                if now - worker.started > timeout:
+                    del busy[conn]
+                    alive.remove(worker)
+                    worker.stop(kill=True)
+                    on_result(TaskResult(worker.key or "", False, reason="timeout",
+                                         message=f"took longer than {timeout:g} s", seconds=now - worker.started))
+    finally:
+        for worker in alive:
+            worker.stop(kill=bool(busy))
