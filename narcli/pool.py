@@ -7,6 +7,7 @@ code they run stay bounded.
 
 from __future__ import annotations
 
+import faulthandler
 import multiprocessing
 import os
 import signal
@@ -37,6 +38,7 @@ def _worker(conn: Any, fn: Callable[..., Any], log_path: str) -> None:
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
+    faulthandler.enable(file=sys.stderr)  # a segfault's Python stack goes to the log too
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     while True:
         try:

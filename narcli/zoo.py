@@ -199,8 +199,8 @@ class Zoo:
         like = key.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         prefixed = self._query("select * from models where status = 'ok' and "
                                "(lower(id) like ? escape '\\' or lower(name) like ? escape '\\')", (like, like))
-        if len(prefixed) == 1:
-            return prefixed[0]
+        if len({m.name.lower() for m in prefixed}) == 1:  # one name, maybe in several sources
+            return min(prefixed, key=lambda m: (self.rank(m.source), m.id))
         if prefixed:
             shown = ", ".join(m.id for m in prefixed[:8])
             more = f" and {len(prefixed) - 8} more" if len(prefixed) > 8 else ""

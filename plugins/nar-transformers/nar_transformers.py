@@ -67,7 +67,8 @@ class TransformersSource(ZooSource):
                     name = model_type if task == "base" else f"{model_type}/{task}"
                     entries.append(ZooEntry(name, model_type, "feature-extraction" if task == "base" else task,
                                             {"class": class_name}))
-        return entries
+        # every base model before any head, so a partial build already covers every model type
+        return sorted(entries, key=lambda e: (e.task != "feature-extraction", e.name))
 
     def build(self, entry: ZooEntry) -> BuiltModel:
         import warnings

@@ -1,0 +1,150 @@
+"""Reading the zoo: name resolution, filters, families, bad databases, and the `nar zoo` commands."""
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from narcli import plugins
+from narcli.errors import ZooError
+from narcli.zoo import Zoo
+from narcli.zoo_build import BuildOptions, build_zoo
+from tests import fake_source
+from tests.conftest import run_nar
+
+
+@pytest.fixture(scope="module")
+def fake_zoo(tmp_path_factory):
+    """A zoo built from the two fake sources (the well-behaved models only)."""
+    db = tmp_path_factory.mktemp("zoo") / "zoo.db"
+    plugins.register(fake_source, name="fake-zoo")
+    try:
+        names = ["mlp_*", "cnn_*", "resnet*", "broken"]
+        build_zoo(BuildOptions(db=db, sources=["fake", "other"], patterns=names, jobs=2, timeout=60))
+    finally:
+        plugins.unregister("fake-zoo")
+    return db
+
+
+@pytest.fixture
+def zoo(fake_zoo, monkeypatch):
+    monkeypatch.setenv("NAR_ZOO", str(fake_zoo))
+    return Zoo()
+
+
+def test_exact_id_wins(zoo):
+    assert zoo.resolve("ot/resnet50").id == "ot/resnet50"
+    assert zoo.resolve("FK/CNN_TINY").id == "fk/cnn_tiny"
+
+
+def test_a_bare_name_in_several_sources_goes_to_the_best_ranked_one(zoo):
+    assert zoo.resolve("resnet50").id == "fk/resnet50"
+
+
+def test_a_unique_prefix_resolves(zoo):
+    assert zoo.resolve("resnet1").id == "ot/resnet101"
+
+
+def test_an_ambiguous_prefix_lists_the_candidates(zoo):
+    with pytest.raises(ZooError, match="ambiguous: fk/cnn_base, fk/cnn_tiny"):
+        zoo.resolve("cnn")
+
+
+def test_an_unknown_name_suggests_close_ones(zoo):
+    with pytest.raises(ZooError, match="no model 'resnt50' .*did you mean .*resnet50"):
+        zoo.resolve("resnt50")
+    assert zoo.resolve("resnet5").id == "fk/resnet50"  # a prefix of one name only
+
+
+def test_a_failed_model_says_why(zoo):
+    with pytest.raises(ZooError, match="failed to build .*cannot be built"):
+        zoo.resolve("fk/broken")
+
+
+def test_filters_and_globs(zoo):
+    assert [m.id for m in zoo.models(family="mlp")] == ["fk/mlp_small", "fk/mlp_small_copy", "fk/mlp_wide"]
+    assert [m.id for m in zoo.models("resnet*")] == ["fk/resnet50", "ot/resnet101", "ot/resnet50"]
+    assert [m.id for m in zoo.models(source="other", coarse="convolutional")] == ["ot/resnet101", "ot/resnet50"]
+    assert [m.id for m in zoo.models(failed=True)] == ["fk/broken"]
+    assert zoo.models(task="no-such-task") == []
+
+
+def test_families_count_models_and_distinct_architectures(zoo):
+    families = {f["family"]: f for f in zoo.families()}
+    assert families["mlp"]["models"] == 3 and families["mlp"]["architectures"] == 2
+    assert families["convnet"]["sources"] == ["fake", "other"]
+    assert families["convnet"]["coarse"] == "convolutional"
+
+
+def test_the_user_zoo_is_read_beside_the_bundled_one(zoo, fake_zoo, nar_home, monkeypatch):
+    nar_home.mkdir(parents=True, exist_ok=True)
+    user = nar_home / "zoo.db"
+    shutil.copy(fake_zoo, user)
+    with sqlite3.connect(user) as conn:
+        conn.execute("update models set id = 'fk/mine', name = 'mine' where id = 'fk/cnn_tiny'")
+    assert Zoo().resolve("mine").id == "fk/mine"
+    assert Zoo().resolve("fk/cnn_base").id == "fk/cnn_base"
+
+
+def test_a_missing_zoo_says_how_to_rebuild(tmp_path, monkeypatch):
+    monkeypatch.setenv("NAR_ZOO", str(tmp_path / "nope.db"))
+    with pytest.raises(ZooError, match="missing; rebuild it with `nar zoo build --db"):
+        Zoo().resolve("resnet50")
+
+
+def test_a_corrupt_zoo_says_how_to_rebuild(tmp_path, monkeypatch):
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"\x00garbage" * 512)
+    monkeypatch.setenv("NAR_ZOO", str(bad))
+    with pytest.raises(ZooError, match="unreadable .*nar zoo build"):
+        Zoo().models()
+
+
+# -- the commands -----------------------------------------------------------------------------------
+def test_zoo_show_prints_the_record_without_importing_torch(fake_zoo):
+    code = ("import sys; from narcli.cli import app; sys.argv = ['nar', 'zoo', 'show', 'resnet50'];\n"
+            "try:\n    app()\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
+            "assert 'torch' not in sys.modules, 'torch was imported'")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "NAR_ZOO": str(fake_zoo), "COLUMNS": "200"})
+    assert done.returncode == 0, done.stderr
+    for expected in ("fk/resnet50", "convnet", "convolutional", "image-classification", "params", "conv2d"):
+        assert expected in done.stdout
+
+
+def test_zoo_list_and_families_commands(cli, fake_zoo, monkeypatch):
+    monkeypatch.setenv("NAR_ZOO", str(fake_zoo))
+    monkeypatch.setenv("COLUMNS", "200")
+    listed = cli("zoo", "list", "--family", "mlp")
+    assert listed.exit_code == 0, listed.output
+    assert "fk/mlp_wide" in listed.stdout and "fk/cnn_tiny" not in listed.stdout
+    families = cli("zoo", "families")
+    assert families.exit_code == 0 and "convnet" in families.stdout
+    failed = cli("zoo", "list", "--failed")
+    assert "build: ValueError" in failed.stdout
+
+
+def test_zoo_commands_fail_cleanly(cli, fake_zoo, tmp_path, monkeypatch):
+    monkeypatch.setenv("NAR_ZOO", str(fake_zoo))
+    unknown = cli("zoo", "show", "resnt50")
+    assert unknown.exit_code == 1 and "did you mean" in unknown.stderr and "Traceback" not in unknown.output
+    nothing = cli("zoo", "list", "--family", "nosuchfamily")
+    assert nothing.exit_code == 1 and "no zoo models match family=nosuchfamily" in nothing.stderr
+    monkeypatch.setenv("NAR_ZOO", str(tmp_path / "missing.db"))
+    missing = run_nar("zoo", "show", "resnet50", env={**os.environ, "NAR_ZOO": str(tmp_path / "missing.db")})
+    assert missing.returncode == 1 and "nar zoo build" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_plugins_lists_the_fake_source(cli):
+    plugins.register(fake_source, name="fake-cli")
+    try:
+        result = cli("plugins", "--json")
+    finally:
+        plugins.unregister("fake-cli")
+    assert result.exit_code == 0, result.output
+    found = {p["name"]: p for p in json.loads(result.stdout)}
+    assert [s["name"] for s in found["fake-cli"]["sources"]] == ["fake", "other"]

@@ -1,0 +1,111 @@
+"""`nar zoo build` with a tiny fake source: labels, aliases, failures, resuming, locking."""
+
+import sqlite3
+
+import pytest
+
+from narcli import plugins
+from narcli.errors import UsageError, ZooError
+from narcli.zoo import Zoo
+from narcli.zoo_build import BuildOptions, ZooWriter, build_zoo
+from tests import fake_source
+
+
+@pytest.fixture(autouse=True)
+def fake_plugin():
+    plugins.register(fake_source, name="fake-tests")
+    yield
+    plugins.unregister("fake-tests")
+
+
+def options(db, **kwargs):
+    return BuildOptions(db=db, sources=kwargs.pop("sources", ["fake"]), timeout=kwargs.pop("timeout", 20),
+                        jobs=kwargs.pop("jobs", 2), **kwargs)
+
+
+def statuses(db):
+    with sqlite3.connect(db) as conn:
+        return dict(conn.execute("select id, coalesce(reason, status) from models"))
+
+
+def test_build_records_every_model_and_every_failure_with_its_reason(tmp_path):
+    db = tmp_path / "zoo.db"
+    [report] = build_zoo(options(db))
+    assert (report.listed, report.ok, report.failed) == (10, 6, 4)
+    found = statuses(db)
+    assert found["fk/broken"] == "build: ValueError"
+    assert found["fk/untraceable"] == "trace: RuntimeError"
+    assert found["fk/hangs"] == "timeout"
+    assert found["fk/crashes"] == "crash (SIGSEGV)"
+    assert found["fk/mlp_small"] == "ok"
+    assert report.reasons == {"build: ValueError": 1, "trace: RuntimeError": 1, "timeout": 1, "crash (SIGSEGV)": 1}
+    with sqlite3.connect(db) as conn:
+        summary = conn.execute("select summary from builds").fetchone()[0]
+    assert "crash (SIGSEGV)" in summary
+
+
+def test_identical_graphs_are_aliases_of_one_architecture(tmp_path):
+    db = tmp_path / "zoo.db"
+    build_zoo(options(db, patterns=["mlp_*"]))
+    zoo = Zoo([db])
+    small = zoo.resolve("fk/mlp_small")
+    assert zoo.aliases(small) == ["fk/mlp_small_copy"]
+    assert zoo.resolve("fk/mlp_wide").graph_hash != small.graph_hash
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("select count(*) from graphs").fetchone()[0] == 2
+    graph = zoo.graph(small)
+    assert graph.content_hash() == small.graph_hash
+    assert graph.op_histogram()["linear"] == 2
+
+
+def test_labels_come_from_the_source_structure_and_the_table(tmp_path):
+    db = tmp_path / "zoo.db"
+    build_zoo(options(db, patterns=["mlp_small", "cnn_tiny"]))
+    zoo = Zoo([db])
+    mlp, cnn = zoo.resolve("fk/mlp_small"), zoo.resolve("fk/cnn_tiny")
+    assert (mlp.family, mlp.coarse, mlp.labelled_by) == ("mlp", "mlp", "structure")
+    assert (cnn.family, cnn.coarse) == ("convnet", "convolutional")
+    assert (cnn.params, cnn.task, cnn.source) == (3 * 4 * 9 + 4 + 2 * (4 * 4 * 9 + 4) + 4 * 10 + 10,
+                                                  "image-classification", "fake")
+
+
+def test_a_second_build_skips_what_is_done_and_can_retry_failures(tmp_path):
+    db = tmp_path / "zoo.db"
+    build_zoo(options(db, patterns=["mlp_small", "broken"]))
+    [again] = build_zoo(options(db, patterns=["mlp_small", "broken", "cnn_tiny"]))
+    assert (again.listed, again.already, again.ok, again.failed) == (3, 2, 1, 0)
+    [retry] = build_zoo(options(db, patterns=["mlp_small", "broken"], retry_failed=True))
+    assert (retry.already, retry.failed) == (1, 1)
+
+
+def test_limit_caps_new_models_per_source(tmp_path):
+    db = tmp_path / "zoo.db"
+    [report] = build_zoo(options(db, patterns=["mlp_*", "cnn_*"], limit=2))
+    assert report.ok == 2
+    [report] = build_zoo(options(db, patterns=["mlp_*", "cnn_*"], limit=2))
+    assert (report.already, report.ok) == (2, 2)
+
+
+def test_a_second_build_on_the_same_database_refuses(tmp_path):
+    db = tmp_path / "zoo.db"
+    holder = ZooWriter(db)
+    try:
+        with pytest.raises(ZooError, match="another `nar zoo build` is writing"):
+            build_zoo(options(db, patterns=["mlp_small"]))
+    finally:
+        holder.close()
+    [report] = build_zoo(options(db, patterns=["mlp_small"]))
+    assert report.ok == 1
+
+
+def test_unknown_source_names_close_ones(tmp_path):
+    with pytest.raises(UsageError, match="unknown zoo source 'fak'.*did you mean fake"):
+        build_zoo(options(tmp_path / "zoo.db", sources=["fak"]))
+
+
+def test_a_corrupt_database_is_not_overwritten(tmp_path):
+    db = tmp_path / "zoo.db"
+    db.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(ZooError, match="unreadable"):
+        build_zoo(options(db, patterns=["mlp_small"]))
+    assert db.read_bytes() == b"this is not sqlite" * 100
