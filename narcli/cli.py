@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -83,12 +83,12 @@ def main_options(
 
 @app.command()
 def scan(
-    path: Path = typer.Argument(..., help="A .py, .onnx or .pt2 file, or a directory to scan."),
-    model: Optional[str] = typer.Option(None, "--model", "-m",
+    path: Path = typer.Argument(..., help="A .py, .onnx or .pt2 file, a directory to scan, or a zoo model name."),
+    model: str | None = typer.Option(None, "--model", "-m",
                                         help="Model class or factory in a .py file, e.g. 'resnet(depth=18)'."),
-    input_shape: Optional[list[str]] = typer.Option(None, "--input-shape", "-i",
+    input_shape: list[str] | None = typer.Option(None, "--input-shape", "-i",
                                                     help="Example input shape, e.g. 1,3,224,224 (repeat for several inputs)."),
-    input_dtype: Optional[list[str]] = typer.Option(None, "--input-dtype",
+    input_dtype: list[str] | None = typer.Option(None, "--input-dtype",
                                                     help="Input dtype: float32 (default), long for token ids, ..."),
     timeout: float = typer.Option(120.0, "--timeout", help="Seconds to allow importing and tracing one file."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Trace again, and do not store the result."),
@@ -101,6 +101,9 @@ def scan(
     if timeout <= 0:
         _fail("--timeout must be positive", 2)
     as_json = as_json or graph
+    if not path.exists() and _looks_like_a_name(path):
+        _scan_zoo_name(str(path), as_json, graph)
+        return
     options = ScanOptions(model=model, input_shapes=input_shape, input_dtypes=input_dtype,
                           timeout=timeout, use_cache=not no_cache)
     if path.is_dir():
@@ -123,8 +126,36 @@ def scan(
     print_records(_stdout(), records)
 
 
+def _looks_like_a_name(path: Path) -> bool:
+    from narcli.scan import KINDS
+
+    return path.suffix.lower() not in KINDS and not str(path).startswith((".", "/", "~"))
+
+
+def _scan_zoo_name(name: str, as_json: bool, graph: bool) -> None:
+    """`nar scan resnet50`: a zoo model needs no tracing; show its stored record."""
+    zoo = _zoo()
+    model = _run(zoo.resolve, name)
+    record = model.to_record()
+    if as_json:
+        item = record.to_json()
+        if graph:
+            item["graph"] = _run(zoo.graph, model).to_dict()
+        print(json.dumps({"path": name, "models": [item]}, indent=2))
+        return
+    from narcli.render import print_records
+
+    print_records(_stdout(), [record])
+
+
 def _scan_directory(path: Path, options: Any, as_json: bool) -> None:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
     from narcli.scan import scan_directory
 
@@ -188,7 +219,7 @@ def _zoo() -> Any:
     return Zoo()
 
 
-def _split(values: Optional[list[str]]) -> list[str] | None:
+def _split(values: list[str] | None) -> list[str] | None:
     if not values:
         return None
     return [part.strip() for value in values for part in value.split(",") if part.strip()]
@@ -196,14 +227,14 @@ def _split(values: Optional[list[str]]) -> list[str] | None:
 
 @zoo_app.command("build")
 def zoo_build(
-    source: Optional[list[str]] = typer.Option(None, "--source", "-s",
+    source: list[str] | None = typer.Option(None, "--source", "-s",
                                                help="Source(s) to build (repeat or comma-separate); default: all bundled."),
-    names: Optional[list[str]] = typer.Option(None, "--name", "-n", help="Only models whose name matches this glob."),
-    limit: Optional[int] = typer.Option(None, "--limit", help="At most this many new models per source."),
+    names: list[str] | None = typer.Option(None, "--name", "-n", help="Only models whose name matches this glob."),
+    limit: int | None = typer.Option(None, "--limit", help="At most this many new models per source."),
     jobs: int = typer.Option(1, "--jobs", "-j", help="Worker processes."),
     timeout: float = typer.Option(300.0, "--timeout", help="Seconds to allow building and tracing one model."),
     retry_failed: bool = typer.Option(False, "--retry-failed", help="Try the models that failed last time again."),
-    db: Optional[Path] = typer.Option(None, "--db", help="Zoo database to write (default: your zoo in NAR_HOME)."),
+    db: Path | None = typer.Option(None, "--db", help="Zoo database to write (default: your zoo in NAR_HOME)."),
 ) -> None:
     """Trace every model of the chosen sources into a zoo database (resumable)."""
     from narcli.zoo import user_zoo_path
@@ -220,13 +251,23 @@ def zoo_build(
         raise typer.Exit(1)
 
 
+@zoo_app.command("relabel")
+def zoo_relabel(db: Path | None = typer.Option(None, "--db", help="Zoo database to relabel (default: your zoo).")) -> None:
+    """Apply the family table (narcli/data/families.csv) to a built zoo, without tracing again."""
+    from narcli.zoo import user_zoo_path
+    from narcli.zoo_build import relabel_zoo
+
+    counts = _run(relabel_zoo, db or user_zoo_path())
+    print(f"{counts['table']} labelled by the table, {counts['structure']} by structure; {counts['changed']} changed")
+
+
 @zoo_app.command("list")
 def zoo_list(
-    pattern: Optional[str] = typer.Argument(None, help="Glob on model names, e.g. 'resnet*' or 'hf/bert/*'."),
-    family: Optional[str] = typer.Option(None, "--family", "-f", help="Only this family."),
-    source: Optional[str] = typer.Option(None, "--source", "-s", help="Only this source."),
-    task: Optional[str] = typer.Option(None, "--task", "-t", help="Only this task."),
-    coarse: Optional[str] = typer.Option(None, "--coarse", "-c", help="Only this coarse class."),
+    pattern: str | None = typer.Argument(None, help="Glob on model names, e.g. 'resnet*' or 'hf/bert/*'."),
+    family: str | None = typer.Option(None, "--family", "-f", help="Only this family."),
+    source: str | None = typer.Option(None, "--source", "-s", help="Only this source."),
+    task: str | None = typer.Option(None, "--task", "-t", help="Only this task."),
+    coarse: str | None = typer.Option(None, "--coarse", "-c", help="Only this coarse class."),
     failed: bool = typer.Option(False, "--failed", help="List the models that failed to build, with why."),
     limit: int = typer.Option(0, "--limit", help="Show at most this many (0: all)."),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
@@ -266,7 +307,7 @@ def zoo_show(
 
 @zoo_app.command("families")
 def zoo_families(
-    source: Optional[str] = typer.Option(None, "--source", "-s", help="Only this source."),
+    source: str | None = typer.Option(None, "--source", "-s", help="Only this source."),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """Families in the zoo with their coarse class and counts."""

@@ -7,7 +7,8 @@ import os
 import signal
 import sys
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from narcli import errors
 from narcli.errors import IsolationError, NarError

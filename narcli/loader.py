@@ -9,8 +9,9 @@ import ast
 import importlib.util
 import inspect
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from narcli.errors import LoadError, NoModelError, UsageError
 
@@ -112,9 +113,7 @@ def _candidates(module: Any, base: type) -> list[tuple[str, Any]]:
     for name, obj in vars(module).items():
         if name.startswith("_") or getattr(obj, "__module__", None) != module.__name__:
             continue
-        if inspect.isclass(obj) and issubclass(obj, base) and not inspect.isabstract(obj):
-            found.append((name, obj))
-        elif inspect.isfunction(obj) and name not in SKIPPED_FUNCTIONS and not name.startswith("test"):
+        if inspect.isclass(obj) and issubclass(obj, base) and not inspect.isabstract(obj) or inspect.isfunction(obj) and name not in SKIPPED_FUNCTIONS and not name.startswith("test"):
             found.append((name, obj))
     return found
 

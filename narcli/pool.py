@@ -40,8 +40,14 @@ def _worker(conn: Any, fn: Callable[..., Any], log_path: str) -> None:
     os.dup2(fd, 2)
     faulthandler.enable(file=sys.stderr)  # a segfault's Python stack goes to the log too
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    parent = os.getppid()
     while True:
         try:
+            # forked siblings hold copies of our pipe, so a dead parent shows as a new ppid, not EOF
+            if not conn.poll(1.0):
+                if os.getppid() != parent:
+                    return
+                continue
             task = conn.recv()
         except (EOFError, OSError):
             return

@@ -34,7 +34,8 @@ def record_panel(record: ModelRecord) -> Panel:
     grid.add_column()
     inputs = ", ".join(str(InputSpec.from_json(i)) for i in record.inputs)
     grid.add_row("source", record.source)
-    how = f"{record.tracer}" + ("  [dim](from cache)[/dim]" if record.cached else f"  [dim]({record.seconds:.2f} s)[/dim]")
+    origin = "  [dim](from the zoo)[/dim]" if record.kind == "zoo" else "  [dim](from cache)[/dim]"
+    how = f"{record.tracer}" + (origin if record.cached else f"  [dim]({record.seconds:.2f} s)[/dim]")
     grid.add_row("tracer", how)
     if record.assumed:
         grid.add_row("input", Text.assemble((f"{inputs}", ""), ("  assumed: " + record.assumed, "yellow")))

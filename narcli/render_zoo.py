@@ -7,7 +7,6 @@ from typing import Any
 
 from rich.console import Console
 from rich.panel import Panel
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from narcli.render import human
@@ -72,12 +71,13 @@ def print_stats(console: Console, stats: dict[str, Any]) -> None:
     table = Table(title=f"{stats['models']} models, {stats['architectures']} distinct architectures, "
                         f"{stats['failed']} failed", title_justify="left")
     for column, justify in (("source", "left"), ("models", "right"), ("architectures", "right"),
-                            ("failed", "right"), ("traced", "right"), ("top failure reasons", "left")):
+                            ("failed", "right"), ("skipped", "right"), ("traced", "right"),
+                            ("top failure reasons", "left")):
         table.add_column(column, justify=justify)
     for name, s in stats["sources"].items():
         tried = s["models"] + s["failed"]
         reasons = ", ".join(f"{r} ×{n}" for r, n in list(s["reasons"].items())[:3])
-        table.add_row(name, str(s["models"]), str(s["architectures"]), str(s["failed"]),
+        table.add_row(name, str(s["models"]), str(s["architectures"]), str(s["failed"]), str(s["skipped"]),
                       f"{s['models'] / tried:.1%}" if tried else "-", reasons)
     console.print(table)
     for title, counts in (("coarse class", stats["coarse"]), ("task", stats["tasks"])):
@@ -107,6 +107,15 @@ class BuildProgress:
     """A progress bar per source with ETA, and a running count of failures."""
 
     def __init__(self, console: Console):
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TextColumn("[red]{task.fields[failed]} failed"), TimeElapsedColumn(),
                                  TimeRemainingColumn(), console=console)
@@ -116,7 +125,7 @@ class BuildProgress:
         self.progress.__enter__()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.progress.__exit__(*exc)
 
     def start(self, source: str, total: int) -> None:
@@ -131,12 +140,14 @@ class BuildProgress:
 def print_build_reports(console: Console, reports: list[Any], db: Path) -> None:
     table = Table(title=f"zoo build → {db}", title_justify="left")
     for column, justify in (("source", "left"), ("listed", "right"), ("already done", "right"), ("traced", "right"),
-                            ("failed", "right"), ("new archs", "right"), ("time", "right"), ("rate", "right")):
+                            ("failed", "right"), ("skipped", "right"), ("new archs", "right"), ("time", "right"),
+                            ("rate", "right")):
         table.add_column(column, justify=justify)
     for r in reports:
         tried = r.ok + r.failed
         rate = f"{tried / r.seconds * 60:.0f}/min" if r.seconds and tried else "-"
-        table.add_row(r.source, str(r.listed), str(r.already), str(r.ok), str(r.failed), str(r.new_architectures),
+        table.add_row(r.source, str(r.listed), str(r.already), str(r.ok), str(r.failed), str(r.skipped),
+                      str(r.new_architectures),
                       f"{r.seconds:.0f} s", rate)
     console.print(table)
     reasons: dict[str, int] = {}

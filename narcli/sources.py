@@ -18,6 +18,9 @@ class ZooEntry:
     family: str  # the source's own structural key: timm generator, HF model_type, torchvision module
     task: str  # image-classification, object-detection, causal-lm, ...
     extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    # why the source lists this model but cannot build it (e.g. it needs an input of a kind the
+    # source does not make); such entries are recorded as skipped, not traced
+    unsupported: str = ""
 
 
 @dataclass

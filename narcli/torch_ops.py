@@ -11,7 +11,14 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from narcli.vocab import FOLDED, MODULE_ALIASES, NON_DATA, bare_name, canonical_torch, conv_type
+from narcli.vocab import (
+    FOLDED,
+    MODULE_ALIASES,
+    NON_DATA,
+    bare_name,
+    canonical_torch,
+    conv_type,
+)
 
 Shape = tuple[int, ...]
 

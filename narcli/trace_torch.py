@@ -6,9 +6,11 @@ operator calls through `torch_ops.describe_call`, so the three agree on names an
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import nn
@@ -29,9 +31,11 @@ def trace_module(model: nn.Module, inputs: list[torch.Tensor],
     """
     model.eval()
     failures = []
+    # tensors a forward creates without a device (`torch.arange(n)`) must be meta like the rest
+    on_meta = torch.device("meta") if inputs and all(t.is_meta for t in inputs) else contextlib.nullcontext()
     for name in tracers:
         try:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), on_meta:
                 warnings.simplefilter("ignore")
                 return _TRACERS[name](model, inputs), name
         except Exception as exc:  # each tracer fails in its own way; the next one may succeed
@@ -231,8 +235,10 @@ def _trace_runtime(model: nn.Module, inputs: list[torch.Tensor]) -> RawGraph:
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             if args and isinstance(args[0], torch.Tensor) and args[0].is_meta and func in _VALUE_READS:
-                guesses[0] += 1
-                return _VALUE_READS[func](args[0])
+                answer = _VALUE_READS[func](args[0], len(args), kwargs)
+                if answer is not None:
+                    guesses[0] += 1
+                    return answer
             if getattr(func, "__name__", "") in _BF16_ONLY and any(
                     isinstance(a, torch.Tensor) and a.is_meta and a.dtype == torch.float32 for a in args):
                 result = _in_bf16(func, args, kwargs)
@@ -261,7 +267,7 @@ def _trace_runtime(model: nn.Module, inputs: list[torch.Tensor]) -> RawGraph:
     pre = nn.modules.module.register_module_forward_pre_hook(enter)
     post = nn.modules.module.register_module_forward_hook(leave)
     try:
-        with Recorder():
+        with Recorder(), _masks_select_everything():
             result = model(*inputs)
     finally:
         pre.remove()
@@ -285,16 +291,42 @@ def _in_bf16(func: Callable, args: tuple, kwargs: dict) -> Any:
 # Meta tensors have no values. When the model reads one (`if mask.all():`, `n = x.sum().item()`),
 # run-time recording answers with zeros / False and goes on down that branch; export would trace
 # it symbolically, which is much slower, and the branch taken rarely changes the architecture.
-_VALUE_READS: dict[Any, Callable[[torch.Tensor], Any]] = {
-    torch.Tensor.__bool__: lambda t: False,
-    torch.Tensor.item: lambda t: False if t.dtype == torch.bool else (0.0 if t.is_floating_point() else 0),
-    torch.Tensor.__int__: lambda t: 0,
-    torch.Tensor.__float__: lambda t: 0.0,
-    torch.Tensor.__index__: lambda t: 0,
-    torch.Tensor.tolist: lambda t: torch.zeros(t.shape, dtype=t.dtype).tolist(),
-    torch.Tensor.nonzero: lambda t: torch.empty((0, t.dim()), dtype=torch.long, device="meta"),
-    torch.nonzero: lambda t: torch.empty((0, t.dim()), dtype=torch.long, device="meta"),
+def _no_indices(t: torch.Tensor, nargs: int, kwargs: dict) -> Any:
+    """`nonzero` / one-argument `where` of a meta tensor: as if nothing were selected."""
+    if kwargs.get("as_tuple") or nargs == 1 and kwargs.get("_where"):
+        return tuple(torch.empty(0, dtype=torch.long, device="meta") for _ in range(t.dim()))
+    return torch.empty((0, t.dim()), dtype=torch.long, device="meta")
+
+
+_VALUE_READS: dict[Any, Callable[[torch.Tensor, int, dict], Any]] = {
+    torch.Tensor.__bool__: lambda t, n, kw: False,
+    torch.Tensor.item: lambda t, n, kw: False if t.dtype == torch.bool else (0.0 if t.is_floating_point() else 0),
+    torch.Tensor.__int__: lambda t, n, kw: 0,
+    torch.Tensor.__float__: lambda t, n, kw: 0.0,
+    torch.Tensor.__index__: lambda t, n, kw: 0,
+    torch.Tensor.tolist: lambda t, n, kw: torch.zeros(t.shape, dtype=t.dtype).tolist(),
+    torch.Tensor.nonzero: _no_indices,
+    torch.nonzero: _no_indices,
+    torch.argwhere: lambda t, n, kw: torch.empty((0, t.dim()), dtype=torch.long, device="meta"),
 }
+
+
+def _where(t: torch.Tensor, nargs: int, kwargs: dict) -> Any:
+    return _no_indices(t, nargs, {"_where": True}) if nargs == 1 and not kwargs else None
+
+
+_VALUE_READS[torch.where] = _where
+
+
+def _masks_select_everything() -> Any:
+    """Boolean-mask indexing of meta tensors (`x[mask]`) as if every element were selected."""
+    try:
+        from torch.fx.experimental import _config
+    except ImportError:
+        return contextlib.nullcontext()
+    if not hasattr(_config, "meta_nonzero_assume_all_nonzero"):
+        return contextlib.nullcontext()
+    return _config.patch(meta_nonzero_assume_all_nonzero=True)
 
 
 _TRACERS = {"export": _trace_export, "fx": _trace_fx, "runtime": _trace_runtime}

@@ -55,21 +55,12 @@ _category("io", "input output")
 
 # Operators that only move or relabel data: removed, their input wired to their consumers.
 FOLDED = frozenset(
-    """view reshape _reshape_alias flatten unflatten squeeze unsqueeze expand expand_as
-    contiguous clone alias detach lift_fresh_copy _to_copy to type_as copy _assert_tensor_metadata
-    permute transpose t swapaxes movedim identity dropout feature_dropout alpha_dropout
-    dropout1d dropout2d dropout3d getitem view_as reshape_as type float half double bfloat16 long
-    int bool cpu cuda channel_shuffle _unsafe_view
-    Reshape Flatten Squeeze Unsqueeze Expand Identity Dropout Transpose Cast CastLike""".split()
+    ["view", "reshape", "_reshape_alias", "flatten", "unflatten", "squeeze", "unsqueeze", "expand", "expand_as", "contiguous", "clone", "alias", "detach", "lift_fresh_copy", "_to_copy", "to", "type_as", "copy", "_assert_tensor_metadata", "permute", "transpose", "t", "swapaxes", "movedim", "identity", "dropout", "feature_dropout", "alpha_dropout", "dropout1d", "dropout2d", "dropout3d", "getitem", "view_as", "reshape_as", "type", "float", "half", "double", "bfloat16", "long", "int", "bool", "cpu", "cuda", "channel_shuffle", "_unsafe_view", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand", "Identity", "Dropout", "Transpose", "Cast", "CastLike"]
 )
 
 # Operators whose result is shape metadata or a constant, never data that flows from the input.
 NON_DATA = frozenset(
-    """size sym_size sym_numel sym_stride sym_storage_offset dim numel stride _assert_async
-    _assert_scalar zeros_like ones_like empty_like full_like rand_like randn_like randint_like
-    new_zeros new_ones new_empty new_full new_tensor arange zeros ones full empty scalar_tensor
-    _local_scalar_dense item
-    Shape Size ConstantOfShape Range EyeLike RandomNormalLike RandomUniformLike Constant""".split()
+    ["size", "sym_size", "sym_numel", "sym_stride", "sym_storage_offset", "dim", "numel", "stride", "_assert_async", "_assert_scalar", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "arange", "zeros", "ones", "full", "empty", "scalar_tensor", "_local_scalar_dense", "item", "Shape", "Size", "ConstantOfShape", "Range", "EyeLike", "RandomNormalLike", "RandomUniformLike", "Constant"]
 )
 
 # Bare PyTorch names (ATen ops, torch functions, Tensor methods, operator functions) -> canonical.

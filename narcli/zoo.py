@@ -93,6 +93,15 @@ class ZooModel:
         data["top_ops"] = json.loads(data["top_ops"] or "[]")
         return cls(**data, db=str(db))
 
+    def to_record(self) -> Any:
+        """The model as a scan record, so `nar scan NAME` reads like a scan of a file."""
+        from narcli.cache import ModelRecord
+
+        return ModelRecord(self.id, f"zoo ({self.db})", "zoo", self.tracer or "", self.inputs, None,
+                           self.params or 0, self.macs or 0, self.depth or 0, self.nodes or 0, self.edges or 0,
+                           self.graph_hash or "", [tuple(p) for p in self.top_ops], self.seconds or 0.0,
+                           cached=True, id=self.id, graph_key=self.graph_hash or "")
+
     def to_json(self) -> dict[str, Any]:
         data = dict(self.__dict__)
         data.pop("db")
@@ -126,6 +135,7 @@ class Zoo:
                 paths.append(user_zoo_path())
         self.paths = [Path(p) for p in paths]
         self._conns: list[tuple[Path, sqlite3.Connection]] | None = None
+        self._ranks: dict[str, int] | None = None
 
     def _connections(self) -> list[tuple[Path, sqlite3.Connection]]:
         if self._conns is None:
@@ -140,7 +150,7 @@ class Zoo:
     def __enter__(self) -> Zoo:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _query(self, sql: str, params: tuple = ()) -> list[ZooModel]:
@@ -161,7 +171,8 @@ class Zoo:
         return ranks
 
     def rank(self, source: str) -> int:
-        if not hasattr(self, "_ranks"):
+        """Lower ranks win when a bare name is in several sources."""
+        if self._ranks is None:
             self._ranks = self.ranks()
         return self._ranks.get(source, 100)
 
@@ -254,9 +265,10 @@ class Zoo:
         """Counts by source (models, distinct architectures, failures), coarse class and task."""
         ok = self.models()
         failed = self.models(failed=True)
+        skipped = self._query("select * from models where status = 'skipped'")
         by_source: dict[str, dict[str, Any]] = {}
         for m in ok + failed:
-            s = by_source.setdefault(m.source, {"models": 0, "architectures": set(), "failed": 0,
+            s = by_source.setdefault(m.source, {"models": 0, "architectures": set(), "failed": 0, "skipped": 0,
                                                 "reasons": Counter()})
             if m.status == "ok":
                 s["models"] += 1
@@ -264,9 +276,13 @@ class Zoo:
             else:
                 s["failed"] += 1
                 s["reasons"][m.reason] += 1
+        for m in skipped:
+            if m.source in by_source:
+                by_source[m.source]["skipped"] += 1
         for s in by_source.values():
             s["architectures"] = len(s["architectures"])
             s["reasons"] = dict(s["reasons"].most_common())
         return {"models": len(ok), "architectures": len({m.graph_hash for m in ok}), "failed": len(failed),
+                "skipped": len(skipped),
                 "sources": by_source, "coarse": dict(Counter(m.coarse for m in ok).most_common()),
                 "tasks": dict(Counter(m.task for m in ok).most_common())}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import fcntl
 import fnmatch
 import json
-import os
+import signal
 import sqlite3
 import time
 import zlib
@@ -28,6 +28,8 @@ from narcli.sources import ZooEntry, ZooSource
 from narcli.zoo import SCHEMA, SCHEMA_VERSION, rebuild_hint
 
 TOP_OPS = 8
+# torch.export rescues few zoo models and takes minutes on the largest; the zoo does without it
+ZOO_TRACERS = ("runtime", "fx")
 
 
 @dataclass
@@ -49,6 +51,7 @@ class SourceReport:
     already: int = 0
     ok: int = 0
     failed: int = 0
+    skipped: int = 0  # listed, but not something the source can build (ZooEntry.unsupported)
     new_architectures: int = 0
     seconds: float = 0.0
     reasons: Counter = field(default_factory=Counter)
@@ -87,7 +90,7 @@ def trace_entry(source: ZooSource, entry: ZooEntry) -> dict[str, Any]:
     except Exception as exc:
         raise _staged(exc, "build") from None
     try:
-        raw, tracer = trace_module(built.module, list(built.inputs))
+        raw, tracer = trace_module(built.module, list(built.inputs), ZOO_TRACERS)
     except TraceError as exc:
         raise _staged(exc.__cause__ or exc, "trace") from None
     inputs = [{"shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch.")} for t in built.inputs]
@@ -224,6 +227,7 @@ def build_zoo(options: BuildOptions, progress: Progress | None = None) -> list[S
             raise UsageError(f"zoo source {source.name!r} cannot run here: {reason}")
     writer = ZooWriter(options.db)
     started = _now()
+    previous = _stop_on_sigterm()
     reports: list[SourceReport] = []
     log = str(options.log or f"{options.db}.log")
     try:
@@ -236,16 +240,25 @@ def build_zoo(options: BuildOptions, progress: Progress | None = None) -> list[S
             writer.add_source(source)
             report.listed = len(entries)
             done = writer.statuses(source.name)
-            todo = [e for e in entries if done.get(f"{source.id_prefix}/{e.name}") not in
-                    (("ok",) if options.retry_failed else ("ok", "failed"))]
+            finished = ("ok", "skipped") if options.retry_failed else ("ok", "skipped", "failed")
+            todo = [e for e in entries if done.get(f"{source.id_prefix}/{e.name}") not in finished]
             report.already = len(entries) - len(todo)
             if options.limit is not None:
                 todo = todo[:options.limit]
+            for entry in [e for e in todo if e.unsupported]:
+                family, coarse, reviewed = label(source.name, entry.family, {})
+                writer.store({"id": f"{source.id_prefix}/{entry.name}", "source": source.name, "name": entry.name,
+                              "family": family, "source_family": entry.family, "coarse": coarse,
+                              "task": entry.task, "labelled_by": "table" if reviewed else "structure",
+                              "status": "skipped", "reason": entry.unsupported, "built_at": _now()})
+                report.skipped += 1
+            todo = [e for e in todo if not e.unsupported]
             by_key = {e.name: e for e in todo}
             if progress:
                 progress.start(source.name, len(todo))
 
-            def on_result(result: TaskResult, source: ZooSource = source, report: SourceReport = report) -> None:
+            def on_result(result: TaskResult, source: ZooSource = source, report: SourceReport = report,
+                          by_key: dict[str, ZooEntry] = by_key) -> None:
                 row, graph_json = _result_row(source, by_key[result.key], result)
                 if graph_json is not None and writer.has_graph(row["graph_hash"]):
                     graph_json = None
@@ -269,4 +282,46 @@ def build_zoo(options: BuildOptions, progress: Progress | None = None) -> list[S
         raise NarError(f"writing the zoo {options.db} failed: {exc}") from None
     finally:
         writer.close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     return reports
+
+
+def _stop_on_sigterm() -> Any:
+    """Let `kill` stop a build as Ctrl-C does (workers stopped, finished results kept)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, stop)
+
+
+def relabel_zoo(db: Path) -> Counter:
+    """Apply the current family table to every model of `db` without tracing again."""
+    from narcli.graph import ArchGraph
+
+    writer = ZooWriter(db)
+    changed: Counter = Counter()
+    try:
+        rows = writer.conn.execute("select id, source, source_family, graph_hash, family, coarse from models").fetchall()
+        counts: dict[str, Counter] = {}
+        with writer.conn:
+            for model_id, source, key, graph_hash, old_family, old_coarse in rows:
+                if graph_hash and graph_hash not in counts:
+                    data = writer.conn.execute("select data from graphs where hash = ?", (graph_hash,)).fetchone()
+                    counts[graph_hash] = ArchGraph.from_json(zlib.decompress(data[0]).decode()).op_histogram()
+                family, coarse, reviewed = label(source, key, counts.get(graph_hash, Counter()))
+                if (family, coarse) != (old_family, old_coarse):
+                    changed["changed"] += 1
+                changed["table" if reviewed else "structure"] += 1
+                writer.conn.execute("update models set family = ?, coarse = ?, labelled_by = ? where id = ?",
+                                    (family, coarse, "table" if reviewed else "structure", model_id))
+        writer.compact()
+    finally:
+        writer.close()
+    return changed
+

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from narcli import hookimpl
 from narcli.meta import build_on_meta
-from narcli.sources import BuiltModel, ZooEntry, ZooSource, missing_module, module_version
+from narcli.sources import (
+    BuiltModel,
+    ZooEntry,
+    ZooSource,
+    missing_module,
+    module_version,
+)
 
 GENERATOR_PREFIXES = ("_gen_", "_create_")
 

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from narcli import hookimpl
 from narcli.meta import build_on_meta
-from narcli.sources import BuiltModel, ZooEntry, ZooSource, missing_module, module_version
+from narcli.sources import (
+    BuiltModel,
+    ZooEntry,
+    ZooSource,
+    missing_module,
+    module_version,
+)
 
 # task -> (torchvision.models submodule, example input without the batch dimension)
 TASKS = {
@@ -38,7 +44,7 @@ class TorchvisionSource(ZooSource):
         ensure_torchvision_importable()
         import importlib
 
-        import torchvision.models as models
+        from torchvision import models
 
         entries = []
         for task, (sub, _) in TASKS.items():
@@ -54,7 +60,7 @@ class TorchvisionSource(ZooSource):
 
         ensure_torchvision_importable()
         import torch
-        import torchvision.models as models
+        from torchvision import models
 
         size = INPUT_SIZE.get(entry.name, TASKS[entry.task][1])
         import inspect
@@ -68,7 +74,7 @@ class TorchvisionSource(ZooSource):
         return BuiltModel(model, [torch.empty((1, *size), device="meta")], input_names=["images"])
 
 
-def _DetectorCore(detector: object) -> object:  # noqa: N802 (a factory standing in for a class)
+def _DetectorCore(detector: object) -> object:
     import torch
 
     class DetectorCore(torch.nn.Module):

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from narcli import hookimpl
 from narcli.meta import build_on_meta
-from narcli.sources import BuiltModel, ZooEntry, ZooSource, missing_module, module_version
+from narcli.sources import (
+    BuiltModel,
+    ZooEntry,
+    ZooSource,
+    missing_module,
+    module_version,
+)
 
 # task -> the auto-mapping (in transformers.models.auto.modeling_auto) that lists its classes
 TASKS = {
@@ -25,6 +31,8 @@ TASKS = {
     "audio-classification": "MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES",
     "ctc": "MODEL_FOR_CTC_MAPPING_NAMES",
 }
+# the kinds of input this source makes; a model whose forward requires anything else is skipped
+SUPPORTED_INPUTS = {"input_ids", "pixel_values", "input_values", "input_features", "decoder_input_ids"}
 SEQUENCE = 128  # tokens, or fewer when the model's positions are fewer
 DECODER_SEQUENCE = 16
 AUDIO_SAMPLES = 16000  # one second at 16 kHz
@@ -66,7 +74,7 @@ class TransformersSource(ZooSource):
                 if class_name:
                     name = model_type if task == "base" else f"{model_type}/{task}"
                     entries.append(ZooEntry(name, model_type, "feature-extraction" if task == "base" else task,
-                                            {"class": class_name}))
+                                            {"class": class_name}, unsupported=_unsupported(class_name)))
         # every base model before any head, so a partial build already covers every model type
         return sorted(entries, key=lambda e: (e.task != "feature-extraction", e.name))
 
@@ -76,7 +84,6 @@ class TransformersSource(ZooSource):
         from narcli.compat import ensure_torchvision_importable
 
         ensure_torchvision_importable()
-        import torch
         import transformers
         from transformers import AutoConfig
 
@@ -90,7 +97,30 @@ class TransformersSource(ZooSource):
         return BuiltModel(_KeywordCall(model, names), tensors, input_names=names)
 
 
-def _KeywordCall(model: object, names: list[str]) -> object:  # noqa: N802 (a factory standing in for a class)
+def _required(model_class: object) -> list[str]:
+    import inspect
+
+    try:
+        params = inspect.signature(model_class.forward).parameters
+    except Exception:  # a placeholder class for a missing backend raises ImportError: the build says so
+        return []
+    return [n for n, p in params.items() if n != "self" and p.default is p.empty
+            and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
+def _unsupported(class_name: str) -> str:
+    """Why this class can't be fed by this source ('' when it can)."""
+    import transformers
+
+    try:
+        model_class = getattr(transformers, class_name)
+    except Exception as exc:  # an optional dependency missing, say: the build will report it
+        return "" if not isinstance(exc, AttributeError) else f"no class {class_name} in transformers"
+    needs = [n for n in _required(model_class) if n not in SUPPORTED_INPUTS]
+    return f"needs input {', '.join(needs)}" if needs else ""
+
+
+def _KeywordCall(model: object, names: list[str]) -> object:
     import torch
 
     class KeywordCall(torch.nn.Module):
@@ -164,7 +194,10 @@ def _inputs(model: object, config: object) -> tuple[list[str], list[object]]:
             add("input_features", (1, 200, mels))
     else:
         add(main if main in params else "input_ids", (1, seq), torch.long)
-    if names == ["input_ids"] and "pixel_values" in params and _dual_encoder(config):
+    required = _required(type(model))
+    if "input_ids" in required and "input_ids" not in names:
+        add("input_ids", (1, seq), torch.long)
+    if names == ["input_ids"] and "pixel_values" in params and ("pixel_values" in required or _dual_encoder(config)):
         size = _find(config, "image_size", default=224)
         add("pixel_values", (1, 3, int(size), int(size)) if isinstance(size, int) else (1, 3, *size[-2:]))
     if getattr(config, "is_encoder_decoder", False) and "decoder_input_ids" in params:

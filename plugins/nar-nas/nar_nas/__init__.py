@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import os
 
+from nar_nas import darts, nb201
 from narcli import hookimpl
 from narcli.sources import BuiltModel, ZooEntry, ZooSource
-
-from nar_nas import darts, nb201
 
 
 class NasBench201Source(ZooSource):

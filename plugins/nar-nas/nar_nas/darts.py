@@ -99,7 +99,7 @@ def decode(text: str) -> Genotype:
     return cells[0], cells[1]
 
 
-def network(genotype: Genotype, classes: int = 10):  # noqa: ANN201 (torch is imported lazily)
+def network(genotype: Genotype, classes: int = 10):
     import torch
     from torch import nn
 
@@ -114,7 +114,7 @@ def network(genotype: Genotype, classes: int = 10):  # noqa: ANN201 (torch is im
             self.b = nn.Conv2d(c_in, c_out - c_out // 2, 1, 2, bias=False)
             self.bn = nn.BatchNorm2d(c_out)
 
-        def forward(self, x):  # noqa: ANN001, ANN202
+        def forward(self, x):
             x = self.relu(x)
             return self.bn(torch.cat([self.a(x), self.b(x[:, :, 1:, 1:])], dim=1))
 
@@ -146,7 +146,7 @@ def network(genotype: Genotype, classes: int = 10):  # noqa: ANN201 (torch is im
             self.edges = edges
             self.ops = nn.ModuleList(make_op(op, c, 2 if reduction and src < 2 else 1) for op, src in edges)
 
-        def forward(self, s0, s1):  # noqa: ANN001, ANN202
+        def forward(self, s0, s1):
             states = [self.pre0(s0), self.pre1(s1)]
             for node in range(NODES):
                 (_, a), (_, b) = self.edges[2 * node], self.edges[2 * node + 1]
@@ -172,7 +172,7 @@ def network(genotype: Genotype, classes: int = 10):  # noqa: ANN201 (torch is im
             self.pool = nn.AdaptiveAvgPool2d(1)
             self.classifier = nn.Linear(c_p, classes)
 
-        def forward(self, x):  # noqa: ANN001, ANN202
+        def forward(self, x):
             s0 = s1 = self.stem(x)
             for cell in self.cells:
                 s0, s1 = s1, cell(s0, s1)

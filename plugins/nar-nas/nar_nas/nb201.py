@@ -41,7 +41,7 @@ def archs_from_csv(path: str) -> list[str]:
         return list(dict.fromkeys(row["arch_str"] for row in csv.DictReader(f)))
 
 
-def network(arch: str, classes: int = 10):  # noqa: ANN201 (torch is imported lazily)
+def network(arch: str, classes: int = 10):
     from torch import nn
 
     nodes = parse(arch)
@@ -71,7 +71,7 @@ def network(arch: str, classes: int = 10):  # noqa: ANN201 (torch is imported la
                         self.edges[f"{i}_{j}"] = module
                         self.inputs.append((i, j))
 
-        def forward(self, x):  # noqa: ANN001, ANN202
+        def forward(self, x):
             states = [x]
             for j in range(1, 4):
                 terms = [self.edges[f"{i}_{j}"](states[i]) for i, jj in self.inputs if jj == j]
@@ -91,7 +91,7 @@ def network(arch: str, classes: int = 10):  # noqa: ANN201 (torch is imported la
             self.b = relu_conv_bn(c_out, c_out, 3)
             self.shortcut = nn.Sequential(nn.AvgPool2d(2, 2), nn.Conv2d(c_in, c_out, 1, bias=False))
 
-        def forward(self, x):  # noqa: ANN001, ANN202
+        def forward(self, x):
             return self.b(self.a(x)) + self.shortcut(x)
 
     layers: list[nn.Module] = [nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16)]
