@@ -300,6 +300,7 @@ def _no_indices(t: torch.Tensor, nargs: int, kwargs: dict) -> Any:
 
 _VALUE_READS: dict[Any, Callable[[torch.Tensor, int, dict], Any]] = {
     torch.Tensor.__bool__: lambda t, n, kw: False,
+    torch.Tensor.__contains__: lambda t, n, kw: False,  # `pad_id in input_ids`
     torch.Tensor.item: lambda t, n, kw: False if t.dtype == torch.bool else (0.0 if t.is_floating_point() else 0),
     torch.Tensor.__int__: lambda t, n, kw: 0,
     torch.Tensor.__float__: lambda t, n, kw: 0.0,

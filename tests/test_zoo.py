@@ -148,3 +148,15 @@ def test_plugins_lists_the_fake_source(cli):
     assert result.exit_code == 0, result.output
     found = {p["name"]: p for p in json.loads(result.stdout)}
     assert [s["name"] for s in found["fake-cli"]["sources"]] == ["fake", "other"]
+
+
+def test_scan_of_a_zoo_name_shows_its_record(cli, fake_zoo, monkeypatch):
+    monkeypatch.setenv("NAR_ZOO", str(fake_zoo))
+    result = cli("scan", "resnet50", "--json")
+    assert result.exit_code == 0, result.output
+    [model] = json.loads(result.stdout)["models"]
+    assert model["name"] == "fk/resnet50" and model["kind"] == "zoo" and model["params"] > 0
+    graph = cli("scan", "fk/cnn_tiny", "--graph")
+    assert json.loads(graph.stdout)["models"][0]["graph"]["nodes"]
+    unknown = cli("scan", "resnt50")
+    assert unknown.exit_code == 1 and "did you mean" in unknown.stderr

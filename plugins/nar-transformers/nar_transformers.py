@@ -116,6 +116,13 @@ def _unsupported(class_name: str) -> str:
         model_class = getattr(transformers, class_name)
     except Exception as exc:  # an optional dependency missing, say: the build will report it
         return "" if not isinstance(exc, AttributeError) else f"no class {class_name} in transformers"
+    import torch
+
+    try:
+        if getattr(model_class, "forward", None) is torch.nn.Module.forward:
+            return "has no forward (a component used through other methods)"
+    except Exception:  # a placeholder class for a missing backend
+        return ""
     needs = [n for n in _required(model_class) if n not in SUPPORTED_INPUTS]
     return f"needs input {', '.join(needs)}" if needs else ""
 
