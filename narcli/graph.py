@@ -101,6 +101,13 @@ class ArchGraph:
     def op_histogram(self) -> Counter[str]:
         return Counter(n.op for n in self.nodes)
 
+    def top_ops(self, n: int) -> list[tuple[str, int]]:
+        """The `n` most used operation types, inputs and outputs left out."""
+        histogram = self.op_histogram()
+        for io in ("input", "output"):
+            histogram.pop(io, None)
+        return histogram.most_common(n)
+
     def parents(self) -> list[list[int]]:
         out: list[list[int]] = [[] for _ in self.nodes]
         for src, dst in self.edges:

@@ -186,14 +186,11 @@ def scan_file(path: Path, options: ScanOptions | None = None, cache: Cache | Non
     records, graphs = [], []
     for payload in payloads:
         graph = ArchGraph.from_dict(payload["graph"])
-        histogram = graph.op_histogram()
-        for io in ("input", "output"):
-            histogram.pop(io, None)
         records.append(ModelRecord(
             name=payload["name"], source=str(path), kind=kind, tracer=payload["tracer"],
             inputs=payload["inputs"], assumed=payload["assumed"], params=graph.params,
             macs=graph.macs, depth=graph.depth, nodes=graph.num_nodes, edges=len(graph.edges),
-            graph_hash=graph.content_hash(), top_ops=histogram.most_common(TOP_OPS),
+            graph_hash=graph.content_hash(), top_ops=graph.top_ops(TOP_OPS),
             seconds=round(seconds / max(len(payloads), 1), 3)))
         graphs.append(graph)
     if options.use_cache:

@@ -201,7 +201,7 @@ def _result_row(source: ZooSource, entry: ZooEntry, result: TaskResult) -> tuple
                reason=None, message=None, graph_hash=summary["hash"], params=summary["params"],
                macs=summary["macs"], nodes=summary["nodes"], edges=summary["edges"], depth=summary["depth"],
                tracer=payload["tracer"], inputs=json.dumps(payload["inputs"]),
-               top_ops=json.dumps([[op, n] for op, n in counts.most_common(TOP_OPS)]))
+               top_ops=json.dumps([[op, n] for op, n in graph.top_ops(TOP_OPS)]))
     return row, graph.to_json()
 
 
