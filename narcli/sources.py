@@ -46,13 +46,15 @@ class ZooSource:
     def id_prefix(self) -> str:
         return self.prefix or self.name
 
+    library: str = ""  # the distribution the source builds from, checked by `missing` and `version`
+
     def missing(self) -> str | None:
         """Why this source cannot be used here (e.g. its library is not installed), or None."""
-        return None
+        return missing_module(self.library) if self.library else None
 
     def version(self) -> str:
         """The version of what the source builds from, recorded in the zoo."""
-        return ""
+        return module_version(self.library) if self.library else ""
 
     def list_models(self) -> list[ZooEntry]:
         raise NotImplementedError

@@ -13,7 +13,6 @@ from narcli.sources import (
     ZooEntry,
     ZooSource,
     missing_module,
-    module_version,
 )
 
 GENERATOR_PREFIXES = ("_gen_", "_create_")
@@ -23,12 +22,11 @@ class TimmSource(ZooSource):
     name = "timm"
     description = "PyTorch Image Models: image classification backbones"
     rank = 10
+    library = "timm"
 
     def missing(self) -> str | None:
         return missing_module("timm", "torchvision")
 
-    def version(self) -> str:
-        return module_version("timm")
 
     def list_models(self) -> list[ZooEntry]:
         from narcli.compat import ensure_torchvision_importable

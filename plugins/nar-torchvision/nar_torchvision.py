@@ -12,8 +12,6 @@ from narcli.sources import (
     BuiltModel,
     ZooEntry,
     ZooSource,
-    missing_module,
-    module_version,
 )
 
 # task -> (torchvision.models submodule, example input without the batch dimension)
@@ -31,12 +29,7 @@ class TorchvisionSource(ZooSource):
     name = "torchvision"
     description = "torchvision.models: classification, detection, segmentation, video"
     rank = 20
-
-    def missing(self) -> str | None:
-        return missing_module("torchvision")
-
-    def version(self) -> str:
-        return module_version("torchvision")
+    library = "torchvision"
 
     def list_models(self) -> list[ZooEntry]:
         from narcli.compat import ensure_torchvision_importable

@@ -12,8 +12,6 @@ from narcli.sources import (
     BuiltModel,
     ZooEntry,
     ZooSource,
-    missing_module,
-    module_version,
 )
 
 # task -> the auto-mapping (in transformers.models.auto.modeling_auto) that lists its classes
@@ -43,12 +41,7 @@ class TransformersSource(ZooSource):
     prefix = "hf"
     description = "Hugging Face transformers: every model type, base model and task heads"
     rank = 30
-
-    def missing(self) -> str | None:
-        return missing_module("transformers")
-
-    def version(self) -> str:
-        return module_version("transformers")
+    library = "transformers"
 
     def list_models(self) -> list[ZooEntry]:
         import warnings
