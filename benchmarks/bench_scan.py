@@ -14,13 +14,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from common import imports_torch, machine, nar_command, wall
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -44,28 +44,6 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)  # KiB on Linux, t
 sys.exit(done.returncode)
 """
 
-NO_TORCH_PROBE = """
-import sys
-from narcli.cli import app
-try:
-    app(sys.argv[1:])
-except SystemExit as exc:
-    assert not exc.code
-print("torch imported:", "torch" in sys.modules)
-"""
-
-
-def nar_command() -> list[str]:
-    script = Path(sys.executable).with_name("nar")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "narcli"]
-
-
-def wall(cmd: list[str], env: dict[str, str]) -> float:
-    start = time.perf_counter()
-    subprocess.run(cmd, env=env, check=True, capture_output=True)
-    return time.perf_counter() - start
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3)
@@ -86,9 +64,7 @@ def main() -> None:
         cold.append(wall(nar + ["scan", resnet, "--no-cache"], env))
     subprocess.run(nar + ["scan", resnet], env=env, check=True, capture_output=True)
     hits = [wall(nar + ["scan", resnet], env) for _ in range(max(5, args.repeat))]
-    probe = subprocess.run([sys.executable, "-c", NO_TORCH_PROBE, "scan", resnet], env=env,
-                           capture_output=True, text=True, check=True)
-    torch_on_hit = "torch imported: True" in probe.stdout
+    torch_on_hit = imports_torch(["scan", resnet], env)
 
     llama = subprocess.run(
         [sys.executable, "-c", PEAK_RSS, *nar, "scan", str(FIXTURES / "llama7b.py"), "--model", "llama_7b",
@@ -101,7 +77,7 @@ def main() -> None:
     llama_params = json.loads(llama_json.stdout)["models"][0]["params"]
 
     result = {
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
+        "machine": machine(),
         "repeat": args.repeat,
         "bare_export_s": statistics.median(bare),
         "cold_scan_s": statistics.median(cold),

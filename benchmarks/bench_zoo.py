@@ -14,39 +14,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sqlite3
 import statistics
-import subprocess
-import sys
-import time
 from pathlib import Path
+
+from common import imports_torch, machine, nar_command, wall
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 TARGETS = {"timm": 1100, "torchvision": 80, "transformers": 250}
-
-NO_TORCH_PROBE = """
-import sys
-from narcli.cli import app
-try:
-    app(sys.argv[1:])
-except SystemExit as exc:
-    assert not exc.code, exc.code
-print("torch imported:", "torch" in sys.modules)
-"""
-
-
-def nar_command() -> list[str]:
-    script = Path(sys.executable).with_name("nar")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "narcli"]
-
-
-def wall(cmd: list[str], env: dict[str, str]) -> float:
-    start = time.perf_counter()
-    subprocess.run(cmd, env=env, check=True, capture_output=True)
-    return time.perf_counter() - start
-
 
 def contents(db: Path) -> dict:
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
@@ -85,13 +61,11 @@ def main() -> None:
     for label, argv in commands.items():
         wall(nar + argv, env)  # warm the page cache and bytecode
         timings[label] = [wall(nar + argv, env) for _ in range(args.repeat)]
-        probe = subprocess.run([sys.executable, "-c", NO_TORCH_PROBE, *argv], env=env, capture_output=True,
-                               text=True, check=True)
-        torch_imported[label] = "torch imported: True" in probe.stdout
+        torch_imported[label] = imports_torch(argv, env)
 
     found = contents(args.db)
     result = {
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
+        "machine": machine(),
         "db": str(args.db), "db_mb": args.db.stat().st_size / 1e6,
         "wall_s": {k: statistics.median(v) for k, v in timings.items()},
         "imports_torch": torch_imported, **found,

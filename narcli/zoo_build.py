@@ -220,6 +220,8 @@ def build_zoo(options: BuildOptions, progress: Progress | None = None) -> list[S
         raise UsageError("--limit must be at least 0")
     if options.timeout <= 0:
         raise UsageError("--timeout must be positive")
+    if options.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
     sources = get_sources(options.sources, bundled_only=True)
     for source in sources:
         reason = source.missing()
@@ -304,6 +306,8 @@ def relabel_zoo(db: Path) -> Counter:
     """Apply the current family table to every model of `db` without tracing again."""
     from narcli.graph import ArchGraph
 
+    if not db.exists():
+        raise ZooError(f"zoo database {db} is missing; build it with `nar zoo build --db {db}`")
     writer = ZooWriter(db)
     changed: Counter = Counter()
     try:

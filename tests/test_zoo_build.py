@@ -109,3 +109,18 @@ def test_a_corrupt_database_is_not_overwritten(tmp_path):
     with pytest.raises(ZooError, match="unreadable"):
         build_zoo(options(db, patterns=["mlp_small"]))
     assert db.read_bytes() == b"this is not sqlite" * 100
+
+
+def test_bad_options_are_refused_before_anything_is_written(tmp_path):
+    db = tmp_path / "zoo.db"
+    with pytest.raises(UsageError, match="--jobs must be at least 1"):
+        build_zoo(options(db, jobs=0))
+    assert not db.exists()
+
+
+def test_relabelling_a_missing_zoo_does_not_create_one(tmp_path):
+    from narcli.zoo_build import relabel_zoo
+
+    with pytest.raises(ZooError, match="missing; build it with `nar zoo build"):
+        relabel_zoo(tmp_path / "nope.db")
+    assert not (tmp_path / "nope.db").exists()

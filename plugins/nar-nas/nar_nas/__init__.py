@@ -10,6 +10,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import Any
 
 from nar_nas import darts, nb201
 from narcli import hookimpl
@@ -28,11 +30,7 @@ class NasBench201Source(ZooSource):
         return [ZooEntry(arch, "nasbench201", "image-classification") for arch in archs]
 
     def build(self, entry: ZooEntry) -> BuiltModel:
-        import torch
-
-        with torch.device("meta"):
-            model = nb201.network(entry.name)
-        return BuiltModel(model, [torch.empty((1, 3, 32, 32), device="meta")], input_names=["images"])
+        return _cifar_network(lambda: nb201.network(entry.name))
 
 
 class DartsSource(ZooSource):
@@ -49,11 +47,16 @@ class DartsSource(ZooSource):
                 for i, (genotype, label) in enumerate(darts.generate(count, seed))]
 
     def build(self, entry: ZooEntry) -> BuiltModel:
-        import torch
+        return _cifar_network(lambda: darts.network(darts.decode(entry.extra["genotype"])))
 
-        with torch.device("meta"):
-            model = darts.network(darts.decode(entry.extra["genotype"]))
-        return BuiltModel(model, [torch.empty((1, 3, 32, 32), device="meta")], input_names=["images"])
+
+def _cifar_network(make: Callable[[], Any]) -> BuiltModel:
+    """Both spaces' networks: built on meta, traced on one 32x32 RGB image."""
+    import torch
+
+    with torch.device("meta"):
+        model = make()
+    return BuiltModel(model, [torch.empty((1, 3, 32, 32), device="meta")], input_names=["images"])
 
 
 @hookimpl
