@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.overrides import TorchFunctionMode
 
 from narcli.canonical import RawGraph, RawOp
 from narcli.errors import TraceError
@@ -191,8 +192,6 @@ def _trace_fx(model: nn.Module, inputs: list[torch.Tensor]) -> RawGraph:
 
 # -- run-time recording ---------------------------------------------------------------------------
 def _trace_runtime(model: nn.Module, inputs: list[torch.Tensor]) -> RawGraph:
-    from torch.overrides import TorchFunctionMode
-
     ids: dict[int, str] = {}
     keep: list[Any] = []  # holds every seen tensor so that ids are never reused
     param_shapes: dict[str, tuple[int, ...]] = {}
@@ -220,33 +219,13 @@ def _trace_runtime(model: nn.Module, inputs: list[torch.Tensor]) -> RawGraph:
             return type(a)(view(x) for x in a)
         return a
 
-    def flat(a: Any) -> list[torch.Tensor]:
-        if isinstance(a, torch.Tensor):
-            return [a]
-        if isinstance(a, (list, tuple)):
-            return [t for x in a for t in flat(x)]
-        if isinstance(a, dict):
-            return [t for x in a.values() for t in flat(x)]
-        return []
+    flat = _flat_tensors
 
-    guesses = [0]
-
-    class Recorder(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            if args and isinstance(args[0], torch.Tensor) and args[0].is_meta and func in _VALUE_READS:
-                answer = _VALUE_READS[func](args[0], len(args), kwargs)
-                if answer is not None:
-                    guesses[0] += 1
-                    return answer
-            if getattr(func, "__name__", "") in _BF16_ONLY and any(
-                    isinstance(a, torch.Tensor) and a.is_meta and a.dtype == torch.float32 for a in args):
-                result = _in_bf16(func, args, kwargs)
-            else:
-                result = func(*args, **kwargs)
+    class Recorder(MetaAnswers):
+        def record(self, func: Callable, args: tuple, kwargs: dict, result: Any) -> None:
             outs = flat(result)
             if not outs:
-                return result  # sizes, dims, flags: not data
+                return  # sizes, dims, flags: not data
             name = getattr(func, "__name__", str(func))
             if name == "__getitem__":
                 name = "index" if any(isinstance(t, torch.Tensor) for t in flat(args[1:])) else "select"
@@ -255,7 +234,6 @@ def _trace_runtime(model: nn.Module, inputs: list[torch.Tensor]) -> RawGraph:
             ins = [value_id(t) for t in flat(list(args) + list(kwargs.values()))]
             ops.append(RawOp(op, ins, [value_id(t) for t in outs], attrs, tuple(outs[0].shape),
                              [tuple(t.shape) for t in flat(list(args))], scope[-1]))
-            return result
 
     def enter(module: nn.Module, _args: Any) -> None:
         scope.append(names.get(id(module), scope[-1]))
@@ -266,14 +244,65 @@ def _trace_runtime(model: nn.Module, inputs: list[torch.Tensor]) -> RawGraph:
 
     pre = nn.modules.module.register_module_forward_pre_hook(enter)
     post = nn.modules.module.register_module_forward_hook(leave)
+    recorder = Recorder()
     try:
-        with Recorder(), _masks_select_everything():
+        with recorder, _masks_select_everything():
             result = model(*inputs)
     finally:
         pre.remove()
         post.remove()
     return RawGraph(data_inputs, ops, [value_id(t) for t in flat(result)], param_shapes,
-                    guessed_values=guesses[0])
+                    guessed_values=recorder.guesses)
+
+
+def _flat_tensors(a: Any) -> list[torch.Tensor]:
+    if isinstance(a, torch.Tensor):
+        return [a]
+    if isinstance(a, (list, tuple)):
+        return [t for x in a for t in _flat_tensors(x)]
+    if isinstance(a, dict):
+        return [t for x in a.values() for t in _flat_tensors(x)]
+    return []
+
+
+class MetaAnswers(TorchFunctionMode):
+    """Lets a model run on meta tensors: answers value reads with a guess (counted in `guesses`),
+    runs bf16-only kernels in bf16, and moves CPU constants made inside forward to meta."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.guesses = 0
+
+    def record(self, func: Callable, args: tuple, kwargs: dict, result: Any) -> None:
+        """Called with every call's result; the tracer records it."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if args and isinstance(args[0], torch.Tensor) and args[0].is_meta and func in _VALUE_READS:
+            answer = _VALUE_READS[func](args[0], len(args), kwargs)
+            if answer is not None:
+                self.guesses += 1
+                return answer
+        if getattr(func, "__name__", "") in _BF16_ONLY and any(
+                isinstance(a, torch.Tensor) and a.is_meta and a.dtype == torch.float32 for a in args):
+            result = _in_bf16(func, args, kwargs)
+        else:
+            try:
+                result = func(*args, **kwargs)
+            except RuntimeError as exc:
+                if "expected device" not in str(exc) or not any(t.is_meta for t in _flat_tensors(args)):
+                    raise
+                # a constant made on the CPU inside forward meets a meta activation: move it
+                args, kwargs = _to_meta(args), _to_meta(kwargs)
+                result = func(*args, **kwargs)
+        self.record(func, args, kwargs, result)
+        return result
+
+
+def run_on_meta(call: Callable[[], Any]) -> Any:
+    """`call()` with meta tensors made to run as the run-time tracer runs them (nothing recorded)."""
+    with torch.no_grad(), torch.device("meta"), MetaAnswers(), _masks_select_everything():
+        return call()
 
 
 # Ops whose meta kernels insist on bfloat16 (MoE experts in transformers): run in bf16, answer float32.
@@ -305,7 +334,7 @@ _VALUE_READS: dict[Any, Callable[[torch.Tensor, int, dict], Any]] = {
     torch.Tensor.__int__: lambda t, n, kw: 0,
     torch.Tensor.__float__: lambda t, n, kw: 0.0,
     torch.Tensor.__index__: lambda t, n, kw: 0,
-    torch.Tensor.tolist: lambda t, n, kw: torch.zeros(t.shape, dtype=t.dtype).tolist(),
+    torch.Tensor.tolist: lambda t, n, kw: torch.zeros(t.shape, dtype=t.dtype, device="cpu").tolist(),
     torch.Tensor.nonzero: _no_indices,
     torch.nonzero: _no_indices,
     torch.argwhere: lambda t, n, kw: torch.empty((0, t.dim()), dtype=torch.long, device="meta"),
@@ -317,6 +346,29 @@ def _where(t: torch.Tensor, nargs: int, kwargs: dict) -> Any:
 
 
 _VALUE_READS[torch.where] = _where
+
+
+def _to_meta(value: Any) -> Any:
+    """`value` with every tensor inside it (tuples, lists, dicts) moved to the meta device."""
+    if isinstance(value, torch.Tensor):
+        return value if value.is_meta else value.to("meta")
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_meta(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _to_meta(v) for k, v in value.items()}
+    return value
+
+
+def _unique_consecutive(t: torch.Tensor, nargs: int, kwargs: dict) -> Any:
+    """As if every element were equal (seq2seq heads check that each row has as many EOS tokens)."""
+    if nargs > 1 or any(kwargs.get(k) for k in ("return_inverse", "return_counts")):
+        return None
+    flat_t = t.reshape(-1) if kwargs.get("dim") is None else t
+    return flat_t[:1] if kwargs.get("dim") is None else flat_t.narrow(kwargs["dim"], 0, min(1, t.shape[kwargs["dim"]]))
+
+
+_VALUE_READS[torch.unique_consecutive] = _unique_consecutive
+_VALUE_READS[torch.Tensor.unique_consecutive] = _unique_consecutive
 
 
 def _masks_select_everything() -> Any:

@@ -98,3 +98,39 @@ def test_unknown_functions_are_kept_as_unknown():
 
     graph, _ = traced(Odd(), torch.empty(2, 2, device="meta"))
     assert any(op.startswith("unknown:") for op in graph.op_histogram())
+
+
+class ReadsValues(nn.Module):
+    """Reads tensor values in forward, as transformers heads do: meta tensors have none."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, ids, x):
+        eos_per_row = torch.unique_consecutive(ids.eq(2).sum(1))
+        if len(eos_per_row) > 1:
+            raise ValueError("rows differ in EOS count")
+        scale = torch.tensor([2.0], device="cpu")  # a constant made on the CPU inside forward
+        return self.fc(x) * scale + int(ids.max().item())
+
+
+def test_value_reads_and_cpu_constants_run_on_meta():
+    with torch.device("meta"):
+        model = ReadsValues()
+    raw, tracer = trace_module(model, [torch.empty(2, 5, dtype=torch.long, device="meta"),
+                                       torch.empty(2, 4, device="meta")], ("runtime",))
+    graph = build_graph(raw)
+    assert tracer == "runtime"
+    assert graph.op_histogram()["linear"] == 1
+    assert raw.guessed_values == 2  # unique_consecutive and item were answered with guesses
+
+
+def test_run_on_meta_runs_a_model_that_reads_values():
+    from narcli.trace_torch import run_on_meta
+
+    with torch.device("meta"):
+        model = ReadsValues()
+    out = run_on_meta(lambda: model(torch.empty(2, 5, dtype=torch.long, device="meta"),
+                                    torch.empty(2, 4, device="meta")))
+    assert out.is_meta and tuple(out.shape) == (2, 4)
