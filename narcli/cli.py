@@ -334,6 +334,28 @@ def zoo_stats(as_json: bool = typer.Option(False, "--json", help="Print as JSON.
     print_stats(_stdout(), stats)
 
 
+@app.command("motifs")
+def motifs_command(
+    target: str = typer.Argument(..., help="A zoo model name, or a .py, .onnx or .pt2 file."),
+    steps: int = typer.Option(1, "--steps", help="Neighbour-encoding steps before finding repeats."),
+    max_size: int = typer.Option(64, "--max-size", help="Nodes in one motif at most."),
+    limit: int = typer.Option(20, "--limit", help="Show at most this many motif types (0: all)."),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+) -> None:
+    """Show the repeated motifs a model is built from (e.g. a bottleneck block x 12)."""
+    from narcli.motifs import motif_report
+
+    if steps < 0 or max_size < 1 or limit < 0:
+        _fail("--steps must be >= 0, --max-size >= 1 and --limit >= 0", 2)
+    reports = _run(motif_report, target, steps=steps, max_size=max_size)
+    if as_json:
+        print(json.dumps(reports, indent=2))
+        return
+    from narcli.render_motifs import print_motifs
+
+    print_motifs(_stdout(), reports, limit)
+
+
 @app.command("plugins")
 def plugins_command(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
     """List the installed nar plugins and the zoo sources they provide."""
