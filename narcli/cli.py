@@ -356,6 +356,80 @@ def motifs_command(
     print_motifs(_stdout(), reports, limit)
 
 
+eval_app = typer.Typer(help="Measure retrieval quality against baselines.", no_args_is_help=True)
+app.add_typer(eval_app, name="eval")
+train_app = typer.Typer(help="Train the encoder.", no_args_is_help=True)
+app.add_typer(train_app, name="train")
+
+
+def _ks(text: str) -> tuple[int, ...]:
+    try:
+        ks = tuple(int(k) for k in text.split(","))
+    except ValueError:
+        ks = ()
+    if not ks or any(k <= 0 for k in ks):
+        _fail(f"--k must be positive integers separated by commas, not {text!r}", 2)
+    return ks
+
+
+@eval_app.command("retrieval")
+def eval_retrieval(
+    split: str = typer.Option("random", "--split", help="random (90/10 by family) or ood (20 % of families held out)."),
+    k: str = typer.Option("20,50,100", "--k", help="Cut-offs, comma-separated."),
+    epochs: int = typer.Option(40, "--epochs", help="Graph-level training epochs of each learned method."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the split and of training."),
+    ablations: bool = typer.Option(False, "--ablations", help="Also train the ablations of NAR."),
+    as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+) -> None:
+    """Retrieval MRR/MAP/NDCG of NAR and the baselines on one split of the zoo."""
+    from narcli.retrieval_eval import evaluate_retrieval
+    from narcli.training import TrainConfig
+
+    if split not in ("random", "ood"):
+        _fail(f"--split must be random or ood, not {split!r}", 2)
+    if epochs < 1:
+        _fail("--epochs must be at least 1", 2)
+    ks = _ks(k)
+    console = _stderr_console()
+    results = _run(evaluate_retrieval, split, ks, TrainConfig(seed=seed, epochs=epochs), ablations, seed,
+                   report=lambda line: console.print(f"[dim]{line}[/]"))
+    results.pop("nar_model", None)
+    if as_json:
+        print(json.dumps(results, indent=2, default=str))
+        return
+    from narcli.evaluation import format_table
+
+    for relevance in ("family", "coarse"):
+        print(f"\n{split} split, relevance = {relevance} ({results['test']} test queries of "
+              f"{results['architectures']} architectures)\n")
+        print(format_table([(name, m[relevance]) for name, m in results["methods"].items()], ks))
+
+
+@train_app.command("encoder")
+def train_encoder_command(
+    out: Path = typer.Option(None, "--out", help="Weights file to write (default: the bundled weights)."),
+    epochs: int = typer.Option(40, "--epochs", help="Graph-level training epochs."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the split and of training."),
+    device: str = typer.Option("", "--device", help="cpu or cuda (default: cuda when available)."),
+) -> None:
+    """Pretrain the NAR encoder on the zoo (motif InfoNCE, then SupCon + CE) and write its weights."""
+    from narcli.retrieval_eval import train_and_save
+    from narcli.training import TrainConfig
+    from narcli.weights import bundled_weights_path
+
+    if epochs < 1:
+        _fail("--epochs must be at least 1", 2)
+    import torch
+
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    path = out or bundled_weights_path()
+    console = _stderr_console()
+    results = _run(train_and_save, path, TrainConfig(seed=seed, epochs=epochs, device=device),
+                   report=lambda line: console.print(f"[dim]{line}[/]"))
+    nar = results["methods"]["NAR"]["family"]
+    print(f"wrote {path}: test MRR@20 {nar['MRR@20']:.3f}, MAP@20 {nar['MAP@20']:.3f}, NDCG@20 {nar['NDCG@20']:.3f}")
+
+
 @app.command("plugins")
 def plugins_command(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
     """List the installed nar plugins and the zoo sources they provide."""

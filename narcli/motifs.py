@@ -25,6 +25,7 @@ from narcli.graph import ArchGraph
 
 STEPS = 1  # neighbour-encoding steps: 1 keeps the blocks of different stages alike
 MAX_SIZE = 64  # nodes in one motif at most
+MAX_ROUNDS = 48  # repeats chosen at most; what is left then is single nodes (bounds time on huge graphs)
 
 
 @dataclass(frozen=True)
@@ -67,11 +68,15 @@ def sample_motifs(graph: ArchGraph, steps: int = STEPS, max_size: int = MAX_SIZE
     labels = node_labels(graph, steps)
     segments = _segments(labels, max_size, [_base_label(n.op, n.attrs) for n in graph.nodes])
     node_instance = [0] * graph.num_nodes
-    instances = []
     for index, (start, stop) in enumerate(segments):
         for node in range(start, stop):
             node_instance[node] = index
-        instances.append(Motif(tuple(range(start, stop)), _motif_type(graph, start, stop)))
+    inner_edges: list[list[tuple[int, int]]] = [[] for _ in segments]
+    for s, d in graph.edges:
+        if node_instance[s] == node_instance[d]:
+            inner_edges[node_instance[s]].append((s, d))
+    instances = [Motif(tuple(range(start, stop)), _motif_type(graph, start, stop, inner_edges[index]))
+                 for index, (start, stop) in enumerate(segments)]
     macro = sorted({(min(a, b), max(a, b)) for a, b in
                     ((node_instance[s], node_instance[d]) for s, d in graph.edges) if a != b})
     return MotifSet(instances, macro, node_instance)
@@ -97,35 +102,31 @@ _BASE = 0x9E3779B97F4A7C15  # odd multiplier of the rolling hash (arithmetic mod
 def _segments(labels: list[str], max_size: int, ops: list[str] | None = None) -> list[tuple[int, int]]:
     """Segments [start, stop) covering the sequence: chosen repeats, then single nodes.
 
-    A chosen repeat grows while every occurrence is followed by a free node of the same operation:
-    the nodes where two blocks meet have different neighbourhoods, and belong to the block.
+    A chosen repeat grows while every occurrence is followed by a free node of the same operation
+    (the nodes where two blocks meet have different neighbourhoods, and belong to the block), and
+    then takes in every other free window with the same operations (the first and last block of a
+    stack differ from the others only in their neighbours outside the block).
     """
     import numpy as np
 
     n = len(labels)
-    ids: dict[str, int] = {}
-    seq = np.array([ids.setdefault(label, len(ids)) + 1 for label in labels], dtype=np.uint64)
-    prefix = np.zeros(n + 1, dtype=np.uint64)
-    powers = np.ones(n + 1, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for i in range(n):  # prefix[i+1] = prefix[i] * B + seq[i]
-            prefix[i + 1] = prefix[i] * np.uint64(_BASE) + seq[i]
-            powers[i + 1] = powers[i] * np.uint64(_BASE)
+    ops = ops or labels
+    prefix, powers = _prefix_hashes(labels)
+    op_prefix, _ = _prefix_hashes(ops)
     taken = np.zeros(n, dtype=bool)
     chosen: list[tuple[int, int]] = []
-    while True:
+    for _ in range(MAX_ROUNDS):
         best = _best_repeat(prefix, powers, taken, max_size)
         if best is None:
             break
         length, starts = best
-        ops_here = ops or labels
         while length < max_size and all(
                 start + length < n and not taken[start + length]
-                and ops_here[start + length] == ops_here[starts[0] + length]
+                and ops[start + length] == ops[starts[0] + length]
                 and (k + 1 == len(starts) or start + length < starts[k + 1])
                 for k, start in enumerate(starts)):
             length += 1
-        starts = _same_ops_elsewhere(ops_here, taken, starts, length)
+        starts = _same_ops_elsewhere(op_prefix, powers, taken, starts, length)
         for start in starts:
             chosen.append((start, start + length))
             taken[start:start + length] = True
@@ -133,21 +134,43 @@ def _segments(labels: list[str], max_size: int, ops: list[str] | None = None) ->
     return sorted(chosen)
 
 
-def _same_ops_elsewhere(ops: list[str], taken, starts: list[int], length: int) -> list[int]:
-    """`starts` plus every other free, non-overlapping window with the same operations: the first
-    and last block of a stack differ from the others only in their neighbours outside the block."""
-    signature = ops[starts[0]:starts[0] + length]
-    chosen, found, i = set(starts), [], 0
-    while i + length <= len(ops):
-        if i in chosen:
-            found.append(i)
-            i += length
-        elif not taken[i:i + length].any() and ops[i:i + length] == signature \
-                and not any(i < s < i + length for s in chosen):
-            found.append(i)
-            i += length
-        else:
-            i += 1
+def _prefix_hashes(sequence: list[str]):
+    """Prefix hashes and powers for O(1) window hashes: h[i:j] = P[j] - P[i] * B**(j-i) mod 2**64."""
+    import numpy as np
+
+    ids: dict[str, int] = {}
+    values = [ids.setdefault(item, len(ids)) + 1 for item in sequence]
+    prefix = np.zeros(len(values) + 1, dtype=np.uint64)
+    powers = np.ones(len(values) + 1, dtype=np.uint64)
+    p, q, base, mask = 0, 1, _BASE, (1 << 64) - 1
+    for i, value in enumerate(values):  # Python ints: exact mod 2**64, no numpy scalar overhead
+        p = (p * base + value) & mask
+        q = (q * base) & mask
+        prefix[i + 1], powers[i + 1] = p, q
+    return prefix, powers
+
+
+def _window_hashes(prefix, powers, length: int):
+    import numpy as np
+
+    with np.errstate(over="ignore"):
+        return prefix[length:] - prefix[:-length] * powers[length]
+
+
+def _same_ops_elsewhere(op_prefix, powers, taken, starts: list[int], length: int) -> list[int]:
+    """`starts` plus every other free window, not overlapping them, with the same operations."""
+    import numpy as np
+
+    hashes = _window_hashes(op_prefix, powers, length)
+    blocked = np.concatenate(([0], np.cumsum(taken)))
+    free = blocked[length:] - blocked[:-length] == 0
+    candidates = np.flatnonzero((hashes == hashes[starts[0]]) & free).tolist()
+    chosen = set(starts)
+    found, end = [], -1
+    for start in sorted(chosen | set(candidates)):
+        if start in chosen or (start >= end and not any(start < c < start + length for c in chosen)):
+            found.append(start)
+            end = start + length
     return found
 
 
@@ -164,13 +187,12 @@ def _best_repeat(prefix, powers, taken, max_size: int):
         if free.sum() < 2:
             break
         starts = starts[free]
-        with np.errstate(over="ignore"):
-            hashes = prefix[starts + length] - prefix[starts] * powers[length]
-        values, inverse, counts = np.unique(hashes, return_inverse=True, return_counts=True)
+        hashes = _window_hashes(prefix, powers, length)[starts]
+        values, counts = np.unique(hashes, return_counts=True)
         top = int(counts.argmax())
         if counts[top] < 2:
             break  # no segment of this length repeats, so no longer one does either
-        where = starts[inverse == top].tolist()
+        where = starts[hashes == values[top]].tolist()
         kept, end = [], -1
         for start in where:  # non-overlapping occurrences, left to right
             if start >= end:
@@ -186,9 +208,9 @@ def _best_repeat(prefix, powers, taken, max_size: int):
     return best
 
 
-def _motif_type(graph: ArchGraph, start: int, stop: int) -> str:
+def _motif_type(graph: ArchGraph, start: int, stop: int, inner_edges: list[tuple[int, int]]) -> str:
     inside = [_base_label(graph.nodes[i].op, graph.nodes[i].attrs) for i in range(start, stop)]
-    edges = sorted((s - start, d - start) for s, d in graph.edges if start <= s < stop and start <= d < stop)
+    edges = sorted((s - start, d - start) for s, d in inner_edges)
     return _digest("|".join(inside) + "#" + ";".join(f"{s}>{d}" for s, d in edges))
 
 

@@ -234,6 +234,14 @@ class Zoo:
         same = self._query("select * from models where graph_hash = ? and status = 'ok'", (model.graph_hash,))
         return [m.id for m in same if m.id != model.id]
 
+    def graph_blob(self, graph_hash: str) -> bytes:
+        """The stored (zlib-compressed JSON) graph with this hash."""
+        for path, conn in self._connections():
+            row = conn.execute("select data from graphs where hash = ?", (graph_hash,)).fetchone()
+            if row is not None:
+                return row[0]
+        raise ZooError(f"graph {graph_hash} is missing from the zoo; {rebuild_hint(self.paths[0])}")
+
     def graph(self, model: ZooModel) -> Any:
         """The model's canonical ArchGraph."""
         from narcli.graph import ArchGraph

@@ -1,0 +1,165 @@
+"""The NAR graph encoder (torch-geometric) and the GCN/GAT baselines that share its inputs.
+
+`NAREncoder`: learnable operation embeddings plus numeric attributes -> `Fs`, a GCN over the edges
+inside each motif instance, mean-pooled per instance -> `Fm`, a GCN over the macro graph, mean- and
+max-pooled -> a normalised embedding. `Fc`, a GCN over the whole graph pooled over a motif and its
+macro neighbours, gives the context graphs of the motif-level pretraining; it is not used to embed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from narcli.features import NUMERIC, OP_NAMES, WL_DIM, EncodedGraph, wl_dense
+
+
+@dataclass
+class Batch:
+    """Several encoded graphs joined into one disconnected graph, with the indices pooling needs."""
+
+    ops: torch.Tensor
+    numeric: torch.Tensor
+    edges: torch.Tensor  # all edges, both directions
+    inner_edges: torch.Tensor  # edges inside motif instances, both directions
+    motif_of: torch.Tensor  # node -> global motif instance
+    macro_edges: torch.Tensor  # between global motif instances, both directions
+    motif_graph: torch.Tensor  # motif instance -> graph in the batch
+    node_graph: torch.Tensor  # node -> graph in the batch
+    wl: torch.Tensor  # (graphs, WL_DIM) WL subtree features, log counts, unit length
+    num_graphs: int
+
+    def to(self, device: str) -> Batch:
+        return Batch(*(getattr(self, f).to(device) for f in
+                       ("ops", "numeric", "edges", "inner_edges", "motif_of", "macro_edges", "motif_graph",
+                        "node_graph", "wl")), self.num_graphs)
+
+
+def collate(graphs: list[EncodedGraph]) -> Batch:
+    ops, numeric, edges, inner, motif_of, macro, motif_graph, node_graph = ([] for _ in range(8))
+    node_offset = motif_offset = 0
+    for index, g in enumerate(graphs):
+        ops.append(g.ops)
+        numeric.append(g.numeric)
+        e = g.edges + node_offset
+        edges.append(e)
+        same = g.motif_of[g.edges[0]] == g.motif_of[g.edges[1]] if g.edges.size else np.zeros(0, bool)
+        inner.append(e[:, same])
+        motif_of.append(g.motif_of + motif_offset)
+        macro.append(g.macro_edges + motif_offset)
+        motif_graph.append(np.full(g.num_motifs, index, dtype=np.int64))
+        node_graph.append(np.full(g.num_nodes, index, dtype=np.int64))
+        node_offset += g.num_nodes
+        motif_offset += g.num_motifs
+
+    def both_ways(parts: list[np.ndarray]) -> torch.Tensor:
+        joined = np.concatenate([p.reshape(2, -1) for p in parts], axis=1)
+        return torch.from_numpy(np.concatenate([joined, joined[::-1]], axis=1).copy())
+
+    return Batch(torch.from_numpy(np.concatenate(ops)), torch.from_numpy(np.concatenate(numeric)),
+                 both_ways(edges), both_ways(inner), torch.from_numpy(np.concatenate(motif_of)),
+                 both_ways(macro), torch.from_numpy(np.concatenate(motif_graph)),
+                 torch.from_numpy(np.concatenate(node_graph)),
+                 torch.from_numpy(np.stack([wl_dense(g) for g in graphs])), len(graphs))
+
+
+class GraphStack(nn.Module):
+    """`layers` message-passing layers (GCN or GAT) with ELU between them and a residual path."""
+
+    def __init__(self, dim_in: int, dim: int, layers: int, kind: str = "gcn"):
+        super().__init__()
+        from torch_geometric.nn import GATConv, GCNConv
+
+        def conv(a: int, b: int) -> nn.Module:
+            return GCNConv(a, b) if kind == "gcn" else GATConv(a, b // 4, heads=4)
+
+        self.convs = nn.ModuleList([conv(dim_in if i == 0 else dim, dim) for i in range(layers)])
+        self.skip = nn.Linear(dim_in, dim) if dim_in != dim else nn.Identity()
+
+    def forward(self, x: torch.Tensor, edges: torch.Tensor) -> torch.Tensor:
+        h = x
+        for i, conv in enumerate(self.convs):
+            h = conv(h, edges)
+            if i < len(self.convs) - 1:
+                h = F.elu(h)
+        return h + self.skip(x)
+
+
+class NodeInput(nn.Module):
+    """Learnable operation embedding plus a projection of the numeric attributes."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.ops = nn.Embedding(len(OP_NAMES), dim)
+        self.numeric = nn.Linear(len(NUMERIC), dim)
+
+    def forward(self, batch: Batch) -> torch.Tensor:
+        return self.ops(batch.ops) + self.numeric(batch.numeric)
+
+
+def _mean(values: torch.Tensor, index: torch.Tensor, size: int) -> torch.Tensor:
+    from torch_geometric.utils import scatter
+
+    return scatter(values, index, dim=0, dim_size=size, reduce="mean")
+
+
+def _max(values: torch.Tensor, index: torch.Tensor, size: int) -> torch.Tensor:
+    from torch_geometric.utils import scatter
+
+    return scatter(values, index, dim=0, dim_size=size, reduce="max")
+
+
+class NAREncoder(nn.Module):
+    """Motifs -> macro graph -> embedding; heads for family and coarse class."""
+
+    def __init__(self, families: int, coarse: int, hidden: int = 128, dim: int = 256, layers: int = 3,
+                 use_motifs: bool = True, kind: str = "gcn", use_wl: bool = True):
+        super().__init__()
+        self.use_motifs = use_motifs
+        # WL subtree features, projected, beside the pooled graph embedding: the learned model then
+        # starts from what hashing already knows (without them it lost to WL hashing)
+        self.wl = nn.Linear(WL_DIM, hidden) if use_wl else None
+        self.input = NodeInput(hidden)
+        self.fs = GraphStack(hidden, hidden, layers, kind)
+        self.fc = GraphStack(hidden, hidden, layers, kind)
+        self.fm = GraphStack(hidden, hidden, layers, kind) if use_motifs else None
+        self.out = nn.Sequential(nn.Linear((3 if use_wl else 2) * hidden, dim), nn.ELU(), nn.Linear(dim, dim))
+        self.motif_proj = nn.Linear(hidden, hidden)
+        self.family_head = nn.Linear(dim, families)
+        self.coarse_head = nn.Linear(dim, coarse)
+
+    def motifs(self, batch: Batch) -> torch.Tensor:
+        """Fs: one vector per motif instance."""
+        h = self.fs(self.input(batch), batch.inner_edges)
+        return _mean(h, batch.motif_of, int(batch.motif_graph.shape[0]))
+
+    def contexts(self, batch: Batch) -> torch.Tensor:
+        """Fc: one vector per motif instance, pooled over the instance and its macro neighbours."""
+        motifs = int(batch.motif_graph.shape[0])
+        h = self.fc(self.input(batch), batch.edges)
+        per_motif = _mean(h, batch.motif_of, motifs)
+        loops = torch.arange(motifs, device=per_motif.device).repeat(2, 1)
+        edges = torch.cat([batch.macro_edges, loops], dim=1)
+        return _mean(per_motif[edges[0]], edges[1], motifs)
+
+    def forward(self, batch: Batch) -> torch.Tensor:
+        """Unnormalised embeddings, one per graph."""
+        if self.use_motifs:
+            m = self.motifs(batch)
+            h = self.fm(m, batch.macro_edges)
+            index, size = batch.motif_graph, batch.num_graphs
+        else:  # the "no motifs" ablation and the GCN/GAT baselines: one stack over the whole graph
+            h = self.fs(self.input(batch), batch.edges)
+            index, size = batch.node_graph, batch.num_graphs
+        parts = [_mean(h, index, size), _max(h, index, size)]
+        if self.wl is not None:
+            parts.append(self.wl(batch.wl))
+        pooled = torch.cat(parts, dim=1)
+        return self.out(pooled)
+
+    def embed(self, batch: Batch) -> torch.Tensor:
+        return F.normalize(self.forward(batch), dim=1)

@@ -1,0 +1,130 @@
+"""Encoder inputs from a canonical graph: operation ids, numeric node attributes, edges, motifs.
+
+Pure numpy, so that the zoo can be featurised once and cached without importing torch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from narcli.graph import ArchGraph
+from narcli.motifs import sample_motifs
+from narcli.vocab import OPS
+
+OP_NAMES = sorted(OPS) + ["unknown"]
+OP_INDEX = {op: i for i, op in enumerate(OP_NAMES)}
+NUMERIC = ("log_channels", "log_width", "kernel", "stride", "log_groups", "log_size", "log_params")
+MAX_NODES = 150_000  # larger graphs are refused: featurising them would take minutes
+
+
+class GraphTooLarge(ValueError):
+    """A graph beyond MAX_NODES."""
+
+
+@dataclass
+class EncodedGraph:
+    """Everything the encoders read about one graph, as flat arrays."""
+
+    ops: np.ndarray  # (n,) int64 operation index
+    numeric: np.ndarray  # (n, len(NUMERIC)) float32
+    edges: np.ndarray  # (2, e) int64, source -> target
+    motif_of: np.ndarray  # (n,) int64, the motif instance each node belongs to
+    macro_edges: np.ndarray  # (2, m) int64 between motif instances
+    wl_index: np.ndarray  # (w,) int64 buckets of the graph's Weisfeiler-Lehman subtree features
+    wl_count: np.ndarray  # (w,) float32 their counts
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.ops.shape[0])
+
+    @property
+    def num_motifs(self) -> int:
+        return int(self.motif_of.max()) + 1 if self.num_nodes else 0
+
+
+def op_index(op: str) -> int:
+    return OP_INDEX.get(op, OP_INDEX["unknown"])
+
+
+def encode_graph(graph: ArchGraph) -> EncodedGraph:
+    """Featurise `graph`; an empty graph becomes one `unknown` node so every model has an embedding."""
+    if graph.num_nodes > MAX_NODES:
+        raise GraphTooLarge(f"the graph has {graph.num_nodes:,} nodes; the encoder takes at most "
+                            f"{MAX_NODES:,}")
+    if graph.num_nodes == 0:
+        graph = ArchGraph([_unknown_node()], [])
+    ops = np.array([op_index(n.op) for n in graph.nodes], dtype=np.int64)
+    numeric = np.array([_numeric(n) for n in graph.nodes], dtype=np.float32)
+    edges = np.array(graph.edges, dtype=np.int64).reshape(-1, 2).T.copy()
+    motifs = sample_motifs(graph)
+    motif_of = np.array(motifs.node_instance, dtype=np.int64)
+    macro = np.array(motifs.macro_edges, dtype=np.int64).reshape(-1, 2).T.copy()
+    wl_index, wl_count = wl_features(ops, edges)
+    return EncodedGraph(ops, numeric, edges, motif_of, macro, wl_index, wl_count)
+
+
+WL_DIM = 4096
+WL_ROUNDS = 3
+
+
+def wl_features(ops: np.ndarray, edges: np.ndarray, rounds: int = WL_ROUNDS,
+                dim: int = WL_DIM) -> tuple[np.ndarray, np.ndarray]:
+    """Weisfeiler-Lehman subtree features: node labels after 0..`rounds` refinements over parents
+    and children, hashed into `dim` buckets; returned sparse (buckets, counts)."""
+    import hashlib
+    from collections import Counter
+
+    labels = [str(op) for op in ops.tolist()]
+    parents: list[list[int]] = [[] for _ in labels]
+    children: list[list[int]] = [[] for _ in labels]
+    for s, d in edges.T.tolist():
+        parents[d].append(s)
+        children[s].append(d)
+    counts: Counter[int] = Counter()
+    for r in range(rounds + 1):
+        for label, n in Counter(labels).items():
+            key = hashlib.blake2b(f"{r}:{label}".encode(), digest_size=4).digest()
+            counts[int.from_bytes(key, "little") % dim] += n
+        if r < rounds:
+            labels = [hashlib.blake2b((labels[i] + "<" + ",".join(sorted(labels[p] for p in parents[i]))
+                                       + ">" + ",".join(sorted(labels[c] for c in children[i]))).encode(),
+                                      digest_size=8).hexdigest() for i in range(len(labels))]
+    index = np.array(sorted(counts), dtype=np.int64)
+    return index, np.array([counts[i] for i in index.tolist()], dtype=np.float32)
+
+
+def wl_dense(graph: EncodedGraph, dim: int = WL_DIM) -> np.ndarray:
+    """The WL features as a log-count vector with unit length."""
+    out = np.zeros(dim, dtype=np.float32)
+    out[graph.wl_index] = np.log1p(graph.wl_count)
+    norm = float(np.linalg.norm(out))
+    return out / norm if norm else out
+
+
+def _unknown_node():
+    from narcli.graph import Node
+
+    return Node("unknown")
+
+
+def _numeric(node) -> list[float]:
+    shape = [d for d in (node.shape or []) if isinstance(d, int) and d > 0]
+    channels = shape[1] if len(shape) >= 2 else (shape[0] if shape else 0)
+    width = shape[-1] if shape else 0
+    size = math.prod(shape) if shape else 0
+    attrs = node.attrs
+    return [
+        math.log1p(channels) / 8, math.log1p(width) / 8,
+        _first(attrs.get("kernel")) / 7, _first(attrs.get("stride")) / 4,
+        math.log1p(_first(attrs.get("groups"))) / 8,
+        math.log1p(size) / 16, math.log1p(node.params) / 16,
+    ]
+
+
+def _first(value) -> float:
+    if isinstance(value, (list, tuple)):
+        value = value[0] if value else 0
+    return float(value) if isinstance(value, (int, float)) else 0.0

@@ -1,0 +1,83 @@
+"""`nar eval retrieval` and `nar train encoder`: train on a split of the zoo, compare with baselines."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable
+
+from narcli.training import TrainConfig
+
+# method name -> how it differs from the NAR recipe (every learned method gets the same recipe)
+LEARNED = {
+    "GCN": {"use_motifs": False, "use_wl": False, "motif_epochs": 0, "kind": "gcn"},
+    "GAT": {"use_motifs": False, "use_wl": False, "motif_epochs": 0, "kind": "gat"},
+    "NAR": {},
+}
+ABLATIONS = {
+    "NAR without motifs (GCN on the full graph)": {"use_motifs": False, "motif_epochs": 0},
+    "NAR without motif pretraining": {"motif_epochs": 0},
+    "NAR, CE only": {"cl_weight": 0.0},
+    "NAR, CL only": {"ce_weight": 0.0},
+    "NAR without WL features": {"use_wl": False},
+}
+
+
+def evaluate_retrieval(split: str = "random", ks: tuple[int, ...] = (20, 50, 100), config: TrainConfig | None = None,
+                       ablations: bool = False, seed: int = 0,
+                       report: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
+    """Metrics of every method on one split of the zoo; relevance by family, and by coarse class."""
+    from narcli.dataset import split_ood, split_random, zoo_items
+    from narcli.evaluation import op_histogram_embeddings, retrieval_metrics, wl_embeddings
+    from narcli.training import embed_items, train_encoder
+
+    if split not in ("random", "ood"):
+        raise ValueError(f"unknown split {split!r}; use random or ood")
+    config = config or TrainConfig(seed=seed)
+    report("featurising the zoo (cached after the first run)")
+    items = zoo_items(progress=True)
+    train, test = (split_random if split == "random" else split_ood)(items, seed=seed)
+    graphs = [item.encoded for item in items]
+    family = [item.family for item in items]
+    coarse = [item.coarse for item in items]
+    results: dict[str, Any] = {"split": split, "seed": seed, "architectures": len(items), "train": len(train),
+                               "test": len(test), "ks": list(ks), "methods": {}, "config": vars(config).copy()}
+
+    def score(name: str, embeddings: Any, seconds: float) -> None:
+        results["methods"][name] = {"family": retrieval_metrics(embeddings, family, test, ks),
+                                    "coarse": retrieval_metrics(embeddings, coarse, test, ks),
+                                    "seconds": round(seconds, 1)}
+        report(f"{name}: MAP@{ks[0]} {results['methods'][name]['family'][f'MAP@{ks[0]}']:.3f}")
+
+    began = time.perf_counter()
+    score("op-type histogram", op_histogram_embeddings(graphs), time.perf_counter() - began)
+    began = time.perf_counter()
+    score("WL subtree hashing", wl_embeddings(graphs), time.perf_counter() - began)
+    methods = dict(LEARNED)
+    if ablations:
+        methods.update(ABLATIONS)
+    for name, changes in methods.items():
+        began = time.perf_counter()
+        report(f"training {name}")
+        trained = train_encoder(items, train, replace(config, **changes),
+                                on_epoch=lambda e, n=name: report(f"  {n} epoch {e['epoch']} {e['stage']} loss {e['loss']}"))
+        score(name, embed_items(trained.model, graphs), time.perf_counter() - began)
+        if name == "NAR":
+            results["nar_model"] = trained
+    return results
+
+
+def train_and_save(path: Path, config: TrainConfig, report: Callable[[str], None] = lambda line: None) -> dict:
+    """Train NAR on the random split's training part, evaluate on its test part, write the weights."""
+    from datetime import date
+
+    from narcli.weights import save_weights
+
+    results = evaluate_retrieval("random", config=config, report=report)
+    trained = results.pop("nar_model")
+    card = {"date": date.today().isoformat(), "data": f"bundled zoo, {results['architectures']} distinct architectures",
+            "split": f"random 90/10 stratified by family, seed {config.seed}: {results['train']} train, "
+                     f"{results['test']} test", "metrics": results["methods"], "log": trained.log}
+    save_weights(trained, path, card)
+    return results

@@ -1,0 +1,181 @@
+"""Pretraining of the NAR encoder: motif-level InfoNCE (Eq. 4), then supervised contrastive +
+cross-entropy on family and coarse class (Eq. 5-7). Seeded, resumable from a checkpoint per epoch."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from narcli.dataset import Item
+from narcli.encoder import NAREncoder, collate
+from narcli.labels import COARSE
+
+
+@dataclass
+class TrainConfig:
+    seed: int = 0
+    hidden: int = 128
+    dim: int = 256
+    layers: int = 3
+    kind: str = "gcn"  # gcn | gat
+    use_motifs: bool = True
+    use_wl: bool = True
+    motif_epochs: int = 3
+    epochs: int = 30
+    families_per_batch: int = 16
+    per_family: int = 4
+    batches_per_epoch: int = 40
+    lr: float = 1e-3
+    temperature: float = 0.1
+    ce_weight: float = 1.0
+    cl_weight: float = 1.0
+    max_nodes: int = 60_000  # graphs larger than this are left out of training batches (not of evaluation)
+    device: str = "cpu"
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class Trained:
+    model: NAREncoder
+    families: list[str]
+    config: TrainConfig
+    log: list[dict]
+
+
+def train_encoder(items: list[Item], train_idx: list[int], config: TrainConfig,
+                  checkpoint: Path | None = None, on_epoch: Callable[[dict], None] | None = None) -> Trained:
+    torch.manual_seed(config.seed)
+    random.seed(config.seed)
+    np.random.seed(config.seed)
+    families = sorted({items[i].family for i in train_idx})
+    family_id = {f: k for k, f in enumerate(families)}
+    coarse_id = {c: k for k, c in enumerate(COARSE)}
+    model = NAREncoder(len(families), len(COARSE), config.hidden, config.dim, config.layers,
+                       config.use_motifs, config.kind, config.use_wl).to(config.device)
+    optimiser = torch.optim.Adam(model.parameters(), lr=config.lr)
+    log: list[dict] = []
+    start_epoch = 0
+    if checkpoint is not None and checkpoint.exists():
+        state = torch.load(checkpoint, weights_only=False)
+        if state.get("config") == asdict(config):
+            model.load_state_dict(state["model"])
+            optimiser.load_state_dict(state["optimiser"])
+            log, start_epoch = state["log"], state["epoch"]
+            random.setstate(state["random"])
+            torch.set_rng_state(state["torch_random"])
+    usable = [i for i in train_idx if items[i].encoded.num_nodes <= config.max_nodes]
+    by_family: dict[str, list[int]] = {}
+    for i in usable:
+        by_family.setdefault(items[i].family, []).append(i)
+    total = config.motif_epochs + config.epochs
+    for epoch in range(start_epoch, total):
+        stage = "motif" if epoch < config.motif_epochs and config.use_motifs else "graph"
+        if epoch < config.motif_epochs and not config.use_motifs:
+            continue
+        model.train()
+        began, losses = time.perf_counter(), []
+        for _ in range(config.batches_per_epoch):
+            chosen = _pk_batch(by_family, config.families_per_batch, config.per_family)
+            batch = collate([items[i].encoded for i in chosen]).to(config.device)
+            if stage == "motif":
+                loss = _motif_loss(model, batch, config.temperature)
+            else:
+                family = torch.tensor([family_id[items[i].family] for i in chosen], device=config.device)
+                coarse = torch.tensor([coarse_id.get(items[i].coarse, 0) for i in chosen], device=config.device)
+                z = model(batch)
+                loss = config.cl_weight * supcon(F.normalize(z, dim=1), family, config.temperature) \
+                    + config.ce_weight * (F.cross_entropy(model.family_head(z), family)
+                                          + F.cross_entropy(model.coarse_head(z), coarse))
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+            losses.append(loss.item())
+        entry = {"epoch": epoch + 1, "stage": stage, "loss": round(float(np.mean(losses)), 4),
+                 "seconds": round(time.perf_counter() - began, 1)}
+        log.append(entry)
+        if on_epoch:
+            on_epoch(entry)
+        if checkpoint is not None:
+            checkpoint.parent.mkdir(parents=True, exist_ok=True)
+            tmp = checkpoint.with_suffix(".tmp")
+            torch.save({"model": model.state_dict(), "optimiser": optimiser.state_dict(), "log": log,
+                        "epoch": epoch + 1, "config": asdict(config), "random": random.getstate(),
+                        "torch_random": torch.get_rng_state()}, tmp)
+            tmp.replace(checkpoint)
+    model.eval()
+    return Trained(model, families, config, log)
+
+
+def _pk_batch(by_family: dict[str, list[int]], families: int, per_family: int) -> list[int]:
+    """P families x K members (with replacement in small families), so every item has positives."""
+    names = [f for f in by_family if len(by_family[f]) >= 2] or list(by_family)
+    chosen = random.sample(names, min(families, len(names)))
+    out = []
+    for f in chosen:
+        members = by_family[f]
+        out += random.sample(members, per_family) if len(members) >= per_family else \
+            [random.choice(members) for _ in range(per_family)]
+    return out
+
+
+def supcon(z: torch.Tensor, labels: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Supervised contrastive loss (Khosla et al.): pull same-label pairs together in the batch."""
+    sim = z @ z.T / temperature
+    n = z.shape[0]
+    self_mask = torch.eye(n, dtype=torch.bool, device=z.device)
+    sim = sim.masked_fill(self_mask, -1e9)
+    log_prob = sim - torch.logsumexp(sim, dim=1, keepdim=True)
+    positives = (labels[:, None] == labels[None, :]) & ~self_mask
+    count = positives.sum(1)
+    has = count > 0
+    if not has.any():
+        return z.sum() * 0
+    return -((log_prob * positives).sum(1)[has] / count[has]).mean()
+
+
+def _motif_loss(model: NAREncoder, batch: Any, temperature: float, sample: int = 512) -> torch.Tensor:
+    """InfoNCE: a motif's embedding against its own context (positive) and other motifs' contexts."""
+    motifs = F.normalize(model.motif_proj(model.motifs(batch)), dim=1)
+    contexts = F.normalize(model.contexts(batch), dim=1)
+    if motifs.shape[0] > sample:
+        keep = torch.randperm(motifs.shape[0])[:sample]
+        motifs, contexts = motifs[keep], contexts[keep]
+    logits = motifs @ contexts.T / temperature
+    return F.cross_entropy(logits, torch.arange(motifs.shape[0], device=logits.device))
+
+
+@torch.no_grad()
+def embed_items(model: NAREncoder, graphs: list, batch_nodes: int = 40_000, device: str = "cpu") -> np.ndarray:
+    """Normalised embeddings of encoded graphs, batched by node count."""
+    model.eval()
+    out, group, nodes = [], [], 0
+    order = list(range(len(graphs)))
+    results: dict[int, np.ndarray] = {}
+
+    def flush() -> None:
+        if group:
+            z = model.embed(collate([graphs[i] for i in group]).to(device)).cpu().numpy()
+            for i, row in zip(group, z):
+                results[i] = row
+
+    for i in order:
+        if group and nodes + graphs[i].num_nodes > batch_nodes:
+            flush()
+            group, nodes = [], 0
+        group.append(i)
+        nodes += graphs[i].num_nodes
+    flush()
+    out = np.stack([results[i] for i in order]) if order else np.zeros((0, model.out[-1].out_features))
+    return out.astype(np.float32)
+
+
+def save_log(path: Path, log: list[dict]) -> None:
+    path.write_text(json.dumps(log, indent=1))

@@ -1,0 +1,117 @@
+"""Encoder inputs, the encoder itself, retrieval metrics, splits and weights files."""
+
+import numpy as np
+import pytest
+
+from narcli.dataset import Item, split_ood, split_random
+from narcli.evaluation import retrieval_metrics, wl_embeddings
+from narcli.features import MAX_NODES, GraphTooLarge, encode_graph
+from narcli.graph import ArchGraph, Node
+
+from .test_motifs import residual_stack
+
+
+def mlp_graph(layers):
+    nodes = [Node("input")] + [Node(op) for _ in range(layers) for op in ("linear", "relu")] + [Node("output")]
+    return ArchGraph(nodes, [(i, i + 1) for i in range(len(nodes) - 1)])
+
+
+def test_degenerate_graphs_still_encode():
+    empty = encode_graph(ArchGraph([], []))
+    assert empty.num_nodes == 1 and empty.num_motifs == 1
+    single = encode_graph(ArchGraph([Node("linear")], []))
+    assert single.num_nodes == 1 and single.edges.shape == (2, 0)
+    unknown = encode_graph(ArchGraph([Node("unknown:foo"), Node("unknown:bar")], [(0, 1)]))
+    assert unknown.ops.tolist() == [unknown.ops[0]] * 2  # both map to the unknown bucket
+
+
+def test_a_graph_beyond_the_limit_is_refused_with_a_clear_message():
+    huge = ArchGraph([Node("relu")] * (MAX_NODES + 1), [])
+    with pytest.raises(GraphTooLarge, match="at most"):
+        encode_graph(huge)
+
+
+def test_wl_features_tell_apart_different_graphs_and_match_equal_ones():
+    a, b, c = (encode_graph(g) for g in (residual_stack(3), residual_stack(3), mlp_graph(4)))
+    z = wl_embeddings([a, b, c])
+    assert z[0] @ z[1] == pytest.approx(1.0)
+    assert z[0] @ z[2] < 0.9
+
+
+def test_metrics_follow_the_definitions():
+    # query 0 (label a); candidates in cosine order: 1 (b), 2 (a), 3 (b), 4 (a)
+    z = np.array([[1, 0], [0.99, 0.141], [0.9, 0.436], [0.7, 0.714], [0.5, 0.866]], dtype=np.float32)
+    m = retrieval_metrics(z, ["a", "b", "a", "b", "a"], [0], ks=(2, 4))
+    assert m["MRR@2"] == pytest.approx(0.5, abs=1e-4)
+    assert m["MAP@2"] == pytest.approx(0.5 / 2, abs=1e-4)  # P@2 * 1 over min(R=2, k=2)
+    assert m["MAP@4"] == pytest.approx((1 / 2 + 2 / 4) / 2, abs=1e-4)
+    ideal = 1 + 1 / np.log2(3)
+    assert m["NDCG@4"] == pytest.approx((1 / np.log2(3) + 1 / np.log2(5)) / ideal, abs=1e-4)
+
+
+def _items(families):
+    graph = encode_graph(mlp_graph(1))
+    return [Item(f"h{i}", f"m{i}", fam, "mlp", graph) for i, fam in enumerate(families)]
+
+
+def test_random_split_is_stratified_and_never_empties_a_family():
+    items = _items(["a"] * 30 + ["b"] * 20 + ["c"] * 1 + ["d"] * 2)
+    train, test = split_random(items, seed=0)
+    assert sorted(train + test) == list(range(len(items)))
+    fams = [items[i].family for i in test]
+    assert 3 <= fams.count("a") <= 4 and 1 <= fams.count("b") <= 3 and "c" not in fams
+    for family in "abcd":
+        assert any(items[i].family == family for i in train)
+    assert split_random(items, seed=0) == (train, test)
+
+
+def test_ood_split_holds_out_whole_families():
+    items = _items([f"f{i // 3}" for i in range(30)])
+    train, test = split_ood(items, seed=1)
+    held = {items[i].family for i in test}
+    assert len(held) == 2 and not held & {items[i].family for i in train}
+
+
+def test_training_is_reproducible_and_embeddings_deterministic():
+    torch = pytest.importorskip("torch")
+    from narcli.training import TrainConfig, embed_items, train_encoder
+
+    graphs = [residual_stack(n) for n in (2, 3, 4, 5)] + [mlp_graph(n) for n in (2, 3, 4, 5)]
+    items = [Item(f"h{i}", f"m{i}", "resnet" if i < 4 else "mlp", "convolutional" if i < 4 else "mlp",
+                  encode_graph(g)) for i, g in enumerate(graphs)]
+    config = TrainConfig(hidden=16, dim=16, epochs=3, motif_epochs=1, batches_per_epoch=3,
+                         families_per_batch=2, per_family=3)
+    first = train_encoder(items, list(range(8)), config)
+    second = train_encoder(items, list(range(8)), config)
+    a = embed_items(first.model, [i.encoded for i in items])
+    b = embed_items(second.model, [i.encoded for i in items])
+    assert np.allclose(a, b, atol=1e-5)
+    assert np.allclose(np.linalg.norm(a, axis=1), 1, atol=1e-5)
+    again = embed_items(first.model, [i.encoded for i in items[::-1]])[::-1]
+    assert np.allclose(a, again, atol=1e-5)  # batch composition does not change an embedding
+    assert [e["stage"] for e in first.log] == ["motif", "graph", "graph", "graph"]
+    assert torch.isfinite(torch.tensor([e["loss"] for e in first.log])).all()
+
+
+def test_weights_round_trip_and_refuse_missing_or_other_versions(tmp_path):
+    pytest.importorskip("torch")
+    import json
+
+    from narcli.training import TrainConfig, embed_items, train_encoder
+    from narcli.weights import WeightsError, load_encoder, save_weights
+
+    items = [Item(f"h{i}", f"m{i}", "a" if i % 2 else "b", "mlp", encode_graph(mlp_graph(i + 1))) for i in range(4)]
+    trained = train_encoder(items, [0, 1, 2, 3], TrainConfig(hidden=8, dim=8, epochs=1, motif_epochs=0,
+                                                            batches_per_epoch=1, families_per_batch=2, per_family=2))
+    path = tmp_path / "enc.safetensors"
+    save_weights(trained, path, {"note": "test"})
+    model, card = load_encoder(path)
+    graphs = [i.encoded for i in items]
+    assert np.allclose(embed_items(model, graphs), embed_items(trained.model, graphs), atol=1e-6)
+    assert card["families"] == ["a", "b"]
+    with pytest.raises(WeightsError, match="not found"):
+        load_encoder(tmp_path / "missing.safetensors")
+    card["encoder_version"] = 999
+    path.with_suffix(".json").write_text(json.dumps(card))
+    with pytest.raises(WeightsError, match="version 999"):
+        load_encoder(path)
