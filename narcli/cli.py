@@ -100,8 +100,10 @@ def scan(
 
     if timeout <= 0:
         _fail("--timeout must be positive", 2)
+    from narcli.targets import looks_like_a_name
+
     as_json = as_json or graph
-    if not path.exists() and _looks_like_a_name(path):
+    if not path.exists() and looks_like_a_name(str(path)):
         _scan_zoo_name(str(path), as_json, graph)
         return
     options = ScanOptions(model=model, input_shapes=input_shape, input_dtypes=input_dtype,
@@ -124,12 +126,6 @@ def scan(
     from narcli.render import print_records
 
     print_records(_stdout(), records)
-
-
-def _looks_like_a_name(path: Path) -> bool:
-    from narcli.scan import KINDS
-
-    return path.suffix.lower() not in KINDS and not str(path).startswith((".", "/", "~"))
 
 
 def _scan_zoo_name(name: str, as_json: bool, graph: bool) -> None:

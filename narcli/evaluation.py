@@ -7,8 +7,6 @@ whatever the method does).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from narcli.features import OP_NAMES, EncodedGraph
@@ -88,6 +86,3 @@ def format_table(rows: list[tuple[str, dict]], ks: tuple[int, ...]) -> str:
         lines.append(f"| {name} | " + " | ".join(f"{metrics[c]:.3f}" for c in cols) + " |")
     return "\n".join(lines)
 
-
-def mean_or_nan(values: list[float]) -> float:
-    return sum(values) / len(values) if values else math.nan

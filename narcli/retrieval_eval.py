@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from narcli.training import TrainConfig
 
@@ -29,7 +30,11 @@ def evaluate_retrieval(split: str = "random", ks: tuple[int, ...] = (20, 50, 100
                        report: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
     """Metrics of every method on one split of the zoo; relevance by family, and by coarse class."""
     from narcli.dataset import split_ood, split_random, zoo_items
-    from narcli.evaluation import op_histogram_embeddings, retrieval_metrics, wl_embeddings
+    from narcli.evaluation import (
+        op_histogram_embeddings,
+        retrieval_metrics,
+        wl_embeddings,
+    )
     from narcli.training import embed_items, train_encoder
 
     if split not in ("random", "ood"):

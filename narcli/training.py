@@ -3,12 +3,12 @@ cross-entropy on family and coarse class (Eq. 5-7). Seeded, resumable from a che
 
 from __future__ import annotations
 
-import json
 import random
 import time
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -16,6 +16,7 @@ from torch.nn import functional as F
 
 from narcli.dataset import Item
 from narcli.encoder import NAREncoder, collate
+from narcli.features import EncodedGraph
 from narcli.labels import COARSE
 
 
@@ -39,7 +40,6 @@ class TrainConfig:
     cl_weight: float = 1.0
     max_nodes: int = 60_000  # graphs larger than this are left out of training batches (not of evaluation)
     device: str = "cpu"
-    extra: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -156,26 +156,20 @@ def _motif_loss(model: NAREncoder, batch: Any, temperature: float, sample: int =
 def embed_items(model: NAREncoder, graphs: list, batch_nodes: int = 40_000, device: str = "cpu") -> np.ndarray:
     """Normalised embeddings of encoded graphs, batched by node count."""
     model.eval()
-    out, group, nodes = [], [], 0
-    order = list(range(len(graphs)))
-    results: dict[int, np.ndarray] = {}
+    rows: list[np.ndarray] = []
+    group: list[EncodedGraph] = []
+    nodes = 0
 
     def flush() -> None:
         if group:
-            z = model.embed(collate([graphs[i] for i in group]).to(device)).cpu().numpy()
-            for i, row in zip(group, z):
-                results[i] = row
+            rows.append(model.embed(collate(group).to(device)).cpu().numpy())
 
-    for i in order:
-        if group and nodes + graphs[i].num_nodes > batch_nodes:
+    for graph in graphs:
+        if group and nodes + graph.num_nodes > batch_nodes:
             flush()
             group, nodes = [], 0
-        group.append(i)
-        nodes += graphs[i].num_nodes
+        group.append(graph)
+        nodes += graph.num_nodes
     flush()
-    out = np.stack([results[i] for i in order]) if order else np.zeros((0, model.out[-1].out_features))
+    out = np.concatenate(rows) if rows else np.zeros((0, model.out[-1].out_features))
     return out.astype(np.float32)
-
-
-def save_log(path: Path, log: list[dict]) -> None:
-    path.write_text(json.dumps(log, indent=1))
