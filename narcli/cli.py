@@ -375,9 +375,13 @@ def eval_retrieval(
     epochs: int = typer.Option(40, "--epochs", help="Graph-level training epochs of each learned method."),
     seed: int = typer.Option(0, "--seed", help="Seed of the split and of training."),
     ablations: bool = typer.Option(False, "--ablations", help="Also train the ablations of NAR."),
+    nas: bool = typer.Option(False, "--nas", help="Use the DARTS 10-class set (30,000 cells) instead of the zoo."),
+    methods: str = typer.Option("GCN,GAT,NAR", "--methods", help="Learned methods to train, comma-separated."),
+    device: str = typer.Option("", "--device", help="cpu or cuda (default: cuda when available)."),
+    out: Path = typer.Option(None, "--out", help="Also write the results as JSON to this file."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
 ) -> None:
-    """Retrieval MRR/MAP/NDCG of NAR and the baselines on one split of the zoo."""
+    """Retrieval MRR/MAP/NDCG of NAR and the baselines on one split of the zoo (or of DARTS)."""
     from narcli.retrieval_eval import evaluate_retrieval
     from narcli.training import TrainConfig
 
@@ -386,19 +390,45 @@ def eval_retrieval(
     if epochs < 1:
         _fail("--epochs must be at least 1", 2)
     ks = _ks(k)
+    from narcli.retrieval_eval import LEARNED
+
+    chosen = tuple(m.strip() for m in methods.split(",") if m.strip())
+    unknown = [m for m in chosen if m not in LEARNED]
+    if unknown:
+        _fail(f"--methods: unknown method {unknown[0]!r}; choose from {', '.join(LEARNED)}", 2)
     console = _stderr_console()
-    results = _run(evaluate_retrieval, split, ks, TrainConfig(seed=seed, epochs=epochs), ablations, seed,
-                   report=lambda line: console.print(f"[dim]{line}[/]"))
+    config = TrainConfig(seed=seed, epochs=epochs, device=_device(device))
+    results = _run(evaluate_retrieval, split, ks, config, ablations, seed, "darts" if nas else "zoo",
+                   report=lambda line: console.print(f"[dim]{line}[/]"), methods=chosen)
     results.pop("nar_model", None)
+    text = json.dumps(results, indent=2, default=str)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text + "\n")
     if as_json:
-        print(json.dumps(results, indent=2, default=str))
+        print(text)
         return
     from narcli.evaluation import format_table
 
     for relevance in ("family", "coarse"):
-        print(f"\n{split} split, relevance = {relevance} ({results['test']} test queries of "
-              f"{results['architectures']} architectures)\n")
-        print(format_table([(name, m[relevance]) for name, m in results["methods"].items()], ks))
+        rows = [(name, m[relevance]) for name, m in results["methods"].items() if relevance in m]
+        if rows:
+            print(f"\n{results['data']}, {split} split, relevance = {relevance} ({results['test']} test queries "
+                  f"of {results['architectures']} architectures)\n")
+            print(format_table(rows, ks))
+
+
+def _device(name: str) -> str:
+    """The device asked for, else CUDA when there is one; a clear error for an unusable one."""
+    import torch
+
+    if not name:
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if name.split(":")[0] not in ("cpu", "cuda"):
+        _fail(f"--device must be cpu or cuda, not {name!r}", 2)
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        _fail("--device cuda: no CUDA device is available here; use --device cpu", 2)
+    return name
 
 
 @train_app.command("encoder")
@@ -415,12 +445,9 @@ def train_encoder_command(
 
     if epochs < 1:
         _fail("--epochs must be at least 1", 2)
-    import torch
-
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     path = out or bundled_weights_path()
     console = _stderr_console()
-    results = _run(train_and_save, path, TrainConfig(seed=seed, epochs=epochs, device=device),
+    results = _run(train_and_save, path, TrainConfig(seed=seed, epochs=epochs, device=_device(device)),
                    report=lambda line: console.print(f"[dim]{line}[/]"))
     nar = results["methods"]["NAR"]["family"]
     print(f"wrote {path}: test MRR@20 {nar['MRR@20']:.3f}, MAP@20 {nar['MAP@20']:.3f}, NDCG@20 {nar['NDCG@20']:.3f}")

@@ -12,8 +12,10 @@ import os
 import pickle
 import random
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from narcli.features import EncodedGraph
 
@@ -29,7 +31,6 @@ class Item:
 
 def zoo_items(zoo=None, progress: bool = False, jobs: int = 2) -> list[Item]:
     """Every distinct architecture of the zoo (cached per zoo content)."""
-    from narcli.cache import nar_home
     from narcli.zoo import Zoo
 
     zoo = zoo or Zoo()
@@ -38,18 +39,25 @@ def zoo_items(zoo=None, progress: bool = False, jobs: int = 2) -> list[Item]:
         if model.graph_hash and model.graph_hash not in labelled:
             labelled[model.graph_hash] = (model.id, model.family, model.coarse)
     digest = hashlib.sha256("\n".join(sorted(f"{h} {v}" for h, v in labelled.items())).encode()).hexdigest()[:16]
-    path = Path(nar_home()) / "features" / f"zoo-{digest}.pkl"
+    encoded = cached_features(f"zoo-{digest}", lambda: _featurise(zoo, list(labelled), progress, jobs))
+    return [Item(h, *labelled[h], encoded[h]) for h in labelled if h in encoded]
+
+
+def cached_features(name: str, build: Callable[[], Any]) -> Any:
+    """`build()`, pickled under `$NAR_HOME/features/<name>.pkl` and read back from there next time."""
+    from narcli.cache import nar_home
+
+    path = Path(nar_home()) / "features" / f"{name}.pkl"
     if path.exists():
         with open(path, "rb") as handle:
-            encoded = pickle.load(handle)
-    else:
-        encoded = _featurise(zoo, list(labelled), progress, jobs)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        with open(tmp, "wb") as handle:
-            pickle.dump(encoded, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        tmp.replace(path)  # a crash never leaves a half-written cache
-    return [Item(h, *labelled[h], encoded[h]) for h in labelled if h in encoded]
+            return pickle.load(handle)
+    value = build()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    with open(tmp, "wb") as handle:
+        pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
+    tmp.replace(path)  # a crash never leaves a half-written cache
+    return value
 
 
 def _featurise(zoo, hashes: list[str], progress: bool, jobs: int) -> dict[str, EncodedGraph]:

@@ -117,9 +117,21 @@ class NAREncoder(nn.Module):
     """Motifs -> macro graph -> embedding; heads for family and coarse class."""
 
     def __init__(self, families: int, coarse: int, hidden: int = 128, dim: int = 256, layers: int = 3,
-                 use_motifs: bool = True, kind: str = "gcn", use_wl: bool = True):
+                 use_motifs: bool = True, kind: str = "gcn", use_wl: bool = True, wl_mix: float = 1.0,
+                 sketch_dim: int = 256):
         super().__init__()
         self.use_motifs = use_motifs
+        # The retrieval embedding joins the learned vector (weight wl_mix) with a fixed random
+        # projection of the WL subtree features (weight 1 - wl_mix), so cosine = wl_mix * learned
+        # + (1 - wl_mix) * ~WL. The learned part groups families; the WL part keeps near-duplicates
+        # at the top (alone, the learned part lost to WL hashing on MRR). Not trained, not saved:
+        # the same seed gives the same projection everywhere.
+        self.wl_mix = wl_mix
+        if wl_mix < 1.0:
+            rng = np.random.default_rng(0)
+            sketch = (rng.standard_normal((WL_DIM, sketch_dim)) / np.sqrt(sketch_dim)).astype(np.float32)
+            self.register_buffer("sketch", torch.from_numpy(sketch), persistent=False)
+        self.embedding_dim = dim + (sketch_dim if wl_mix < 1.0 else 0)
         # WL subtree features, projected, beside the pooled graph embedding: the learned model then
         # starts from what hashing already knows (without them it lost to WL hashing)
         self.wl = nn.Linear(WL_DIM, hidden) if use_wl else None
@@ -161,5 +173,10 @@ class NAREncoder(nn.Module):
         pooled = torch.cat(parts, dim=1)
         return self.out(pooled)
 
-    def embed(self, batch: Batch) -> torch.Tensor:
-        return F.normalize(self.forward(batch), dim=1)
+    def embed(self, batch: Batch, learned_only: bool = False) -> torch.Tensor:
+        """Unit-length retrieval embeddings (`learned_only`: the learned part alone, for ablations)."""
+        learned = F.normalize(self.forward(batch), dim=1)
+        if self.wl_mix >= 1.0 or learned_only:
+            return learned
+        sketch = F.normalize(batch.wl @ self.sketch, dim=1)
+        return torch.cat([learned * self.wl_mix ** 0.5, sketch * (1 - self.wl_mix) ** 0.5], dim=1)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +14,8 @@ from narcli.training import TrainConfig
 
 # method name -> how it differs from the NAR recipe (every learned method gets the same recipe)
 LEARNED = {
-    "GCN": {"use_motifs": False, "use_wl": False, "motif_epochs": 0, "kind": "gcn"},
-    "GAT": {"use_motifs": False, "use_wl": False, "motif_epochs": 0, "kind": "gat"},
+    "GCN": {"use_motifs": False, "use_wl": False, "wl_mix": 1.0, "motif_epochs": 0, "kind": "gcn"},
+    "GAT": {"use_motifs": False, "use_wl": False, "wl_mix": 1.0, "motif_epochs": 0, "kind": "gat"},
     "NAR": {},
 }
 ABLATIONS = {
@@ -21,14 +23,18 @@ ABLATIONS = {
     "NAR without motif pretraining": {"motif_epochs": 0},
     "NAR, CE only": {"cl_weight": 0.0},
     "NAR, CL only": {"ce_weight": 0.0},
-    "NAR without WL features": {"use_wl": False},
 }
 
 
+DATASETS = ("zoo", "darts")
+
+
 def evaluate_retrieval(split: str = "random", ks: tuple[int, ...] = (20, 50, 100), config: TrainConfig | None = None,
-                       ablations: bool = False, seed: int = 0,
-                       report: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
-    """Metrics of every method on one split of the zoo; relevance by family, and by coarse class."""
+                       ablations: bool = False, seed: int = 0, data: str = "zoo",
+                       report: Callable[[str], None] = lambda line: None,
+                       methods: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """Metrics of every method on one split of the zoo (or of the DARTS 10-class set); relevance by
+    family, and by coarse class."""
     from narcli.dataset import split_ood, split_random, zoo_items
     from narcli.evaluation import (
         op_histogram_embeddings,
@@ -39,37 +45,54 @@ def evaluate_retrieval(split: str = "random", ks: tuple[int, ...] = (20, 50, 100
 
     if split not in ("random", "ood"):
         raise ValueError(f"unknown split {split!r}; use random or ood")
+    if data not in DATASETS:
+        raise ValueError(f"unknown data set {data!r}; use zoo or darts")
     config = config or TrainConfig(seed=seed)
-    report("featurising the zoo (cached after the first run)")
-    items = zoo_items(progress=True)
+    if data == "zoo":
+        report("featurising the zoo (cached after the first run)")
+        items = zoo_items(progress=True)
+    else:
+        from narcli.nas.darts_data import darts_items
+
+        report("building the DARTS 10-class set (cached after the first run)")
+        items = darts_items(progress=True)
     train, test = (split_random if split == "random" else split_ood)(items, seed=seed)
     graphs = [item.encoded for item in items]
     family = [item.family for item in items]
     coarse = [item.coarse for item in items]
-    results: dict[str, Any] = {"split": split, "seed": seed, "architectures": len(items), "train": len(train),
+    results: dict[str, Any] = {"data": data, "split": split, "seed": seed, "architectures": len(items), "train": len(train),
                                "test": len(test), "ks": list(ks), "methods": {}, "config": vars(config).copy()}
 
     def score(name: str, embeddings: Any, seconds: float) -> None:
         results["methods"][name] = {"family": retrieval_metrics(embeddings, family, test, ks),
-                                    "coarse": retrieval_metrics(embeddings, coarse, test, ks),
                                     "seconds": round(seconds, 1)}
+        if len(set(coarse)) > 1:  # every DARTS network is convolutional
+            results["methods"][name]["coarse"] = retrieval_metrics(embeddings, coarse, test, ks)
         report(f"{name}: MAP@{ks[0]} {results['methods'][name]['family'][f'MAP@{ks[0]}']:.3f}")
 
     began = time.perf_counter()
     score("op-type histogram", op_histogram_embeddings(graphs), time.perf_counter() - began)
     began = time.perf_counter()
     score("WL subtree hashing", wl_embeddings(graphs), time.perf_counter() - began)
-    methods = dict(LEARNED)
+    chosen = {name: changes for name, changes in LEARNED.items() if methods is None or name in methods}
     if ablations:
-        methods.update(ABLATIONS)
-    for name, changes in methods.items():
+        chosen.update(ABLATIONS)
+    from narcli.cache import nar_home
+
+    for name, changes in chosen.items():
         began = time.perf_counter()
         report(f"training {name}")
-        trained = train_encoder(items, train, replace(config, **changes),
+        # a checkpoint per epoch: an interrupted run resumes where it stopped (same config only)
+        method_config = replace(config, **changes)
+        digest = hashlib.sha256(json.dumps(asdict(method_config), sort_keys=True).encode()).hexdigest()[:12]
+        checkpoint = nar_home() / "checkpoints" / f"{data}-{split}-{digest}.pt"
+        trained = train_encoder(items, train, method_config, checkpoint=checkpoint,
                                 on_epoch=lambda e, n=name: report(f"  {n} epoch {e['epoch']} {e['stage']} loss {e['loss']}"))
         score(name, embed_items(trained.model, graphs), time.perf_counter() - began)
         if name == "NAR":
             results["nar_model"] = trained
+            # the same model without the WL sketch in its embedding
+            score("NAR, learned part only (no WL sketch)", embed_items(trained.model, graphs, learned_only=True), 0.0)
     return results
 
 

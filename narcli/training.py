@@ -23,22 +23,25 @@ from narcli.labels import COARSE
 @dataclass
 class TrainConfig:
     seed: int = 0
-    hidden: int = 128
+    hidden: int = 64
     dim: int = 256
     layers: int = 3
     kind: str = "gcn"  # gcn | gat
     use_motifs: bool = True
     use_wl: bool = True
-    motif_epochs: int = 3
-    epochs: int = 30
+    # weight of the learned part in the retrieval embedding, the rest goes to the WL sketch;
+    # chosen on a validation part of the training split (see README), never on the test part
+    wl_mix: float = 0.6
+    motif_epochs: int = 1
+    epochs: int = 40
     families_per_batch: int = 16
     per_family: int = 4
-    batches_per_epoch: int = 40
+    batches_per_epoch: int = 20
     lr: float = 1e-3
     temperature: float = 0.1
     ce_weight: float = 1.0
     cl_weight: float = 1.0
-    max_nodes: int = 60_000  # graphs larger than this are left out of training batches (not of evaluation)
+    max_nodes: int = 20_000  # graphs larger than this are left out of training batches (not of evaluation)
     device: str = "cpu"
 
 
@@ -58,8 +61,7 @@ def train_encoder(items: list[Item], train_idx: list[int], config: TrainConfig,
     families = sorted({items[i].family for i in train_idx})
     family_id = {f: k for k, f in enumerate(families)}
     coarse_id = {c: k for k, c in enumerate(COARSE)}
-    model = NAREncoder(len(families), len(COARSE), config.hidden, config.dim, config.layers,
-                       config.use_motifs, config.kind, config.use_wl).to(config.device)
+    model = model_for(config, len(families))
     optimiser = torch.optim.Adam(model.parameters(), lr=config.lr)
     log: list[dict] = []
     start_epoch = 0
@@ -114,6 +116,13 @@ def train_encoder(items: list[Item], train_idx: list[int], config: TrainConfig,
     return Trained(model, families, config, log)
 
 
+def model_for(config: TrainConfig | dict, families: int) -> NAREncoder:
+    """An untrained encoder shaped by `config` (a TrainConfig, or one read back from a model card)."""
+    c = config if isinstance(config, dict) else asdict(config)
+    return NAREncoder(families, len(COARSE), c["hidden"], c["dim"], c["layers"], c["use_motifs"], c["kind"],
+                      c.get("use_wl", True), c.get("wl_mix", 1.0)).to(c.get("device", "cpu"))
+
+
 def _pk_batch(by_family: dict[str, list[int]], families: int, per_family: int) -> list[int]:
     """P families x K members (with replacement in small families), so every item has positives."""
     names = [f for f in by_family if len(by_family[f]) >= 2] or list(by_family)
@@ -153,7 +162,8 @@ def _motif_loss(model: NAREncoder, batch: Any, temperature: float, sample: int =
 
 
 @torch.no_grad()
-def embed_items(model: NAREncoder, graphs: list, batch_nodes: int = 40_000, device: str = "cpu") -> np.ndarray:
+def embed_items(model: NAREncoder, graphs: list, batch_nodes: int = 40_000, device: str = "cpu",
+                learned_only: bool = False) -> np.ndarray:
     """Normalised embeddings of encoded graphs, batched by node count."""
     model.eval()
     rows: list[np.ndarray] = []
@@ -162,7 +172,7 @@ def embed_items(model: NAREncoder, graphs: list, batch_nodes: int = 40_000, devi
 
     def flush() -> None:
         if group:
-            rows.append(model.embed(collate(group).to(device)).cpu().numpy())
+            rows.append(model.embed(collate(group).to(device), learned_only).cpu().numpy())
 
     for graph in graphs:
         if group and nodes + graph.num_nodes > batch_nodes:
@@ -171,5 +181,5 @@ def embed_items(model: NAREncoder, graphs: list, batch_nodes: int = 40_000, devi
         group.append(graph)
         nodes += graph.num_nodes
     flush()
-    out = np.concatenate(rows) if rows else np.zeros((0, model.out[-1].out_features))
+    out = np.concatenate(rows) if rows else np.zeros((0, model.embedding_dim))
     return out.astype(np.float32)

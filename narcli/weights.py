@@ -9,7 +9,7 @@ from typing import Any
 
 from narcli.errors import NarError
 
-ENCODER_VERSION = 1  # bump when the encoder's inputs or layers change; old weights are refused
+ENCODER_VERSION = 2  # bump when the encoder's inputs or layers change; old weights are refused
 DATA = Path(__file__).parent / "data"
 
 
@@ -48,12 +48,9 @@ def load_encoder(path: Path | None = None) -> tuple[Any, dict]:
                            f"version {ENCODER_VERSION}; retrain with `nar train encoder` or reinstall nar")
     from safetensors.torch import load_file
 
-    from narcli.encoder import NAREncoder
-    from narcli.labels import COARSE
+    from narcli.training import model_for
 
-    config = card["config"]
-    model = NAREncoder(len(card["families"]), len(COARSE), config["hidden"], config["dim"], config["layers"],
-                       config["use_motifs"], config["kind"], config.get("use_wl", True))
+    model = model_for({**card["config"], "device": "cpu"}, len(card["families"]))
     try:
         model.load_state_dict(load_file(str(path)))
     except Exception as exc:  # a truncated or foreign file

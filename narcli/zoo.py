@@ -35,6 +35,7 @@ create index if not exists models_name on models(name);
 create index if not exists models_hash on models(graph_hash);
 create index if not exists models_family on models(family);
 create table if not exists graphs (hash text primary key, data blob not null);
+create table if not exists embeddings (hash text primary key, encoder text not null, vector blob not null);
 create table if not exists builds (
     id integer primary key, started text, finished text, sources text, options text, summary text);
 """
@@ -241,6 +242,23 @@ class Zoo:
             if row is not None:
                 return row[0]
         raise ZooError(f"graph {graph_hash} is missing from the zoo; {rebuild_hint(self.paths[0])}")
+
+    def embeddings(self) -> tuple[list[str], list[bytes], set[str]]:
+        """(graph hashes, float32 vectors as bytes, encoder ids) stored by `nar zoo embed`."""
+        hashes, vectors, encoders = [], [], set()
+        seen = set()
+        for _, conn in reversed(self._connections()):  # the user's zoo wins on equal hashes
+            try:
+                rows = conn.execute("select hash, encoder, vector from embeddings").fetchall()
+            except sqlite3.OperationalError:  # a zoo built before embeddings existed
+                continue
+            for graph_hash, encoder, vector in rows:
+                if graph_hash not in seen:
+                    seen.add(graph_hash)
+                    hashes.append(graph_hash)
+                    vectors.append(vector)
+                    encoders.add(encoder)
+        return hashes, vectors, encoders
 
     def graph(self, model: ZooModel) -> Any:
         """The model's canonical ArchGraph."""

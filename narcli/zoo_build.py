@@ -161,6 +161,16 @@ class ZooWriter:
                                   (row["graph_hash"], zlib.compress(graph_json.encode(), 9)))
             self.conn.execute(f"insert or replace into models ({columns}) values ({marks})", tuple(row.values()))
 
+    def store_embeddings(self, encoder: str, rows: list[tuple[str, bytes]]) -> None:
+        """Store `rows` (graph hash, float32 vector) from `encoder`; drop those of other encoders."""
+        with self.conn:
+            self.conn.execute("delete from embeddings where encoder != ?", (encoder,))
+            self.conn.executemany("insert or replace into embeddings values (?, ?, ?)",
+                                  [(h, encoder, vector) for h, vector in rows])
+
+    def embedded(self, encoder: str) -> set[str]:
+        return {h for (h,) in self.conn.execute("select hash from embeddings where encoder = ?", (encoder,))}
+
     def record_build(self, started: str, options: BuildOptions, reports: list[SourceReport]) -> None:
         summary = [{**{k: v for k, v in r.__dict__.items() if k != "reasons"}, "reasons": dict(r.reasons)}
                    for r in reports]

@@ -47,23 +47,17 @@ def test_none_edges_leave_no_operations():
     assert graph.op_histogram()["conv2d"] == 1 + 2 * 3  # stem and reduction blocks only
 
 
-def test_darts_set_is_reproducible_balanced_and_classed_by_nearest_centre():
+def test_darts_source_is_reproducible_balanced_and_round_trips():
     first = darts.generate(2000, seed=3)
     assert first == darts.generate(2000, seed=3)
     assert first != darts.generate(2000, seed=4)
     assert len({g for g, _ in first}) == 2000
     counts = collections.Counter(k for _, k in first)
-    assert len(counts) == darts.CLASSES and min(counts.values()) > 150
-    centres = darts.centres(3)
-    for genotype, label in first[:300]:
-        best = min(darts.distance(genotype, c) for c in centres)
-        assert darts.distance(genotype, centres[label]) == best
-
-
-def test_darts_genotypes_round_trip_and_build():
-    genotype, _ = darts.generate(11, seed=0)[10]
+    assert len(counts) == darts.CLASSES and set(counts.values()) == {200}
+    genotype = first[10][0]
     assert darts.decode(darts.encode(genotype)) == genotype
+    with pytest.raises(ValueError, match="not a DARTS genotype"):
+        darts.decode("normal:conv~0")
     with torch.device("meta"):
         graph = traced(darts.network(genotype))
-    assert graph.op_histogram()["concat"] >= darts.LAYERS
-    assert graph.num_nodes > 50
+    assert graph.op_histogram()["concat"] >= 8

@@ -2,9 +2,9 @@
 
 - `nasbench201`: the NAS-Bench-201 network for any architecture string (all 15,625 by default, or
   the `arch_str` column of the CSV named by `$NAR_NB201_ARCHS`).
-- `darts`: a DARTS-style space; `$NAR_DARTS_COUNT` architectures (default 30,000) in 10 classes
-  generated from `$NAR_DARTS_SEED` (default 0): 10 diverse centres, the rest small edits of them,
-  class = nearest centre.
+- `darts`: the DARTS space of `narcli.nas`; `$NAR_DARTS_COUNT` architectures (default 30,000) in
+  10 classes generated from `$NAR_DARTS_SEED` (default 0): 10 diverse centres, the rest small edits
+  of them, class = nearest centre. (`nar eval retrieval --nas` writes the same graphs without tracing.)
 """
 
 from __future__ import annotations
