@@ -257,6 +257,29 @@ def zoo_relabel(db: Path | None = typer.Option(None, "--db", help="Zoo database 
     print(f"{counts['table']} labelled by the table, {counts['structure']} by structure; {counts['changed']} changed")
 
 
+@zoo_app.command("embed")
+def zoo_embed(
+    db: Path | None = typer.Option(None, "--db", help="Zoo database to embed (default: your zoo)."),
+    weights: Path | None = typer.Option(None, "--weights", help="Encoder weights (default: the bundled ones)."),
+    force: bool = typer.Option(False, "--force", help="Embed everything again, even what is current."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """Store the encoder's embedding of every architecture in a zoo (only what changed)."""
+    from narcli.zoo import user_zoo_path
+    from narcli.zoo_embed import embed_zoo
+
+    path = db or user_zoo_path()
+    if not path.exists():
+        _fail(f"zoo database {path} does not exist; build it with `nar zoo build --db {path}`", 1)
+    console = _stderr_console()
+    summary = _run(embed_zoo, path, weights, force, report=lambda line: console.print(f"[dim]{line}[/]"))
+    if as_json:
+        print(json.dumps(summary, indent=2))
+        return
+    print(f"{summary['database']}: {summary['embedded']} embedded, {summary['unchanged']} already current "
+          f"(encoder {summary['encoder']})")
+
+
 @zoo_app.command("list")
 def zoo_list(
     pattern: str | None = typer.Argument(None, help="Glob on model names, e.g. 'resnet*' or 'hf/bert/*'."),
@@ -390,12 +413,7 @@ def eval_retrieval(
     if epochs < 1:
         _fail("--epochs must be at least 1", 2)
     ks = _ks(k)
-    from narcli.retrieval_eval import LEARNED
-
-    chosen = tuple(m.strip() for m in methods.split(",") if m.strip())
-    unknown = [m for m in chosen if m not in LEARNED]
-    if unknown:
-        _fail(f"--methods: unknown method {unknown[0]!r}; choose from {', '.join(LEARNED)}", 2)
+    chosen = _methods(methods)
     console = _stderr_console()
     config = TrainConfig(seed=seed, epochs=epochs, device=_device(device))
     results = _run(evaluate_retrieval, split, ks, config, ablations, seed, "darts" if nas else "zoo",
@@ -418,6 +436,16 @@ def eval_retrieval(
             print(format_table(rows, ks))
 
 
+def _methods(text: str) -> tuple[str, ...]:
+    from narcli.retrieval_eval import LEARNED
+
+    chosen = tuple(m.strip() for m in text.split(",") if m.strip())
+    unknown = [m for m in chosen if m not in LEARNED]
+    if unknown:
+        _fail(f"--methods: unknown method {unknown[0]!r}; choose from {', '.join(LEARNED)}", 2)
+    return chosen
+
+
 def _device(name: str) -> str:
     """The device asked for, else CUDA when there is one; a clear error for an unusable one."""
     import torch
@@ -437,6 +465,8 @@ def train_encoder_command(
     epochs: int = typer.Option(40, "--epochs", help="Graph-level training epochs."),
     seed: int = typer.Option(0, "--seed", help="Seed of the split and of training."),
     device: str = typer.Option("", "--device", help="cpu or cuda (default: cuda when available)."),
+    methods: str = typer.Option("GCN,GAT,NAR", "--methods",
+                                help="Learned methods to train beside NAR for the card's table, comma-separated."),
 ) -> None:
     """Pretrain the NAR encoder on the zoo (motif InfoNCE, then SupCon + CE) and write its weights."""
     from narcli.retrieval_eval import train_and_save
@@ -446,9 +476,10 @@ def train_encoder_command(
     if epochs < 1:
         _fail("--epochs must be at least 1", 2)
     path = out or bundled_weights_path()
+    chosen = _methods(methods)
     console = _stderr_console()
     results = _run(train_and_save, path, TrainConfig(seed=seed, epochs=epochs, device=_device(device)),
-                   report=lambda line: console.print(f"[dim]{line}[/]"))
+                   report=lambda line: console.print(f"[dim]{line}[/]"), methods=chosen)
     nar = results["methods"]["NAR"]["family"]
     print(f"wrote {path}: test MRR@20 {nar['MRR@20']:.3f}, MAP@20 {nar['MAP@20']:.3f}, NDCG@20 {nar['NDCG@20']:.3f}")
 

@@ -96,13 +96,16 @@ def evaluate_retrieval(split: str = "random", ks: tuple[int, ...] = (20, 50, 100
     return results
 
 
-def train_and_save(path: Path, config: TrainConfig, report: Callable[[str], None] = lambda line: None) -> dict:
-    """Train NAR on the random split's training part, evaluate on its test part, write the weights."""
+def train_and_save(path: Path, config: TrainConfig, report: Callable[[str], None] = lambda line: None,
+                   methods: tuple[str, ...] | None = None) -> dict:
+    """Train NAR (and the learned baselines in `methods`) on the random split's training part,
+    evaluate on its test part, write NAR's weights."""
     from datetime import date
 
     from narcli.weights import save_weights
 
-    results = evaluate_retrieval("random", config=config, report=report)
+    methods = tuple(dict.fromkeys([*(methods or LEARNED), "NAR"]))
+    results = evaluate_retrieval("random", config=config, report=report, methods=methods)
     trained = results.pop("nar_model")
     card = {"date": date.today().isoformat(), "data": f"bundled zoo, {results['architectures']} distinct architectures",
             "split": f"random 90/10 stratified by family, seed {config.seed}: {results['train']} train, "

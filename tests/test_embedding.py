@@ -116,3 +116,17 @@ def test_bad_training_options_fail_cleanly(cli, args, message):
     result = cli(*args)
     assert result.exit_code == 2
     assert message in result.output
+
+
+def test_zoo_embed_on_a_missing_database_says_how_to_build_it(cli, tmp_path):
+    result = cli("zoo", "embed", "--db", tmp_path / "none.db")
+    assert result.exit_code == 1
+    assert "does not exist" in result.output and "nar zoo build" in result.output
+
+
+def test_zoo_embed_with_missing_weights_says_how_to_fix(cli, tmp_path):
+    from narcli.zoo import bundled_zoo_path
+
+    result = cli("zoo", "embed", "--db", bundled_zoo_path(), "--weights", tmp_path / "none.safetensors")
+    assert result.exit_code != 0
+    assert "encoder weights not found" in result.output and "nar train encoder" in result.output
