@@ -60,20 +60,26 @@ def cached_features(name: str, build: Callable[[], Any]) -> Any:
     return value
 
 
-def _featurise(zoo, hashes: list[str], progress: bool, jobs: int) -> dict[str, EncodedGraph]:
+def map_in_processes(fn: Callable[[Any], Any], inputs: list, label: str, progress: bool, jobs: int,
+                     chunksize: int = 8) -> list:
+    """`[fn(x) for x in inputs]` in `jobs` worker processes, with a progress bar when asked."""
     from concurrent.futures import ProcessPoolExecutor
 
     from rich.progress import Progress
 
-    blobs = [(h, zoo.graph_blob(h)) for h in hashes]
-    out: dict[str, EncodedGraph] = {}
+    out = []
     with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool, Progress(disable=not progress, transient=True) as bar:
-        task = bar.add_task("featurising the zoo", total=len(blobs))
-        for h, encoded in zip(hashes, pool.map(_encode_blob, blobs, chunksize=8)):
-            if encoded is not None:
-                out[h] = encoded
+        task = bar.add_task(label, total=len(inputs))
+        for result in pool.map(fn, inputs, chunksize=chunksize):
+            out.append(result)
             bar.advance(task)
     return out
+
+
+def _featurise(zoo, hashes: list[str], progress: bool, jobs: int) -> dict[str, EncodedGraph]:
+    blobs = [(h, zoo.graph_blob(h)) for h in hashes]
+    encoded = map_in_processes(_encode_blob, blobs, "featurising the zoo", progress, jobs)
+    return {h: e for h, e in zip(hashes, encoded) if e is not None}
 
 
 def _encode_blob(item: tuple[str, bytes]) -> EncodedGraph | None:

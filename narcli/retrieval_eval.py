@@ -35,6 +35,7 @@ def evaluate_retrieval(split: str = "random", ks: tuple[int, ...] = (20, 50, 100
                        methods: tuple[str, ...] | None = None) -> dict[str, Any]:
     """Metrics of every method on one split of the zoo (or of the DARTS 10-class set); relevance by
     family, and by coarse class."""
+    from narcli.cache import nar_home
     from narcli.dataset import split_ood, split_random, zoo_items
     from narcli.evaluation import (
         op_histogram_embeddings,
@@ -77,8 +78,6 @@ def evaluate_retrieval(split: str = "random", ks: tuple[int, ...] = (20, 50, 100
     chosen = {name: changes for name, changes in LEARNED.items() if methods is None or name in methods}
     if ablations:
         chosen.update(ABLATIONS)
-    from narcli.cache import nar_home
-
     for name, changes in chosen.items():
         began = time.perf_counter()
         report(f"training {name}")

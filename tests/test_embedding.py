@@ -2,6 +2,7 @@
 its ONNX export, `nar zoo embed`, and the options of `nar eval retrieval` / `nar train encoder`."""
 
 import sqlite3
+import zlib
 
 import numpy as np
 import pytest
@@ -83,7 +84,6 @@ def test_zoo_embed_stores_one_vector_per_architecture_and_only_redoes_what_chang
     conn.execute("insert into meta values ('schema_version', ?)", (str(SCHEMA_VERSION),))
     graphs = [residual_stack(n) for n in (40, 60, 80)]
     for k, graph in enumerate(graphs):
-        import zlib
         conn.execute("insert into graphs values (?, ?)", (graph.content_hash(), zlib.compress(graph.to_json().encode())))
         conn.execute("insert into models (id, source, name, family, coarse, status, graph_hash) values "
                      "(?, 'fake', ?, 'resnet', 'convolutional', 'ok', ?)", (f"fake/m{k}", f"m{k}", graph.content_hash()))

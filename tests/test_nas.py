@@ -4,7 +4,15 @@ import random
 
 import pytest
 
-from narcli.nas.darts_space import OPS, STEPS, centres, distance, edit, random_genotype, sample_dataset
+from narcli.nas.darts_space import (
+    OPS,
+    STEPS,
+    centres,
+    distance,
+    edit,
+    random_genotype,
+    sample_dataset,
+)
 
 
 def test_random_genotype_is_a_valid_cell():
