@@ -207,6 +207,58 @@ class Cache:
         finally:
             conn.close()
 
+    # -- embeddings of scanned models (`nar similar FILE` computes them once) --------------------
+    EMBEDDINGS = ("create table if not exists embeddings (graph_key text primary key, encoder text not null, "
+                  "vector blob not null, prediction text, motifs text, name text, path text, graph_hash text, "
+                  "params integer, macs integer, created real)")
+
+    def embedding(self, graph_key: str, encoder: str) -> dict[str, Any] | None:
+        """The stored embedding of one scanned graph by `encoder`, or None."""
+        conn = self._read()
+        if conn is None:
+            return None
+        try:
+            row = conn.execute("select vector, prediction, motifs from embeddings where graph_key = ? and encoder = ?",
+                               (graph_key, encoder)).fetchone()
+        except sqlite3.OperationalError:  # a cache from before embeddings
+            return None
+        finally:
+            conn.close()
+        if row is None:
+            return None
+        return {"vector": row[0], "prediction": json.loads(row[1] or "null"), "motifs": json.loads(row[2] or "[]")}
+
+    def store_embedding(self, record: ModelRecord, encoder: str, vector: bytes, prediction: Any, motifs: Any) -> None:
+        conn = self._write()
+        try:
+            conn.execute(self.EMBEDDINGS)
+            conn.execute("insert or replace into embeddings values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         (record.graph_key, encoder, vector, json.dumps(prediction), json.dumps(motifs),
+                          record.name, record.source, record.graph_hash, record.params, record.macs, time.time()))
+        finally:
+            conn.close()
+
+    def embeddings(self, encoder: str) -> list[dict[str, Any]]:
+        """Every stored embedding by `encoder`, with what a results table shows about its model."""
+        conn = self._read()
+        if conn is None:
+            return []
+        try:
+            rows = conn.execute("select graph_key, vector, prediction, motifs, name, path, graph_hash, params, macs "
+                                "from embeddings where encoder = ? order by graph_key", (encoder,)).fetchall()
+        except sqlite3.OperationalError:
+            return []
+        finally:
+            conn.close()
+        names = ("graph_key", "vector", "prediction", "motifs", "name", "path", "graph_hash", "params", "macs")
+        out = []
+        for row in rows:
+            item = dict(zip(names, row))
+            item["prediction"] = json.loads(item["prediction"] or "null")
+            item["motifs"] = json.loads(item["motifs"] or "[]")
+            out.append(item)
+        return out
+
     def clear(self) -> dict[str, int]:
         """Delete every scan, model and graph; returns how many of each were removed."""
         if not self.path.exists():
@@ -221,6 +273,7 @@ class Cache:
         conn.execute("begin immediate")
         for table in ("scans", "models", "graphs"):
             conn.execute(f"delete from {table}")
+        conn.execute("drop table if exists embeddings")
         conn.execute("commit")
         conn.execute("vacuum")
         conn.close()

@@ -484,6 +484,118 @@ def train_encoder_command(
     print(f"wrote {path}: test MRR@20 {nar['MRR@20']:.3f}, MAP@20 {nar['MAP@20']:.3f}, NDCG@20 {nar['NDCG@20']:.3f}")
 
 
+index_app = typer.Typer(help="Build or inspect the nearest-neighbour indexes.", no_args_is_help=True)
+app.add_typer(index_app, name="index")
+
+
+def _scan_options(model: str | None, input_shape: list[str] | None, timeout: float, no_cache: bool) -> Any:
+    from narcli.scan import ScanOptions
+
+    if timeout <= 0:
+        _fail("--timeout must be positive", 2)
+    return ScanOptions(model=model, input_shapes=input_shape, timeout=timeout, use_cache=not no_cache)
+
+
+@app.command("similar")
+def similar_command(
+    target: str = typer.Argument(..., help="A zoo name (resnet50), a .py/.onnx/.pt2 file, or cache:NAME."),
+    k: int = typer.Option(10, "-k", "--k", help="How many neighbours to show (1-1000)."),
+    family: str | None = typer.Option(None, "--family", "-f", help="Only neighbours of this family."),
+    task: str | None = typer.Option(None, "--task", "-t", help="Only neighbours with this task."),
+    source: str | None = typer.Option(None, "--source", "-s", help="Only neighbours from this source (or 'cache')."),
+    model: str | None = typer.Option(None, "--model", "-m", help="Model class or factory in a .py file."),
+    input_shape: list[str] | None = typer.Option(None, "--input-shape", "-i", help="Example input shape of a .py model."),
+    timeout: float = typer.Option(120.0, "--timeout", help="Seconds to allow importing and tracing one file."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Trace again, and store nothing."),
+    as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+) -> None:
+    """The known architectures nearest to a model, and the family it most likely belongs to."""
+    from narcli.similar import check_k, find_similar
+
+    _run(check_k, k)
+    options = _scan_options(model, input_shape, timeout, no_cache)
+    console = _stderr_console()
+    results = _run(find_similar, target, k, family, task, source, options,
+                   report=lambda line: console.print(f"[dim]{line}[/]"))
+    if as_json:
+        print(json.dumps({"target": target, "results": [r.to_json() for r in results]}, indent=2))
+        return
+    from narcli.render_similar import print_similar
+
+    print_similar(_stdout(), results)
+
+
+@app.command("compare")
+def compare_command(
+    a: str = typer.Argument(..., help="First model: zoo name, model file or cache:NAME."),
+    b: str = typer.Argument(..., help="Second model."),
+    timeout: float = typer.Option(120.0, "--timeout", help="Seconds to allow importing and tracing one file."),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+) -> None:
+    """Two architectures side by side: figures, op counts, motifs, cosine."""
+    from narcli.compare import compare
+
+    result = _run(compare, a, b, _scan_options(None, None, timeout, False))
+    if as_json:
+        print(json.dumps(result.to_json(), indent=2))
+        return
+    from narcli.render_similar import print_comparison
+
+    print_comparison(_stdout(), result)
+
+
+@app.command("check")
+def check_command(
+    paths: list[Path] | None = typer.Argument(None, help="Model files (default: [tool.nar] check-paths)."),
+    threshold: float | None = typer.Option(None, "--threshold",
+                                           help="Cosine at or above which a model is a known one (default 0.99)."),
+    strict: bool = typer.Option(False, "--strict", help="Also fail when a file cannot be scanned."),
+    timeout: float = typer.Option(120.0, "--timeout", help="Seconds to allow importing and tracing one file."),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+) -> None:
+    """For pre-commit: fail when a model file is (nearly) a known zoo architecture."""
+    from narcli.check import check_models
+
+    report = _run(check_models, list(paths or []), threshold, strict, _scan_options(None, None, timeout, False))
+    if as_json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        from narcli.render_similar import print_check
+
+        print_check(_stdout(), report)
+    raise typer.Exit(report.exit_code)
+
+
+@index_app.command("build")
+def index_build(
+    bundled: bool = typer.Option(False, "--bundled", help="Rewrite the index shipped with nar (maintainers)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the indexes as JSON."),
+) -> None:
+    """Rebuild the zoo index and the index of your scanned models."""
+    from narcli.neighbours import rebuild_indexes
+
+    console = _stderr_console()
+    rows = _run(rebuild_indexes, bundled, report=lambda line: console.print(f"[dim]{line}[/]"))
+    _print_indexes(rows, as_json)
+
+
+@index_app.command("info")
+def index_info_command(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
+    """Where the indexes are, what they hold, and whether they are current."""
+    from narcli.neighbours import index_info
+
+    _print_indexes(_run(index_info), as_json)
+
+
+def _print_indexes(rows: list[dict], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    from narcli.render_similar import print_indexes
+
+    print_indexes(_stdout(), rows)
+
+
 @app.command("plugins")
 def plugins_command(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
     """List the installed nar plugins and the zoo sources they provide."""

@@ -34,13 +34,19 @@ def zoo_items(zoo=None, progress: bool = False, jobs: int = 2) -> list[Item]:
     from narcli.zoo import Zoo
 
     zoo = zoo or Zoo()
+    labelled = zoo_labels(zoo)
+    digest = hashlib.sha256("\n".join(sorted(f"{h} {v}" for h, v in labelled.items())).encode()).hexdigest()[:16]
+    encoded = cached_features(f"zoo-{digest}", lambda: _featurise(zoo, list(labelled), progress, jobs))
+    return [Item(h, *labelled[h], encoded[h]) for h in labelled if h in encoded]
+
+
+def zoo_labels(zoo) -> dict[str, tuple[str, str, str]]:
+    """Graph hash -> (model id, family, coarse class) of its best-ranked model, in item order."""
     labelled: dict[str, tuple[str, str, str]] = {}
     for model in sorted(zoo.models(), key=lambda m: (zoo.rank(m.source), m.id)):
         if model.graph_hash and model.graph_hash not in labelled:
             labelled[model.graph_hash] = (model.id, model.family, model.coarse)
-    digest = hashlib.sha256("\n".join(sorted(f"{h} {v}" for h, v in labelled.items())).encode()).hexdigest()[:16]
-    encoded = cached_features(f"zoo-{digest}", lambda: _featurise(zoo, list(labelled), progress, jobs))
-    return [Item(h, *labelled[h], encoded[h]) for h in labelled if h in encoded]
+    return labelled
 
 
 def cached_features(name: str, build: Callable[[], Any]) -> Any:

@@ -175,7 +175,15 @@ class NAREncoder(nn.Module):
 
     def embed(self, batch: Batch, learned_only: bool = False) -> torch.Tensor:
         """Unit-length retrieval embeddings (`learned_only`: the learned part alone, for ablations)."""
-        learned = F.normalize(self.forward(batch), dim=1)
+        return self._retrieval_vector(self.forward(batch), batch, learned_only)
+
+    def embed_and_classify(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Retrieval embeddings with the family and coarse-class logits, from one forward pass."""
+        z = self.forward(batch)
+        return self._retrieval_vector(z, batch, False), self.family_head(z), self.coarse_head(z)
+
+    def _retrieval_vector(self, z: torch.Tensor, batch: Batch, learned_only: bool) -> torch.Tensor:
+        learned = F.normalize(z, dim=1)
         if self.wl_mix >= 1.0 or learned_only:
             return learned
         sketch = F.normalize(batch.wl @ self.sketch, dim=1)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from narcli.graph import ArchGraph
-from narcli.motifs import sample_motifs
+from narcli.motifs import MotifSet, sample_motifs
 from narcli.vocab import OPS
 
 OP_NAMES = sorted(OPS) + ["unknown"]
@@ -49,17 +49,18 @@ def op_index(op: str) -> int:
     return OP_INDEX.get(op, OP_INDEX["unknown"])
 
 
-def encode_graph(graph: ArchGraph) -> EncodedGraph:
-    """Featurise `graph`; an empty graph becomes one `unknown` node so every model has an embedding."""
+def encode_graph(graph: ArchGraph, motifs: MotifSet | None = None) -> EncodedGraph:
+    """Featurise `graph` (`motifs`: its motif set, when already sampled); an empty graph becomes
+    one `unknown` node so every model has an embedding."""
     if graph.num_nodes > MAX_NODES:
         raise GraphTooLarge(f"the graph has {graph.num_nodes:,} nodes; the encoder takes at most "
                             f"{MAX_NODES:,}")
     if graph.num_nodes == 0:
-        graph = ArchGraph([_unknown_node()], [])
+        graph, motifs = ArchGraph([_unknown_node()], []), None
     ops = np.array([op_index(n.op) for n in graph.nodes], dtype=np.int64)
     numeric = np.array([_numeric(n) for n in graph.nodes], dtype=np.float32)
     edges = np.array(graph.edges, dtype=np.int64).reshape(-1, 2).T.copy()
-    motifs = sample_motifs(graph)
+    motifs = motifs or sample_motifs(graph)
     motif_of = np.array(motifs.node_instance, dtype=np.int64)
     macro = np.array(motifs.macro_edges, dtype=np.int64).reshape(-1, 2).T.copy()
     wl_index, wl_count = wl_features(ops, edges)

@@ -52,8 +52,11 @@ def trace_python_file(path: Path, spec: str | None, inputs: list[InputSpec] | No
     import torch
 
     from narcli.canonical import build_graph
+    from narcli.compat import ensure_torchvision_importable
     from narcli.inputs import guess_inputs
     from narcli.loader import build_models
+
+    ensure_torchvision_importable()  # user files import torchvision, timm, transformers too
     from narcli.trace_torch import trace_module
 
     out = []
@@ -210,7 +213,7 @@ def model_files(root: Path) -> list[Path]:
     return found
 
 
-def _mentions_torch(path: Path) -> bool:
+def mentions_torch(path: Path) -> bool:
     try:
         text = path.read_text(errors="replace")
     except OSError:
@@ -228,7 +231,7 @@ def scan_directory(root: Path, options: ScanOptions | None = None, cache: Cache 
     for i, path in enumerate(files):
         if on_file:
             on_file(path, i, len(files))
-        if path.suffix == ".py" and not _mentions_torch(path):
+        if path.suffix == ".py" and not mentions_torch(path):
             results.append(FileResult(path, skipped="does not use torch"))
             continue
         try:

@@ -93,9 +93,12 @@ def train_encoder(items: list[Item], train_idx: list[int], config: TrainConfig,
                 family = torch.tensor([family_id[items[i].family] for i in chosen], device=config.device)
                 coarse = torch.tensor([coarse_id.get(items[i].coarse, 0) for i in chosen], device=config.device)
                 z = model(batch)
+                # the heads always learn (`nar similar` predicts families with them); with ce_weight 0
+                # they learn on a detached embedding, so cross-entropy does not shape it
+                head_input, head_weight = (z, config.ce_weight) if config.ce_weight > 0 else (z.detach(), 1.0)
                 loss = config.cl_weight * supcon(F.normalize(z, dim=1), family, config.temperature) \
-                    + config.ce_weight * (F.cross_entropy(model.family_head(z), family)
-                                          + F.cross_entropy(model.coarse_head(z), coarse))
+                    + head_weight * (F.cross_entropy(model.family_head(head_input), family)
+                                     + F.cross_entropy(model.coarse_head(head_input), coarse))
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()

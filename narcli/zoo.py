@@ -36,6 +36,7 @@ create index if not exists models_hash on models(graph_hash);
 create index if not exists models_family on models(family);
 create table if not exists graphs (hash text primary key, data blob not null);
 create table if not exists embeddings (hash text primary key, encoder text not null, vector blob not null);
+create table if not exists annotations (hash text primary key, encoder text not null, prediction text, motifs text);
 create table if not exists builds (
     id integer primary key, started text, finished text, sources text, options text, summary text);
 """
@@ -259,6 +260,58 @@ class Zoo:
                     vectors.append(vector)
                     encoders.add(encoder)
         return hashes, vectors, encoders
+
+    def embedding(self, graph_hash: str) -> tuple[bytes, str] | None:
+        """(float32 vector as bytes, encoder id) stored for one graph, or None."""
+        for _, conn in reversed(self._connections()):
+            try:
+                row = conn.execute("select vector, encoder from embeddings where hash = ?", (graph_hash,)).fetchone()
+            except sqlite3.OperationalError:
+                continue
+            if row is not None:
+                return row[0], row[1]
+        return None
+
+    def embedding_fingerprint(self) -> str:
+        """A digest of which graphs have embeddings from which encoder (an index built from the
+        same embeddings has the same fingerprint)."""
+        import hashlib
+
+        digest = hashlib.sha256()
+        for _, conn in self._connections():
+            try:
+                rows = conn.execute("select hash, encoder from embeddings order by hash").fetchall()
+            except sqlite3.OperationalError:
+                continue
+            for graph_hash, encoder in rows:
+                digest.update(f"{graph_hash} {encoder}\n".encode())
+        return digest.hexdigest()[:16]
+
+    def annotations(self, hashes: list[str]) -> dict[str, dict[str, Any]]:
+        """Per graph hash: the encoder's family prediction and the graph's repeated motifs, as
+        stored by `nar zoo embed` (so `nar similar NAME` needs neither torch nor the graphs)."""
+        found: dict[str, dict[str, Any]] = {}
+        marks = ",".join("?" * len(hashes))
+        for _, conn in self._connections():
+            try:
+                rows = conn.execute(f"select hash, encoder, prediction, motifs from annotations where hash in ({marks})",
+                                    tuple(hashes)).fetchall()
+            except sqlite3.OperationalError:  # a zoo embedded before annotations existed
+                continue
+            for graph_hash, encoder, prediction, motifs in rows:
+                found[graph_hash] = {"encoder": encoder, "prediction": json.loads(prediction or "null"),
+                                     "motifs": json.loads(motifs or "[]")}
+        return found
+
+    def models_by_hash(self, hashes: list[str]) -> dict[str, list[ZooModel]]:
+        """The models of each graph hash, best-ranked source first."""
+        out: dict[str, list[ZooModel]] = {}
+        for start in range(0, len(hashes), 500):
+            chunk = hashes[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            for m in self._query(f"select * from models where status = 'ok' and graph_hash in ({marks})", tuple(chunk)):
+                out.setdefault(m.graph_hash, []).append(m)
+        return out
 
     def graph(self, model: ZooModel) -> Any:
         """The model's canonical ArchGraph."""

@@ -161,15 +161,22 @@ class ZooWriter:
                                   (row["graph_hash"], zlib.compress(graph_json.encode(), 9)))
             self.conn.execute(f"insert or replace into models ({columns}) values ({marks})", tuple(row.values()))
 
-    def store_embeddings(self, encoder: str, rows: list[tuple[str, bytes]]) -> None:
-        """Store `rows` (graph hash, float32 vector) from `encoder`; drop those of other encoders."""
+    def store_embeddings(self, encoder: str, rows: list[tuple[str, bytes, Any, Any]]) -> None:
+        """Store `rows` (graph hash, float32 vector, family prediction, motif summary) from
+        `encoder`; drop those of other encoders."""
         with self.conn:
             self.conn.execute("delete from embeddings where encoder != ?", (encoder,))
+            self.conn.execute("delete from annotations where encoder != ?", (encoder,))
             self.conn.executemany("insert or replace into embeddings values (?, ?, ?)",
-                                  [(h, encoder, vector) for h, vector in rows])
+                                  [(h, encoder, vector) for h, vector, _, _ in rows])
+            self.conn.executemany("insert or replace into annotations values (?, ?, ?, ?)",
+                                  [(h, encoder, json.dumps(prediction), json.dumps(motifs))
+                                   for h, _, prediction, motifs in rows])
 
     def embedded(self, encoder: str) -> set[str]:
-        return {h for (h,) in self.conn.execute("select hash from embeddings where encoder = ?", (encoder,))}
+        """Hashes with an embedding and annotations from `encoder`."""
+        return {h for (h,) in self.conn.execute("select e.hash from embeddings e join annotations a on a.hash = e.hash "
+                                                "where e.encoder = ? and a.encoder = ?", (encoder, encoder))}
 
     def record_build(self, started: str, options: BuildOptions, reports: list[SourceReport]) -> None:
         summary = [{**{k: v for k, v in r.__dict__.items() if k != "reasons"}, "reasons": dict(r.reasons)}

@@ -1,4 +1,5 @@
-"""`nar zoo embed`: store the encoder's embedding of every architecture in a zoo database."""
+"""`nar zoo embed`: store the encoder's embedding, family prediction and motif summary of every
+architecture in a zoo database."""
 
 from __future__ import annotations
 
@@ -13,31 +14,44 @@ def encoder_id(weights: Path) -> str:
     return hashlib.sha256(Path(weights).read_bytes()).hexdigest()[:16]
 
 
-def embed_zoo(db: Path, weights: Path | None = None, force: bool = False,
+def embed_zoo(db: Path, weights: Path | None = None, force: bool = False, jobs: int = 2,
               report: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
     """Embed the graphs of `db` that lack an embedding from these weights; drop stale ones."""
-    from narcli.dataset import zoo_items
-    from narcli.training import embed_items
-    from narcli.weights import bundled_weights_path, load_encoder
-    from narcli.zoo import Zoo
+    from narcli.dataset import map_in_processes, zoo_items
+    from narcli.embedder import Embedder
+    from narcli.zoo import Zoo, open_readonly
     from narcli.zoo_build import ZooWriter
 
-    weights = Path(weights or bundled_weights_path())
-    model, _ = load_encoder(weights)
-    encoder = encoder_id(weights)
-    with Zoo([db]) as zoo:
-        report("featurising the zoo (cached after the first run)")
-        items = zoo_items(zoo, progress=True)
+    open_readonly(Path(db)).close()  # a missing or foreign database: say how to build it, create nothing
+    embedder = Embedder(weights)
     writer = ZooWriter(db)
     try:
-        done = set() if force else writer.embedded(encoder)
-        todo = [item for item in items if item.graph_hash not in done]
+        done = set() if force else writer.embedded(embedder.encoder_id)
+        with Zoo([db]) as zoo:
+            report("featurising the zoo (cached after the first run)")
+            items = zoo_items(zoo, progress=True)
+            todo = [item for item in items if item.graph_hash not in done]
+            blobs = [zoo.graph_blob(item.graph_hash) for item in todo]
         report(f"embedding {len(todo)} architectures")
-        vectors = embed_items(model, [item.encoded for item in todo]) if todo else []
-        writer.store_embeddings(encoder, [(item.graph_hash, vector.tobytes()) for item, vector in zip(todo, vectors)])
-        writer.set_meta(embedding_encoder=encoder)
+        summaries = map_in_processes(_motif_summary_of_blob, blobs, "motif summaries", True, jobs)
+        vectors, predictions = embedder.embed_encoded([item.encoded for item in todo])
+        writer.store_embeddings(embedder.encoder_id, [
+            (item.graph_hash, vector.tobytes(), prediction, summary)
+            for item, vector, prediction, summary in zip(todo, vectors, predictions, summaries)])
+        writer.set_meta(embedding_encoder=embedder.encoder_id)
         writer.compact()
     finally:
         writer.close()
-    return {"database": str(db), "encoder": encoder, "embedded": len(todo), "unchanged": len(done),
+    return {"database": str(db), "encoder": embedder.encoder_id, "embedded": len(todo), "unchanged": len(done),
             "architectures": len(items)}
+
+
+def _motif_summary_of_blob(blob: bytes) -> list[dict[str, Any]]:
+    import zlib
+
+    from narcli.embedder import motif_summary
+    from narcli.graph import ArchGraph
+    from narcli.motifs import sample_motifs
+
+    graph = ArchGraph.from_json(zlib.decompress(blob).decode())
+    return motif_summary(graph, sample_motifs(graph))

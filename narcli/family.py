@@ -1,0 +1,111 @@
+"""Family prediction: the encoder's classifier head and the nearest neighbours' vote, with a
+calibrated cosine below which a design is called new ("no close family")."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+VOTERS = 10  # nearest neighbours that vote
+VOTE_TEMPERATURE = 0.02  # cosine gap that weighs a voter e times less (leave-one-out best on the training part)
+HEAD_WEIGHT = 0.1  # a tie-breaker: alone, the head is the weaker guess (benchmarks/bench_family.py)
+DEFAULT_NOVELTY_COSINE = 0.80  # used only when no calibration is stored with the index
+
+
+@dataclass
+class FamilyPrediction:
+    family: str | None  # None: no close family (a new design)
+    family_confidence: float
+    coarse: str | None
+    coarse_confidence: float
+    nearest_cosine: float
+    threshold: float
+    alternatives: list[tuple[str, float]]  # other likely families
+
+    @property
+    def novel(self) -> bool:
+        return self.family is None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"family": self.family, "family_confidence": round(self.family_confidence, 4),
+                "coarse": self.coarse, "coarse_confidence": round(self.coarse_confidence, 4),
+                "nearest_cosine": round(self.nearest_cosine, 4), "novelty_threshold": self.threshold,
+                "novel": self.novel, "alternatives": [[f, round(p, 4)] for f, p in self.alternatives]}
+
+
+def vote(labels: list[str], cosines: list[float], temperature: float = VOTE_TEMPERATURE) -> dict[str, float]:
+    """Share of each label among the voters, each weighted by exp((cos - best) / temperature)."""
+    if not labels:
+        return {}
+    best = max(cosines)
+    weights: Counter[str] = Counter()
+    for label, cosine in zip(labels, cosines):
+        weights[label] += math.exp((cosine - best) / temperature)
+    total = sum(weights.values())
+    return {label: w / total for label, w in weights.items()}
+
+
+def combine(head: list[list[Any]] | None, voted: dict[str, float], head_weight: float = HEAD_WEIGHT) -> list[tuple[str, float]]:
+    """Head probabilities and vote shares mixed; (label, confidence), most likely first."""
+    scores: Counter[str] = Counter()
+    if head and voted:
+        for label, p in head:
+            scores[label] += head_weight * p
+        for label, p in voted.items():
+            scores[label] += (1 - head_weight) * p
+    else:
+        for label, p in (head or []):
+            scores[label] += p
+        for label, p in voted.items():
+            scores[label] += p
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def predict_family(prediction: dict[str, Any] | None, neighbours: list[tuple[str, str, float]],
+                   threshold: float) -> FamilyPrediction:
+    """`prediction`: the head's {"family": [[name, p]...], "coarse": [...]}, or None;
+    `neighbours`: (family, coarse, cosine) of the nearest zoo architectures, best first."""
+    nearest = neighbours[0][2] if neighbours else -1.0
+    voters = neighbours[:VOTERS]
+    families = combine((prediction or {}).get("family"), vote([f for f, _, _ in voters], [c for _, _, c in voters]))
+    coarse = combine((prediction or {}).get("coarse"), vote([k for _, k, _ in voters], [c for _, _, c in voters]))
+    coarse_label, coarse_p = coarse[0] if coarse else (None, 0.0)
+    if nearest < threshold or not families:
+        return FamilyPrediction(None, 0.0, coarse_label, coarse_p, nearest, threshold, families[:3])
+    return FamilyPrediction(families[0][0], families[0][1], coarse_label, coarse_p, nearest, threshold,
+                            families[1:4])
+
+
+KNOWN_KEPT = 0.95  # the threshold keeps this share of known-family queries "known"
+
+
+def calibrate_novelty(vectors: np.ndarray, families: list[str], train: list[int], test: list[int]) -> dict[str, Any]:
+    """The nearest-neighbour cosine below which a design is called new.
+
+    Each test architecture is a query against the training architectures twice: as they are (its
+    family is known) and with its whole family removed (as if it were new). The threshold is the
+    cosine that 95 % of the known queries reach, so a known design is rarely called new; the share
+    of "new" queries below it is reported beside it (related families, e.g. ResNeXt for a ResNet,
+    stay close, so not every removed family looks new).
+    """
+    train_vectors = vectors[train]
+    train_families = np.array([families[i] for i in train])
+    known, new = [], []
+    for q in test:
+        cosines = train_vectors @ vectors[q]
+        same = train_families == families[q]
+        if not same.any():
+            continue  # a family with no training member: not a "known" query
+        known.append(float(cosines.max()))
+        if (~same).any():
+            new.append(float(cosines[~same].max()))
+    known_a, new_a = np.array(known), np.array(new)
+    threshold = float(np.floor(np.quantile(known_a, 1 - KNOWN_KEPT) * 1000) / 1000) if len(known_a) else \
+        DEFAULT_NOVELTY_COSINE
+    return {"novelty_threshold": threshold, "known_queries": len(known), "new_queries": len(new),
+            "known_kept": round(float((known_a >= threshold).mean()), 4) if len(known_a) else None,
+            "new_flagged": round(float((new_a < threshold).mean()), 4) if len(new_a) else None}

@@ -1,0 +1,140 @@
+"""Nearest-neighbour indexes: annoy (angular) over unit embeddings, re-ranked by exact cosine.
+
+An index is two files: `<name>.json` (keys, dimension, what it was built from) and the annoy file
+it names, `<name>-<digest>.ann`. A build writes the annoy file under a new name, then replaces the
+JSON in one rename, then removes the old annoy file, so a crash at any point leaves either the old
+index or the new one, never a mix. Reads check the annoy file's size and digest against the JSON.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from narcli.errors import NarError
+
+DEFAULT_TREES = 32
+FORMAT = 1
+
+
+class IndexError_(NarError):  # noqa: N801 (IndexError is a builtin)
+    """An index file that is missing, stale or damaged."""
+
+
+def angular_to_cosine(distance: float) -> float:
+    """annoy's angular distance is sqrt(2 (1 - cos)) between unit vectors: invert it."""
+    return 1.0 - distance * distance / 2.0
+
+
+def _file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def build_index(path: Path, keys: list[str], vectors: np.ndarray, meta: dict[str, Any] | None = None,
+                trees: int = DEFAULT_TREES, seed: int = 0) -> VectorIndex:
+    """Write an index of `vectors` (one row per key) at `path` (the .json); atomic, see above."""
+    from annoy import AnnoyIndex
+
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if len(keys) != len(vectors):
+        raise ValueError(f"{len(keys)} keys for {len(vectors)} vectors")
+    dim = int(vectors.shape[1]) if vectors.ndim == 2 and len(vectors) else int((meta or {}).get("dim", 1))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    annoy = AnnoyIndex(dim, "angular")
+    annoy.set_seed(seed)
+    for i, vector in enumerate(vectors):
+        annoy.add_item(i, vector.tolist())
+    annoy.build(trees, n_jobs=1)
+    tmp_ann = path.with_name(f"{path.stem}.{os.getpid()}.ann.tmp")
+    annoy.save(str(tmp_ann))
+    annoy.unload()
+    digest = _file_digest(tmp_ann)
+    ann = path.with_name(f"{path.stem}-{digest}.ann")
+    tmp_ann.replace(ann)
+    old = _previous_ann(path)
+    record = {"format": FORMAT, "ann": ann.name, "ann_bytes": ann.stat().st_size, "ann_digest": digest,
+              "dim": dim, "items": len(keys), "trees": trees, "metric": "angular", "keys": list(keys),
+              **(meta or {})}
+    tmp_json = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp_json.write_text(json.dumps(record))
+    tmp_json.replace(path)
+    if old is not None and old != ann:
+        old.unlink(missing_ok=True)
+    return VectorIndex(path)
+
+
+def _previous_ann(path: Path) -> Path | None:
+    try:
+        return path.with_name(json.loads(path.read_text())["ann"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+class VectorIndex:
+    """A built index: `query` returns (key, cosine) pairs, best first."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        try:
+            self.meta: dict[str, Any] = json.loads(self.path.read_text())
+            ann = self.path.with_name(self.meta["ann"])
+            size_ok = ann.exists() and ann.stat().st_size == self.meta["ann_bytes"]
+        except FileNotFoundError:
+            raise IndexError_(f"index {self.path} is missing") from None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise IndexError_(f"index {self.path} is damaged ({exc})") from None
+        if self.meta.get("format") != FORMAT or not size_ok:
+            raise IndexError_(f"index {self.path} is damaged or incomplete")
+        self.keys: list[str] = self.meta["keys"]
+        self.dim: int = self.meta["dim"]
+        self._ann_path = ann
+        self._annoy: Any = None
+
+    def verify(self) -> None:
+        """Check the annoy file's digest (reads the whole file)."""
+        if _file_digest(self._ann_path) != self.meta["ann_digest"]:
+            raise IndexError_(f"index {self._ann_path} is damaged (digest mismatch)")
+
+    def _load(self) -> Any:
+        if self._annoy is None:
+            from annoy import AnnoyIndex
+
+            self.verify()  # annoy trusts its file blindly: a damaged one could crash the process
+            annoy = AnnoyIndex(self.dim, "angular")
+            annoy.load(str(self._ann_path))  # memory-mapped
+            self._annoy = annoy
+        return self._annoy
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def vector(self, position: int) -> np.ndarray:
+        return np.asarray(self._load().get_item_vector(position), dtype=np.float32)
+
+    def query(self, vector: np.ndarray, n: int, search_k: int = -1) -> list[tuple[str, float]]:
+        """The `n` nearest keys by exact cosine among annoy's candidates (annoy returns
+        several times `n` candidates, then the exact cosine orders them)."""
+        if n <= 0 or not self.keys:
+            return []
+        annoy = self._load()
+        vector = np.asarray(vector, dtype=np.float32)
+        if vector.shape != (self.dim,):
+            raise IndexError_(f"index {self.path} holds {self.dim}-d vectors, the query is {vector.shape[0]}-d; "
+                              "rebuild it with `nar index build`")
+        wanted = min(len(self.keys), max(n * 4, 50))
+        candidates = annoy.get_nns_by_vector(vector.tolist(), wanted, search_k=search_k)
+        stored = np.array([annoy.get_item_vector(i) for i in candidates], dtype=np.float32).reshape(-1, self.dim)
+        norms = np.linalg.norm(stored, axis=1) * max(float(np.linalg.norm(vector)), 1e-12)
+        cosines = stored @ vector / np.maximum(norms, 1e-12)
+        order = np.argsort(-cosines, kind="stable")[:n]
+        return [(self.keys[candidates[i]], float(cosines[i])) for i in order]
