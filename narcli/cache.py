@@ -208,9 +208,10 @@ class Cache:
             conn.close()
 
     # -- embeddings of scanned models (`nar similar FILE` computes them once) --------------------
-    EMBEDDINGS = ("create table if not exists embeddings (graph_key text primary key, encoder text not null, "
-                  "vector blob not null, prediction text, motifs text, name text, path text, graph_hash text, "
-                  "params integer, macs integer, created real)")
+    # one row per scanned model (two files may share a graph), keyed by the model record's id
+    EMBEDDINGS = ("create table if not exists embeddings (model_id text primary key, graph_key text not null, "
+                  "encoder text not null, vector blob not null, prediction text, motifs text, name text, path text, "
+                  "graph_hash text, params integer, macs integer, created real)")
 
     def embedding(self, graph_key: str, encoder: str) -> dict[str, Any] | None:
         """The stored embedding of one scanned graph by `encoder`, or None."""
@@ -218,8 +219,8 @@ class Cache:
         if conn is None:
             return None
         try:
-            row = conn.execute("select vector, prediction, motifs from embeddings where graph_key = ? and encoder = ?",
-                               (graph_key, encoder)).fetchone()
+            row = conn.execute("select vector, prediction, motifs from embeddings where graph_key = ? and encoder = ? "
+                               "limit 1", (graph_key, encoder)).fetchone()
         except sqlite3.OperationalError:  # a cache from before embeddings
             return None
         finally:
@@ -232,9 +233,10 @@ class Cache:
         conn = self._write()
         try:
             conn.execute(self.EMBEDDINGS)
-            conn.execute("insert or replace into embeddings values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                         (record.graph_key, encoder, vector, json.dumps(prediction), json.dumps(motifs),
-                          record.name, record.source, record.graph_hash, record.params, record.macs, time.time()))
+            conn.execute("insert or replace into embeddings values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         (record.id, record.graph_key, encoder, vector, json.dumps(prediction), json.dumps(motifs),
+                          record.name, str(Path(record.source).resolve()), record.graph_hash, record.params,
+                          record.macs, time.time()))
         finally:
             conn.close()
 
@@ -244,13 +246,13 @@ class Cache:
         if conn is None:
             return []
         try:
-            rows = conn.execute("select graph_key, vector, prediction, motifs, name, path, graph_hash, params, macs "
-                                "from embeddings where encoder = ? order by graph_key", (encoder,)).fetchall()
+            rows = conn.execute("select model_id, graph_key, vector, prediction, motifs, name, path, graph_hash, params, "
+                                "macs from embeddings where encoder = ? order by model_id", (encoder,)).fetchall()
         except sqlite3.OperationalError:
             return []
         finally:
             conn.close()
-        names = ("graph_key", "vector", "prediction", "motifs", "name", "path", "graph_hash", "params", "macs")
+        names = ("model_id", "graph_key", "vector", "prediction", "motifs", "name", "path", "graph_hash", "params", "macs")
         out = []
         for row in rows:
             item = dict(zip(names, row))

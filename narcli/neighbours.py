@@ -79,10 +79,11 @@ def zoo_index(db: Path | None = None, report: Callable[[str], None] = lambda lin
     for path in [*candidates, built]:
         try:
             index = VectorIndex(path)
-        except IndexError_:
-            continue
-        if index.meta.get("fingerprint") == fingerprint:
-            return index
+            if index.meta.get("fingerprint") == fingerprint:
+                index.verify()
+                return index
+        except IndexError_ as exc:
+            report(f"{exc}; rebuilding it" if path == built else f"{exc}; building one under {built.parent}")
     return build_zoo_index(db, built, report)
 
 
@@ -93,7 +94,7 @@ def user_entries(encoder: str) -> tuple[list[str], list[bytes], dict[str, dict[s
 
     keys, blobs, details = [], [], {}
     for item in Cache().embeddings(encoder):
-        key = f"cache:{item['graph_key']}"
+        key = f"cache:{item['model_id']}"
         keys.append(key)
         blobs.append(item.pop("vector"))
         details[key] = item

@@ -95,6 +95,8 @@ def file_queries(path: Path, options: Any = None) -> list[Query]:
     missing = []
     for i, record in enumerate(records):
         stored = cache.embedding(record.graph_key, encoder) if options.use_cache and record.graph_key else None
+        if stored is not None and options.use_cache:  # the same graph from another file: list this one too
+            cache.store_embedding(record, encoder, stored["vector"], stored["prediction"], stored["motifs"])
         if stored is None:
             missing.append(i)
             queries.append(None)
@@ -130,7 +132,8 @@ def _cached_query(name: str) -> Query:
     key = name.strip().lower()
     if not key:
         raise UsageError("empty name after cache:")
-    found = [e for e in entries if key in (e["name"].lower(), Path(e["path"]).name.lower())
+    found = [e for e in entries if key in (e["name"].lower(), Path(e["path"]).name.lower(),
+                                           f"{Path(e['path']).name}:{e['name']}".lower())
              or e["graph_key"].startswith(key)]
     if not found:
         names = sorted({e["name"].lower() for e in entries} | {Path(e["path"]).name.lower() for e in entries})
@@ -139,9 +142,9 @@ def _cached_query(name: str) -> Query:
             "; `nar similar FILE` scans and caches a model first"
         raise UsageError(f"no cached model {name!r}{hint}")
     if len(found) > 1:
-        shown = ", ".join(f"cache:{e['graph_key'][:10]} ({Path(e['path']).name}:{e['name']})" for e in found[:8])
+        shown = ", ".join(f"cache:{Path(e['path']).name}:{e['name']}" for e in found[:8])
         raise UsageError(f"cache:{name} is ambiguous: {shown}")
     e = found[0]
     return Query(f"{Path(e['path']).name}:{e['name']}", "cache", e["graph_hash"],
                  np.frombuffer(e["vector"], dtype=np.float32), e["prediction"], e["motifs"], e["params"] or 0,
-                 e["macs"] or 0, graph_key=e["graph_key"], path=e["path"])
+                 e["macs"] or 0, graph_key=e["graph_key"], path=e["path"], extra={"model_id": e["model_id"]})

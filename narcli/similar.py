@@ -135,7 +135,9 @@ def _is_query_itself(key: str, details: dict, query: Query) -> bool:
     entry = details.get(key)
     if entry is None:
         return False
-    return entry["graph_key"] == query.graph_key or (bool(query.path) and entry["path"] == query.path)
+    if query.record is not None and entry["model_id"] == query.record.id:
+        return True
+    return entry["model_id"] == query.extra.get("model_id") or (bool(query.path) and entry["path"] == query.path)
 
 
 def _filtered(index: Any, vector: np.ndarray, zoo: Any, family: str | None, task: str | None, source: str | None,

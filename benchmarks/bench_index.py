@@ -1,0 +1,84 @@
+"""The annoy index: recall against brute-force cosine on the zoo, and scale on synthetic vectors.
+
+    python benchmarks/bench_index.py [--synthetic 1000000] [--trees 32] [--queries 1000]
+
+Zoo: every architecture queries the shipped index; recall@10 of `VectorIndex.query` (annoy, then
+exact cosine over its candidates) against brute force. Synthetic: that many random unit vectors of
+the encoder's dimension, clustered (so neighbours are meaningful): build time, size on disk, p50/p99
+query latency and recall@10. Writes benchmarks/results/index.json. Target: zoo recall@10 >= 0.99.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from common import machine
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def recall_at_10(index, vectors: np.ndarray, queries: np.ndarray) -> tuple[float, list[float]]:
+    hits, latencies = 0, []
+    for q in queries:
+        exact = set(np.argsort(-(vectors @ vectors[q]))[:10].tolist())
+        began = time.perf_counter()
+        found = index.query(vectors[q], 10)
+        latencies.append(time.perf_counter() - began)
+        position = {key: i for i, key in enumerate(index.keys)} if not hasattr(index, "_pos") else index._pos
+        index._pos = position
+        hits += len(exact & {position[key] for key, _ in found})
+    return hits / (10 * len(queries)), latencies
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--synthetic", type=int, default=1_000_000)
+    parser.add_argument("--trees", type=int, default=32)
+    parser.add_argument("--queries", type=int, default=1000)
+    args = parser.parse_args()
+
+    from narcli.index import build_index
+    from narcli.neighbours import zoo_index
+
+    out: dict = {"machine": machine()}
+    index = zoo_index()
+    zoo_vectors = np.stack([index.vector(i) for i in range(len(index))])
+    recall, latencies = recall_at_10(index, zoo_vectors, np.arange(len(index)))
+    out["zoo"] = {"items": len(index), "dim": index.dim, "recall@10": round(recall, 4),
+                  "p50_ms": round(1000 * float(np.percentile(latencies, 50)), 3),
+                  "p99_ms": round(1000 * float(np.percentile(latencies, 99)), 3)}
+    print("zoo", out["zoo"], flush=True)
+
+    if args.synthetic:
+        rng = np.random.default_rng(0)
+        dim = index.dim
+        centres = rng.standard_normal((args.synthetic // 100, dim)).astype(np.float32)
+        vectors = centres[rng.integers(0, len(centres), args.synthetic)]
+        vectors += 0.5 * rng.standard_normal(vectors.shape).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        with tempfile.TemporaryDirectory() as folder:
+            began = time.perf_counter()
+            big = build_index(Path(folder) / "big.json", [str(i) for i in range(len(vectors))], vectors,
+                              trees=args.trees)
+            build_seconds = time.perf_counter() - began
+            size = big.path.stat().st_size + big.path.with_name(big.meta["ann"]).stat().st_size
+            queries = rng.choice(len(vectors), args.queries, replace=False)
+            recall, latencies = recall_at_10(big, vectors, queries)
+        out["synthetic"] = {"items": len(vectors), "dim": dim, "trees": args.trees,
+                            "build_seconds": round(build_seconds, 1), "bytes": size,
+                            "recall@10": round(recall, 4), "queries": args.queries,
+                            "p50_ms": round(1000 * float(np.percentile(latencies, 50)), 3),
+                            "p99_ms": round(1000 * float(np.percentile(latencies, 99)), 3)}
+        print("synthetic", out["synthetic"], flush=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "index.json").write_text(json.dumps(out, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,171 @@
+"""`nar similar` on the bundled zoo and on model files; the family prediction; bad input."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.conftest import run_nar
+
+
+def similar_json(cli, *args):
+    result = cli("similar", *args, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)["results"]
+
+
+def test_similar_resnet50_puts_the_resnet_family_first(cli):
+    result = cli("similar", "resnet50")
+    assert result.exit_code == 0, result.output
+    first_lines = result.stdout.splitlines()[:3]
+    assert any("family resnet" in line for line in first_lines), result.stdout
+    [found] = similar_json(cli, "resnet50")
+    neighbours = found["neighbours"]
+    assert len(neighbours) == 10
+    cosines = [n["cosine"] for n in neighbours]
+    assert cosines == sorted(cosines, reverse=True) and all(-1 <= c <= 1.0001 for c in cosines)
+    assert all(n["graph_hash"] != found["query"]["graph_hash"] for n in neighbours)  # not itself
+    assert "torchvision/resnet50" in found["identical"]
+    families = [n["family"] for n in neighbours]
+    assert sum(f in ("resnet", "resnext") for f in families) >= 8, families
+    assert found["prediction"]["coarse"] == "convolutional"
+
+
+def test_similar_on_a_zoo_name_does_not_import_torch():
+    probe = ("import sys\nfrom narcli.cli import app\n"
+             "try:\n    app(['similar', 'resnet50', '-k', '3'])\nexcept SystemExit as exc:\n    assert not exc.code\n"
+             "print('torch imported:', 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert "torch imported: False" in out
+
+
+def test_filters_keep_only_matching_neighbours(cli):
+    [found] = similar_json(cli, "resnet50", "--family", "vit", "-k", "3")
+    assert [n["family"] for n in found["neighbours"]] == ["vit"] * 3
+    [found] = similar_json(cli, "resnet50", "--source", "torchvision", "-k", "5")
+    assert all(n["source"] == "torchvision" for n in found["neighbours"]) and len(found["neighbours"]) == 5
+
+
+def test_a_transformer_is_called_a_transformer(cli):
+    [found] = similar_json(cli, "vit_base_patch16_224", "-k", "5")
+    assert found["prediction"]["coarse"] == "transformer"
+    assert sum(n["family"] in ("vit", "deit") for n in found["neighbours"]) >= 3
+
+
+def test_a_file_copy_of_a_zoo_model_is_found_at_cosine_one_and_cached(cli, write):
+    path = write("copy.py", """
+        from torchvision.models import resnet18
+
+        def build():
+            return resnet18()
+    """)
+    [found] = similar_json(cli, str(path), "-k", "3")
+    top = found["neighbours"][0]
+    assert top["cosine"] > 0.999 and top["family"] == "resnet"
+    assert not found["prediction"]["novel"] and found["prediction"]["family"] is not None
+    # the second time the embedding comes from the cache, and torch is not imported
+    probe = ("import sys\nfrom narcli.cli import app\n"
+             f"try:\n    app(['similar', {str(path)!r}, '-k', '3'])\nexcept SystemExit as exc:\n    assert not exc.code\n"
+             "print('torch imported:', 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert "torch imported: False" in out
+
+
+def test_a_scanned_model_is_found_among_your_models(cli, write):
+    mlp = """
+        from torch import nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 4))
+
+            def forward(self, x):
+                return self.body(x)
+    """
+    first, second = write("first.py", mlp), write("second.py", mlp + "\n        # a copy under another name\n")
+    similar_json(cli, str(first), "-i", "1,16")
+    [found] = similar_json(cli, str(second), "-i", "1,16", "--source", "cache")
+    assert [n["name"] for n in found["neighbours"]] == ["first.py:Net"]
+    assert found["neighbours"][0]["cosine"] > 0.999
+    assert found["prediction"]["novel"]  # a tiny MLP is far from every zoo architecture
+    [again] = similar_json(cli, "cache:first.py", "-k", "2")
+    assert again["query"]["name"] == "first.py:Net"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["resnt"], "did you mean resnet"),
+    (["resnet1"], "is ambiguous"),
+    (["resnet50", "-k", "0"], "-k must be between 1 and 1000"),
+    (["resnet50", "-k", "100000"], "-k must be between 1 and 1000"),
+    (["resnet50", "--family", "resnt"], "no zoo model has family 'resnt'; did you mean resnet"),
+    (["resnet50", "--task", "juggling"], "no zoo model has task 'juggling'"),
+    (["cache:nothing"], "no cached model 'nothing'"),
+])
+def test_bad_input_gets_one_clear_line(cli, args, message):
+    result = cli("similar", *args)
+    assert result.exit_code != 0
+    assert message in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) <= 2
+
+
+def test_a_file_that_fails_to_scan_reports_the_scan_error(cli, write):
+    path = write("broken.py", "import torch\nraise ValueError('boom at import')\n")
+    result = cli("similar", str(path))
+    assert result.exit_code != 0 and "boom at import" in result.output and "Traceback" not in result.output
+
+
+def test_a_damaged_index_is_rebuilt(cli, tmp_path, monkeypatch):
+    import shutil
+
+    from narcli.neighbours import zoo_index
+    from narcli.zoo import BUNDLED
+
+    copy = tmp_path / "zoo.db"
+    shutil.copy(BUNDLED, copy)
+    monkeypatch.setenv("NAR_ZOO", str(copy))
+    index = zoo_index()
+    assert index.path.parent.name == "index" and len(index) > 2000
+    before = [key for key, _ in index.query(index.vector(0), 5)]
+    ann = index.path.with_name(index.meta["ann"])
+    data = bytearray(ann.read_bytes())
+    data[100:200] = bytes(100)
+    ann.write_bytes(bytes(data))  # same size, different bytes
+    rebuilt = zoo_index()
+    assert [key for key, _ in rebuilt.query(rebuilt.vector(0), 5)] == before
+    index.path.write_text("{not json")
+    assert [key for key, _ in zoo_index().query(rebuilt.vector(0), 5)] == before
+
+
+def test_similar_runs_end_to_end_in_a_fresh_process():
+    done = run_nar("similar", "resnet50", "-k", "3")
+    assert done.returncode == 0, done.stderr
+    assert "resnet" in done.stdout
+
+
+def test_family_vote_and_novelty():
+    from narcli.family import predict_family, vote
+
+    shares = vote(["a", "a", "b"], [0.99, 0.98, 0.97])
+    assert shares["a"] > shares["b"] and abs(sum(shares.values()) - 1) < 1e-9
+    known = predict_family({"family": [["a", 0.6], ["b", 0.4]], "coarse": [["mlp", 1.0]]},
+                           [("a", "mlp", 0.99), ("b", "mlp", 0.98)], threshold=0.9)
+    assert known.family == "a" and not known.novel and known.coarse == "mlp"
+    new = predict_family(None, [("a", "mlp", 0.5)], threshold=0.9)
+    assert new.novel and new.family is None and new.nearest_cosine == 0.5
+
+
+def test_novelty_calibration_keeps_95_percent_of_known_queries():
+    from narcli.family import calibrate_novelty
+
+    rng = np.random.default_rng(0)
+    centres = rng.standard_normal((20, 16))
+    vectors = np.concatenate([c + 0.1 * rng.standard_normal((5, 16)) for c in centres])
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    families = [str(i // 5) for i in range(100)]
+    test = list(range(0, 100, 5))
+    train = [i for i in range(100) if i not in test]
+    result = calibrate_novelty(vectors, families, train, test)
+    assert result["known_kept"] >= 0.95 and result["new_flagged"] > 0.9
