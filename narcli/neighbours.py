@@ -22,13 +22,24 @@ def index_dir() -> Path:
     return nar_home() / "index"
 
 
+def _matrix(blobs: list[bytes]) -> np.ndarray:
+    """Stored float32 vectors (bytes) as one matrix."""
+    return np.stack([np.frombuffer(b, dtype=np.float32) for b in blobs]) if blobs else np.zeros((0, 1), np.float32)
+
+
+def _fingerprint(db: Path) -> str:
+    from narcli.zoo import Zoo
+
+    with Zoo([db]) as zoo:
+        return zoo.embedding_fingerprint()
+
+
 def _zoo_vectors(db: Path) -> tuple[list[str], np.ndarray, set[str]]:
     from narcli.zoo import Zoo
 
     with Zoo([db]) as zoo:
         hashes, blobs, encoders = zoo.embeddings()
-    vectors = np.stack([np.frombuffer(b, dtype=np.float32) for b in blobs]) if blobs else np.zeros((0, 1), np.float32)
-    return hashes, vectors, encoders
+    return hashes, _matrix(blobs), encoders
 
 
 def zoo_calibration(db: Path, hashes: list[str], vectors: np.ndarray) -> dict[str, Any]:
@@ -50,13 +61,11 @@ def zoo_calibration(db: Path, hashes: list[str], vectors: np.ndarray) -> dict[st
 
 def build_zoo_index(db: Path, path: Path, report: Callable[[str], None] = lambda line: None) -> VectorIndex:
     """Index every embedding of the zoo at `db` (with its novelty calibration) at `path`."""
-    from narcli.zoo import Zoo
 
     hashes, vectors, encoders = _zoo_vectors(db)
     if not hashes:
         raise NarError(f"the zoo {db} has no embeddings; run `nar zoo embed --db {db}`")
-    with Zoo([db]) as zoo:
-        fingerprint = zoo.embedding_fingerprint()
+    fingerprint = _fingerprint(db)
     report(f"indexing {len(hashes)} zoo architectures")
     meta = {"kind": "zoo", "fingerprint": fingerprint, "encoders": sorted(encoders), "database": str(db)}
     try:
@@ -69,11 +78,10 @@ def build_zoo_index(db: Path, path: Path, report: Callable[[str], None] = lambda
 def zoo_index(db: Path | None = None, report: Callable[[str], None] = lambda line: None) -> VectorIndex:
     """The index of the zoo at `db` (default: the bundled zoo): the shipped one when it matches
     the zoo's embeddings, else one under $NAR_HOME, built now if needed (no torch involved)."""
-    from narcli.zoo import BUNDLED, Zoo, bundled_zoo_path
+    from narcli.zoo import BUNDLED, bundled_zoo_path
 
     db = Path(db or bundled_zoo_path())
-    with Zoo([db]) as zoo:
-        fingerprint = zoo.embedding_fingerprint()
+    fingerprint = _fingerprint(db)
     candidates = [BUNDLED_INDEX] if db.resolve() == BUNDLED.resolve() else []
     built = index_dir() / f"zoo-{fingerprint}.json"
     for path in [*candidates, built]:
@@ -125,17 +133,15 @@ def user_index(encoder: str, report: Callable[[str], None] = lambda line: None,
     except IndexError_:
         pass
     report(f"indexing {len(keys)} of your models")
-    vectors = np.stack([np.frombuffer(b, dtype=np.float32) for b in blobs])
-    return build_index(path, keys, vectors, {"kind": "user", "fingerprint": fingerprint, "encoder": encoder}), details
+    return build_index(path, keys, _matrix(blobs), {"kind": "user", "fingerprint": fingerprint, "encoder": encoder}), details
 
 
 def index_info() -> list[dict[str, Any]]:
     """What `nar index info` shows: each index, its size, what it holds, whether it is current."""
-    from narcli.zoo import Zoo, bundled_zoo_path
+    from narcli.zoo import bundled_zoo_path
 
     rows = []
-    with Zoo([bundled_zoo_path()]) as zoo:
-        fingerprint = zoo.embedding_fingerprint()
+    fingerprint = _fingerprint(bundled_zoo_path())
     paths = [BUNDLED_INDEX, *sorted(index_dir().glob("*.json"))] if index_dir().exists() else [BUNDLED_INDEX]
     for path in paths:
         row: dict[str, Any] = {"path": str(path)}
@@ -156,9 +162,9 @@ def index_info() -> list[dict[str, Any]]:
 
 def rebuild_indexes(bundled: bool = False, report: Callable[[str], None] = lambda line: None) -> list[dict[str, Any]]:
     """`nar index build`: rebuild the zoo index (the shipped file with `bundled`) and the user's."""
-    from narcli.zoo import BUNDLED, Zoo, bundled_zoo_path
-    from narcli.zoo_embed import encoder_id
     from narcli.weights import bundled_weights_path
+    from narcli.zoo import BUNDLED, bundled_zoo_path
+    from narcli.zoo_embed import encoder_id
 
     db = bundled_zoo_path()
     if bundled:
@@ -166,8 +172,6 @@ def rebuild_indexes(bundled: bool = False, report: Callable[[str], None] = lambd
             raise NarError("--bundled writes the shipped index of the shipped zoo; unset NAR_ZOO")
         build_zoo_index(db, BUNDLED_INDEX, report)
     else:
-        with Zoo([db]) as zoo:
-            fingerprint = zoo.embedding_fingerprint()
-        build_zoo_index(db, index_dir() / f"zoo-{fingerprint}.json", report)
+        build_zoo_index(db, index_dir() / f"zoo-{_fingerprint(db)}.json", report)
     user_index(encoder_id(bundled_weights_path()), report, force=True)
     return index_info()

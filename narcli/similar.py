@@ -11,7 +11,12 @@ from typing import Any
 import numpy as np
 
 from narcli.errors import UsageError
-from narcli.family import DEFAULT_NOVELTY_COSINE, VOTERS, FamilyPrediction, predict_family
+from narcli.family import (
+    DEFAULT_NOVELTY_COSINE,
+    VOTERS,
+    FamilyPrediction,
+    predict_family,
+)
 from narcli.query import Query, current_encoder, resolve_queries
 
 MAX_K = 1000
@@ -79,7 +84,7 @@ def check_filters(zoo: Any, family: str | None, task: str | None, source: str | 
             close = difflib.get_close_matches(value.lower(), sorted(v.lower() for v in known[column] if v), n=5, cutoff=0.6)
             extra = ", cache" if column == "source" else ""
             hint = f"; did you mean {', '.join(close)}?" if close else \
-                f"; see `nar zoo families`" if column == "family" else \
+                "; see `nar zoo families`" if column == "family" else \
                 f"; known: {', '.join(sorted(v for v in known[column] if v))}{extra}"
             raise UsageError(f"no zoo model has {column} {value!r}{hint}")
 
@@ -105,14 +110,15 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
     results = []
     for query in queries:
         own = query.graph_hash if query.kind == "zoo" else None
-        # the family vote reads the unfiltered zoo neighbours
-        voters = [(h, c) for h, c in index.query(query.vector, VOTERS + 1) if h != own][:VOTERS]
+        # one index query serves the family vote (unfiltered) and, without filters, the table
+        nearest = [(h, c) for h, c in index.query(query.vector, max(k, VOTERS) + 1) if h != own]
+        voters = nearest[:VOTERS]
         if only_cache:
             found: list[tuple[str, float]] = []
         elif zoo_filtered:
             found = _filtered(index, query.vector, zoo, family, task, source, k, own)
         else:
-            found = [(h, c) for h, c in index.query(query.vector, k + 1) if h != own][:k]
+            found = nearest[:k]
         if users is not None:
             mine = [(key, c) for key, c in users.query(query.vector, k + 5)
                     if not _is_query_itself(key, details, query)]
@@ -161,7 +167,7 @@ def _neighbour(key: str, cosine: float, models: dict, notes: dict, details: dict
         return Neighbour(f"{Path(e['path']).name}:{e['name']}", "cache", f"({pred[0][0]}?)" if pred[0][0] else "",
                          "", "", "cache", cosine, e["params"] or 0, e["macs"] or 0, e["graph_hash"],
                          shared=shared_motifs(query.motifs, e.get("motifs") or []))
-    graph_hash = key[4:] if key.startswith("zoo:") else key
+    graph_hash = key.removeprefix("zoo:")
     group = models.get(graph_hash)
     if not group:
         return None  # an embedding left from a model no longer in the zoo
