@@ -10,13 +10,8 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-RESNET_COPY = """
-from torchvision.models import resnet18
-
-
-def build():
-    return resnet18()
-"""
+# a hand-written ResNet-50 (no torchvision needed), the same graph as the zoo's resnet50
+RESNET_COPY = (ROOT / "tests" / "fixtures" / "resnet50.py").read_text()
 SMALL_MLP = """
 from torch import nn
 

@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -55,12 +56,8 @@ def test_a_transformer_is_called_a_transformer(cli):
 
 
 def test_a_file_copy_of_a_zoo_model_is_found_at_cosine_one_and_cached(cli, write):
-    path = write("copy.py", """
-        from torchvision.models import resnet18
-
-        def build():
-            return resnet18()
-    """)
+    fixture = Path(__file__).parent / "fixtures" / "resnet50.py"  # hand-written, no torchvision needed
+    path = write("copy.py", fixture.read_text())
     [found] = similar_json(cli, str(path), "-k", "3")
     top = found["neighbours"][0]
     assert top["cosine"] > 0.999 and top["family"] == "resnet"
