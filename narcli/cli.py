@@ -415,7 +415,7 @@ def eval_retrieval(
     ks = _ks(k)
     chosen = _methods(methods)
     console = _stderr_console()
-    config = TrainConfig(seed=seed, epochs=epochs, device=_device(device))
+    config = TrainConfig(seed=seed, epochs=epochs, ce_weight=ce_weight, device=_device(device))
     results = _run(evaluate_retrieval, split, ks, config, ablations, seed, "darts" if nas else "zoo",
                    report=lambda line: console.print(f"[dim]{line}[/]"), methods=chosen)
     results.pop("nar_model", None)
@@ -464,21 +464,25 @@ def train_encoder_command(
     out: Path = typer.Option(None, "--out", help="Weights file to write (default: the bundled weights)."),
     epochs: int = typer.Option(40, "--epochs", help="Graph-level training epochs."),
     seed: int = typer.Option(0, "--seed", help="Seed of the split and of training."),
+    ce_weight: float = typer.Option(0.0, "--ce-weight",
+                                    help="Weight of the family cross-entropy in the encoder's loss (0: contrast only)."),
     device: str = typer.Option("", "--device", help="cpu or cuda (default: cuda when available)."),
     methods: str = typer.Option("GCN,GAT,NAR", "--methods",
                                 help="Learned methods to train beside NAR for the card's table, comma-separated."),
 ) -> None:
-    """Pretrain the NAR encoder on the zoo (motif InfoNCE, then SupCon + CE) and write its weights."""
+    """Pretrain the NAR encoder on the zoo (motif InfoNCE, then SupCon, + CE with --ce-weight) and write its weights."""
     from narcli.retrieval_eval import train_and_save
     from narcli.training import TrainConfig
     from narcli.weights import bundled_weights_path
 
     if epochs < 1:
         _fail("--epochs must be at least 1", 2)
+    if ce_weight < 0:
+        _fail("--ce-weight must not be negative", 2)
     path = out or bundled_weights_path()
     chosen = _methods(methods)
     console = _stderr_console()
-    results = _run(train_and_save, path, TrainConfig(seed=seed, epochs=epochs, device=_device(device)),
+    results = _run(train_and_save, path, TrainConfig(seed=seed, epochs=epochs, ce_weight=ce_weight, device=_device(device)),
                    report=lambda line: console.print(f"[dim]{line}[/]"), methods=chosen)
     nar = results["methods"]["NAR"]["family"]
     print(f"wrote {path}: test MRR@20 {nar['MRR@20']:.3f}, MAP@20 {nar['MAP@20']:.3f}, NDCG@20 {nar['NDCG@20']:.3f}")

@@ -84,18 +84,22 @@ def zoo_query(model: Any, zoo: Any) -> Query:
 def file_queries(path: Path, options: Any = None) -> list[Query]:
     """Scan `path` (cached) and embed each model it defines (embeddings cached too)."""
     from narcli.cache import Cache
-    from narcli.scan import ScanOptions, scan_file
+    from narcli.scan import ScanOptions, scan_file_annotated
 
     options = options or ScanOptions()
     cache = Cache()
-    # with --no-cache nothing is stored, so the graphs come back from the scan itself
-    records, graphs = scan_file(path, options, cache=cache, want_graphs=not options.use_cache)
     encoder = current_encoder()
+    # with --no-cache nothing is stored, so the graphs come back from the scan itself; a file traced
+    # now is embedded in the tracing process, which has torch loaded already
+    records, graphs, notes = scan_file_annotated(path, options, cache=cache, want_graphs=not options.use_cache,
+                                                 annotate=embed_for_query)
     queries: list[Query | None] = []
     missing = []
     for i, record in enumerate(records):
-        stored = cache.embedding(record.graph_key, encoder) if options.use_cache and record.graph_key else None
-        if stored is not None and options.use_cache:  # the same graph from another file: list this one too
+        note = notes[i] if notes[i] and notes[i]["encoder"] == encoder else None
+        stored = note or (cache.embedding(record.graph_key, encoder)
+                          if options.use_cache and record.graph_key else None)
+        if stored is not None and options.use_cache:  # under this record too (fresh, or cached from another file)
             cache.store_embedding(record, encoder, stored["vector"], stored["prediction"], stored["motifs"])
         if stored is None:
             missing.append(i)
@@ -116,6 +120,13 @@ def file_queries(path: Path, options: Any = None) -> list[Query]:
             queries[i] = _file_query(path, record, len(records), embedding.vector, embedding.prediction,
                                      embedding.motifs)
     return [q for q in queries if q is not None]
+
+
+def embed_for_query(graphs: list[Any]) -> list[dict[str, Any]]:
+    """Embeddings of freshly traced graphs, in the form the cache stores (runs in the tracing child)."""
+    embedder = _embedder()
+    return [{"encoder": embedder.encoder_id, "vector": e.vector.tobytes(), "prediction": e.prediction,
+             "motifs": e.motifs} for e in embedder.embed(graphs)]
 
 
 def _file_query(path: Path, record: Any, count: int, vector: np.ndarray, prediction: Any, motifs: Any) -> Query:

@@ -21,8 +21,8 @@ LEARNED = {
 ABLATIONS = {
     "NAR without motifs (GCN on the full graph)": {"use_motifs": False, "motif_epochs": 0},
     "NAR without motif pretraining": {"motif_epochs": 0},
-    "NAR, CE only": {"cl_weight": 0.0},
-    "NAR, CL only": {"ce_weight": 0.0},
+    "NAR, CE only": {"cl_weight": 0.0, "ce_weight": 1.0},
+    "NAR, CE + CL": {"ce_weight": 1.0},
 }
 
 
@@ -75,15 +75,18 @@ def evaluate_retrieval(split: str = "random", ks: tuple[int, ...] = (20, 50, 100
     score("op-type histogram", op_histogram_embeddings(graphs), time.perf_counter() - began)
     began = time.perf_counter()
     score("WL subtree hashing", wl_embeddings(graphs), time.perf_counter() - began)
+    training_data = hashlib.sha256(json.dumps([[items[i].graph_hash, items[i].family, items[i].coarse] for i in train])
+                                   .encode()).hexdigest()
     chosen = {name: changes for name, changes in LEARNED.items() if methods is None or name in methods}
     if ablations:
         chosen.update(ABLATIONS)
     for name, changes in chosen.items():
         began = time.perf_counter()
         report(f"training {name}")
-        # a checkpoint per epoch: an interrupted run resumes where it stopped (same config only)
+        # a checkpoint per epoch: an interrupted run resumes where it stopped (same config and same
+        # training data only: relabelling the zoo must not resume from a model trained on old labels)
         method_config = replace(config, **changes)
-        digest = hashlib.sha256(json.dumps(asdict(method_config), sort_keys=True).encode()).hexdigest()[:12]
+        digest = hashlib.sha256(json.dumps([asdict(method_config), training_data], sort_keys=True).encode()).hexdigest()[:12]
         checkpoint = nar_home() / "checkpoints" / f"{data}-{split}-{digest}.pt"
         trained = train_encoder(items, train, method_config, checkpoint=checkpoint,
                                 on_epoch=lambda e, n=name: report(f"  {n} epoch {e['epoch']} {e['stage']} loss {e['loss']}"))

@@ -21,6 +21,9 @@ SKIPPED_DIRS = {".git", ".hg", ".venv", "venv", "env", "__pycache__", "node_modu
                 ".tox", ".mypy_cache", ".pytest_cache", "build", "dist"}
 TOP_OPS = 8
 
+# work done on the traced graphs where they were traced: graphs -> one note per graph
+Annotate = Callable[[list[Any]], list[Any]]
+
 
 @dataclass
 class ScanOptions:
@@ -47,7 +50,21 @@ def _graph_payload(graph: Any, name: str, tracer: str, inputs: list[InputSpec], 
             "assumed": assumed, "graph": graph.to_dict()}
 
 
-def trace_python_file(path: Path, spec: str | None, inputs: list[InputSpec] | None) -> list[dict]:
+def _annotate_payloads(payloads: list[dict], graphs: list[Any], annotate: Annotate | None) -> list[dict]:
+    """Attach `annotate(graphs)` to the payloads, each its own note; a failure leaves no note (the
+    caller then does that work itself, and reports its errors)."""
+    if annotate is not None:
+        try:
+            notes = annotate(graphs)
+        except Exception:  # noqa: BLE001 - the scan itself succeeded; the note is only a head start
+            notes = [None] * len(payloads)
+        for payload, note in zip(payloads, notes):
+            payload["note"] = note
+    return payloads
+
+
+def trace_python_file(path: Path, spec: str | None, inputs: list[InputSpec] | None,
+                      annotate: Annotate | None = None) -> list[dict]:
     """Build every model of a `.py` file on the meta device and trace it (runs in the child)."""
     import torch
 
@@ -59,7 +76,7 @@ def trace_python_file(path: Path, spec: str | None, inputs: list[InputSpec] | No
     ensure_torchvision_importable()  # user files import torchvision, timm, transformers too
     from narcli.trace_torch import trace_module
 
-    out = []
+    out, graphs = [], []
     for name, model in build_models(path, spec):
         assumed = None
         specs = inputs
@@ -80,31 +97,32 @@ def trace_python_file(path: Path, spec: str | None, inputs: list[InputSpec] | No
         graph = build_graph(raw, {"source": str(path), "tracer": tracer, "model": name,
                                   "inputs": [s.to_json() for s in specs]})
         out.append(_graph_payload(graph, name, tracer, specs, assumed))
-    return out
+        graphs.append(graph)
+    return _annotate_payloads(out, graphs, annotate)
 
 
-def _whole_file_payload(raw: Any, path: Path, tracer: str) -> list[dict]:
+def _whole_file_payload(raw: Any, path: Path, tracer: str, annotate: Annotate | None) -> list[dict]:
     """Payload of a file that holds exactly one graph (`.pt2`, `.onnx`), named after the file."""
     from narcli.canonical import build_graph
 
     specs = [InputSpec(tuple(s or ()), raw.input_dtypes.get(name, "float32")) for name, s in raw.inputs]
     graph = build_graph(raw, {"source": str(path), "tracer": tracer, "model": path.stem,
                               "inputs": [s.to_json() for s in specs]})
-    return [_graph_payload(graph, path.stem, tracer, specs, None)]
+    return _annotate_payloads([_graph_payload(graph, path.stem, tracer, specs, None)], [graph], annotate)
 
 
-def trace_exported_program(path: Path) -> list[dict]:
+def trace_exported_program(path: Path, annotate: Annotate | None = None) -> list[dict]:
     """Trace a `.pt2` archive written by `torch.export.save` (runs in the child)."""
     from narcli.loader import load_exported_program
     from narcli.trace_torch import raw_from_program
 
-    return _whole_file_payload(raw_from_program(load_exported_program(path)), path, "export")
+    return _whole_file_payload(raw_from_program(load_exported_program(path)), path, "export", annotate)
 
 
-def trace_onnx_file(path: Path) -> list[dict]:
+def trace_onnx_file(path: Path, annotate: Annotate | None = None) -> list[dict]:
     from narcli.trace_onnx import load_onnx, trace_onnx
 
-    return _whole_file_payload(trace_onnx(load_onnx(path)), path, "onnx")
+    return _whole_file_payload(trace_onnx(load_onnx(path)), path, "onnx", annotate)
 
 
 # -- the library entry points ---------------------------------------------------------------------
@@ -158,6 +176,19 @@ def scan_file(path: Path, options: ScanOptions | None = None, cache: Cache | Non
     A cached scan of the unchanged file is returned without importing anything. Nothing is written
     to the cache unless the whole file scanned.
     """
+    records, graphs, _ = scan_file_annotated(path, options, cache, want_graphs)
+    return records, graphs
+
+
+def scan_file_annotated(path: Path, options: ScanOptions | None = None, cache: Cache | None = None,
+                        want_graphs: bool = False, annotate: Annotate | None = None,
+                        ) -> tuple[list[ModelRecord], list[Any], list[Any]]:
+    """`scan_file`, plus `annotate(graphs)` computed where the file is traced, one note per model.
+
+    The tracing child has torch loaded already, so work that needs torch (embedding the graphs) costs
+    no second import there. A cached scan, or a failed annotation, gives None notes. `annotate` must
+    be a module-level function (it is sent to the child).
+    """
     from narcli.isolation import run_isolated
 
     options = options or ScanOptions()
@@ -172,15 +203,15 @@ def scan_file(path: Path, options: ScanOptions | None = None, cache: Cache | Non
         records = cache.lookup(key)
         if records is not None:
             graphs = [cache.graph(r.graph_key) for r in records] if want_graphs else []
-            return records, graphs
+            return records, graphs, [None] * len(records)
 
     start = time.perf_counter()
     if kind == "onnx":
-        payloads = trace_onnx_file(path)
+        payloads = trace_onnx_file(path, annotate)
     elif kind == "pt2":
-        payloads = run_isolated(trace_exported_program, (path,), options.timeout, f"loading {path}")
+        payloads = run_isolated(trace_exported_program, (path, annotate), options.timeout, f"loading {path}")
     else:
-        payloads = run_isolated(trace_python_file, (path, options.model, inputs), options.timeout,
+        payloads = run_isolated(trace_python_file, (path, options.model, inputs, annotate), options.timeout,
                                 f"importing and tracing {path}")
     seconds = time.perf_counter() - start
 
@@ -198,7 +229,7 @@ def scan_file(path: Path, options: ScanOptions | None = None, cache: Cache | Non
         graphs.append(graph)
     if options.use_cache:
         cache.store(key, str(path.resolve()), records, graphs)
-    return records, graphs
+    return records, graphs, [payload.get("note") for payload in payloads]
 
 
 def model_files(root: Path) -> list[Path]:

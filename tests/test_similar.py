@@ -70,6 +70,26 @@ def test_a_file_copy_of_a_zoo_model_is_found_at_cosine_one_and_cached(cli, write
     assert "torch imported: False" in out
 
 
+def test_a_new_file_is_embedded_where_it_is_traced(write):
+    """The tracing process embeds the graph (it has torch loaded); the caller never imports torch,
+    and the embedding is the one the encoder gives the cached graph."""
+    fixture = Path(__file__).parent / "fixtures" / "resnet50.py"
+    path = write("fresh_copy.py", fixture.read_text())
+    probe = ("import sys\nfrom narcli.query import file_queries\n"
+             f"[q] = file_queries(__import__('pathlib').Path({str(path)!r}))\n"
+             "print('torch imported:', 'torch' in sys.modules)\nprint('key:', q.graph_key)\n"
+             "print('vector:', ','.join(map(repr, q.vector.tolist())))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert "torch imported: False" in out
+    fields = dict(line.split(": ", 1) for line in out.splitlines() if ": " in line)
+    from_child = np.array([float(v) for v in fields["vector"].split(",")], dtype=np.float32)
+    from narcli.cache import Cache
+    from narcli.embedder import Embedder
+
+    [direct] = Embedder().embed([Cache().graph(fields["key"])])
+    assert np.allclose(from_child, direct.vector, atol=1e-5)
+
+
 def test_a_scanned_model_is_found_among_your_models(cli, write):
     mlp = """
         from torch import nn
