@@ -400,6 +400,8 @@ def eval_retrieval(
     ablations: bool = typer.Option(False, "--ablations", help="Also train the ablations of NAR."),
     nas: bool = typer.Option(False, "--nas", help="Use the DARTS 10-class set (30,000 cells) instead of the zoo."),
     methods: str = typer.Option("GCN,GAT,NAR", "--methods", help="Learned methods to train, comma-separated."),
+    ce_weight: float = typer.Option(0.0, "--ce-weight",
+                                    help="Weight of the family cross-entropy in each learned method's loss (0: contrast only)."),
     device: str = typer.Option("", "--device", help="cpu or cuda (default: cuda when available)."),
     out: Path = typer.Option(None, "--out", help="Also write the results as JSON to this file."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
@@ -412,6 +414,8 @@ def eval_retrieval(
         _fail(f"--split must be random or ood, not {split!r}", 2)
     if epochs < 1:
         _fail("--epochs must be at least 1", 2)
+    if ce_weight < 0:
+        _fail("--ce-weight must not be negative", 2)
     ks = _ks(k)
     chosen = _methods(methods)
     console = _stderr_console()
@@ -482,8 +486,8 @@ def train_encoder_command(
     path = out or bundled_weights_path()
     chosen = _methods(methods)
     console = _stderr_console()
-    results = _run(train_and_save, path, TrainConfig(seed=seed, epochs=epochs, ce_weight=ce_weight, device=_device(device)),
-                   report=lambda line: console.print(f"[dim]{line}[/]"), methods=chosen)
+    config = TrainConfig(seed=seed, epochs=epochs, ce_weight=ce_weight, device=_device(device))
+    results = _run(train_and_save, path, config, report=lambda line: console.print(f"[dim]{line}[/]"), methods=chosen)
     nar = results["methods"]["NAR"]["family"]
     print(f"wrote {path}: test MRR@20 {nar['MRR@20']:.3f}, MAP@20 {nar['MAP@20']:.3f}, NDCG@20 {nar['NDCG@20']:.3f}")
 

@@ -40,8 +40,11 @@ def _file_digest(path: Path) -> str:
 
 
 def build_index(path: Path, keys: list[str], vectors: np.ndarray, meta: dict[str, Any] | None = None,
-                trees: int = DEFAULT_TREES, seed: int = 0) -> VectorIndex:
-    """Write an index of `vectors` (one row per key) at `path` (the .json); atomic, see above."""
+                trees: int = DEFAULT_TREES, seed: int = 0, jobs: int = 1) -> VectorIndex:
+    """Write an index of `vectors` (one row per key) at `path` (the .json); atomic, see above.
+
+    `jobs` threads build the trees (-1: every core); one thread keeps a build reproducible.
+    """
     from annoy import AnnoyIndex
 
     vectors = np.asarray(vectors, dtype=np.float32)
@@ -54,7 +57,7 @@ def build_index(path: Path, keys: list[str], vectors: np.ndarray, meta: dict[str
     annoy.set_seed(seed)
     for i, vector in enumerate(vectors):
         annoy.add_item(i, vector.tolist())
-    annoy.build(trees, n_jobs=1)
+    annoy.build(trees, n_jobs=jobs)
     tmp_ann = path.with_name(f"{path.stem}.{os.getpid()}.ann.tmp")
     annoy.save(str(tmp_ann))
     annoy.unload()
