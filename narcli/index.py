@@ -18,6 +18,7 @@ import numpy as np
 
 from narcli.errors import NarError
 
+SEARCH_FACTOR = 4  # nodes inspected per query, in multiples of annoy's default
 DEFAULT_TREES = 32
 FORMAT = 1
 
@@ -135,6 +136,10 @@ class VectorIndex:
             raise IndexError_(f"index {self.path} holds {self.dim}-d vectors, the query is {vector.shape[0]}-d; "
                               "rebuild it with `nar index build`")
         wanted = min(len(self.keys), max(n * 4, 50))
+        if search_k <= 0:
+            # annoy's default (trees x wanted nodes) missed ~1.5 % of the true top 10 on the zoo,
+            # whose families sit in tight clusters; 4x that reaches 0.996 in about 1 ms
+            search_k = SEARCH_FACTOR * int(self.meta.get("trees", DEFAULT_TREES)) * wanted
         candidates = annoy.get_nns_by_vector(vector.tolist(), wanted, search_k=search_k)
         stored = np.array([annoy.get_item_vector(i) for i in candidates], dtype=np.float32).reshape(-1, self.dim)
         norms = np.linalg.norm(stored, axis=1) * max(float(np.linalg.norm(vector)), 1e-12)
