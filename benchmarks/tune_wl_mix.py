@@ -15,9 +15,8 @@ Writes benchmarks/results/wl-mix.json.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -35,10 +34,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    from narcli.cache import nar_home
     from narcli.dataset import split_random, zoo_items
-    from narcli.evaluation import op_histogram_embeddings, retrieval_metrics, wl_embeddings
-    from narcli.retrieval_eval import LEARNED
+    from narcli.evaluation import (
+        op_histogram_embeddings,
+        retrieval_metrics,
+        wl_embeddings,
+    )
+    from narcli.retrieval_eval import LEARNED, checkpoint_path
     from narcli.training import TrainConfig, embed_items, train_encoder
 
     items = zoo_items(progress=True)
@@ -54,13 +56,11 @@ def main() -> None:
 
     baselines = {"op-type histogram": score(op_histogram_embeddings(graphs)), "WL subtree hashing": score(wl_embeddings(graphs))}
     config = TrainConfig(seed=args.seed, epochs=args.epochs, wl_mix=0.6)
-    data = hashlib.sha256(json.dumps([[p.graph_hash, p.family] for p in (pool[i] for i in fit)]).encode()).hexdigest()
     trained = {}
     for name in ("GAT", "NAR"):
         method = replace(config, **LEARNED[name])
-        digest = hashlib.sha256(json.dumps([asdict(method), data, "validation"], sort_keys=True).encode()).hexdigest()[:12]
         print(f"training {name} on {len(fit)} architectures", flush=True)
-        trained[name] = train_encoder(pool, fit, method, checkpoint=nar_home() / "checkpoints" / f"zoo-val-{digest}.pt")
+        trained[name] = train_encoder(pool, fit, method, checkpoint=checkpoint_path("zoo-val", method, pool, fit))
     baselines["GAT"] = score(embed_items(trained["GAT"].model, graphs))
     model = trained["NAR"].model
     mixes = {}

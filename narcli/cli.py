@@ -391,6 +391,17 @@ def _ks(text: str) -> tuple[int, ...]:
     return ks
 
 
+def _train_config(seed: int, epochs: int, ce_weight: float, device: str) -> Any:
+    """The training recipe that `nar train encoder` and `nar eval retrieval` share, checked."""
+    from narcli.training import TrainConfig
+
+    if epochs < 1:
+        _fail("--epochs must be at least 1", 2)
+    if ce_weight < 0:
+        _fail("--ce-weight must not be negative", 2)
+    return TrainConfig(seed=seed, epochs=epochs, ce_weight=ce_weight, device=_device(device))
+
+
 @eval_app.command("retrieval")
 def eval_retrieval(
     split: str = typer.Option("random", "--split", help="random (90/10 by family) or ood (20 % of families held out)."),
@@ -408,18 +419,13 @@ def eval_retrieval(
 ) -> None:
     """Retrieval MRR/MAP/NDCG of NAR and the baselines on one split of the zoo (or of DARTS)."""
     from narcli.retrieval_eval import evaluate_retrieval
-    from narcli.training import TrainConfig
 
     if split not in ("random", "ood"):
         _fail(f"--split must be random or ood, not {split!r}", 2)
-    if epochs < 1:
-        _fail("--epochs must be at least 1", 2)
-    if ce_weight < 0:
-        _fail("--ce-weight must not be negative", 2)
+    config = _train_config(seed, epochs, ce_weight, device)
     ks = _ks(k)
     chosen = _methods(methods)
     console = _stderr_console()
-    config = TrainConfig(seed=seed, epochs=epochs, ce_weight=ce_weight, device=_device(device))
     results = _run(evaluate_retrieval, split, ks, config, ablations, seed, "darts" if nas else "zoo",
                    report=lambda line: console.print(f"[dim]{line}[/]"), methods=chosen)
     results.pop("nar_model", None)
@@ -476,17 +482,12 @@ def train_encoder_command(
 ) -> None:
     """Pretrain the NAR encoder on the zoo (motif InfoNCE, then SupCon, + CE with --ce-weight) and write its weights."""
     from narcli.retrieval_eval import train_and_save
-    from narcli.training import TrainConfig
     from narcli.weights import bundled_weights_path
 
-    if epochs < 1:
-        _fail("--epochs must be at least 1", 2)
-    if ce_weight < 0:
-        _fail("--ce-weight must not be negative", 2)
+    config = _train_config(seed, epochs, ce_weight, device)
     path = out or bundled_weights_path()
     chosen = _methods(methods)
     console = _stderr_console()
-    config = TrainConfig(seed=seed, epochs=epochs, ce_weight=ce_weight, device=_device(device))
     results = _run(train_and_save, path, config, report=lambda line: console.print(f"[dim]{line}[/]"), methods=chosen)
     nar = results["methods"]["NAR"]["family"]
     print(f"wrote {path}: test MRR@20 {nar['MRR@20']:.3f}, MAP@20 {nar['MAP@20']:.3f}, NDCG@20 {nar['NDCG@20']:.3f}")

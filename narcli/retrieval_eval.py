@@ -29,13 +29,26 @@ ABLATIONS = {
 DATASETS = ("zoo", "darts")
 
 
+def checkpoint_path(tag: str, config: TrainConfig, items: list, train: list[int]) -> Path:
+    """Where training with `config` on `items[train]` keeps its per-epoch checkpoint.
+
+    An interrupted run resumes from it only with the same config and the same training data:
+    relabelling the zoo must not resume from a model trained on the old labels.
+    """
+    from narcli.cache import nar_home
+
+    data = hashlib.sha256(json.dumps([[items[i].graph_hash, items[i].family, items[i].coarse] for i in train])
+                          .encode()).hexdigest()
+    digest = hashlib.sha256(json.dumps([asdict(config), data], sort_keys=True).encode()).hexdigest()[:12]
+    return nar_home() / "checkpoints" / f"{tag}-{digest}.pt"
+
+
 def evaluate_retrieval(split: str = "random", ks: tuple[int, ...] = (20, 50, 100), config: TrainConfig | None = None,
                        ablations: bool = False, seed: int = 0, data: str = "zoo",
                        report: Callable[[str], None] = lambda line: None,
                        methods: tuple[str, ...] | None = None) -> dict[str, Any]:
     """Metrics of every method on one split of the zoo (or of the DARTS 10-class set); relevance by
     family, and by coarse class."""
-    from narcli.cache import nar_home
     from narcli.dataset import split_ood, split_random, zoo_items
     from narcli.evaluation import (
         op_histogram_embeddings,
@@ -75,20 +88,15 @@ def evaluate_retrieval(split: str = "random", ks: tuple[int, ...] = (20, 50, 100
     score("op-type histogram", op_histogram_embeddings(graphs), time.perf_counter() - began)
     began = time.perf_counter()
     score("WL subtree hashing", wl_embeddings(graphs), time.perf_counter() - began)
-    training_data = hashlib.sha256(json.dumps([[items[i].graph_hash, items[i].family, items[i].coarse] for i in train])
-                                   .encode()).hexdigest()
     chosen = {name: changes for name, changes in LEARNED.items() if methods is None or name in methods}
     if ablations:
         chosen.update(ABLATIONS)
     for name, changes in chosen.items():
         began = time.perf_counter()
         report(f"training {name}")
-        # a checkpoint per epoch: an interrupted run resumes where it stopped (same config and same
-        # training data only: relabelling the zoo must not resume from a model trained on old labels)
         method_config = replace(config, **changes)
-        digest = hashlib.sha256(json.dumps([asdict(method_config), training_data], sort_keys=True).encode()).hexdigest()[:12]
-        checkpoint = nar_home() / "checkpoints" / f"{data}-{split}-{digest}.pt"
-        trained = train_encoder(items, train, method_config, checkpoint=checkpoint,
+        trained = train_encoder(items, train, method_config,
+                                checkpoint=checkpoint_path(f"{data}-{split}", method_config, items, train),
                                 on_epoch=lambda e, n=name: report(f"  {n} epoch {e['epoch']} {e['stage']} loss {e['loss']}"))
         score(name, embed_items(trained.model, graphs), time.perf_counter() - began)
         if name == "NAR":
