@@ -50,10 +50,12 @@ def zoo_labels(zoo) -> dict[str, tuple[str, str, str]]:
 
 
 def cached_features(name: str, build: Callable[[], Any]) -> Any:
-    """`build()`, pickled under `$NAR_HOME/features/<name>.pkl` and read back from there next time."""
+    """`build()`, pickled under `$NAR_HOME/features/<name>-v<FEATURES_VERSION>.pkl` and read back from
+    there next time (a new features version featurises again)."""
     from narcli.cache import nar_home
+    from narcli.features import FEATURES_VERSION
 
-    path = Path(nar_home()) / "features" / f"{name}.pkl"
+    path = Path(nar_home()) / "features" / f"{name}-v{FEATURES_VERSION}.pkl"
     if path.exists():
         with open(path, "rb") as handle:
             return pickle.load(handle)

@@ -34,7 +34,7 @@ def retrieval_metrics(embeddings: np.ndarray, labels: list[str], queries: list[i
                 sums[f"MRR@{k}"] += _mrr(rel[:k])
                 sums[f"MAP@{k}"] += _ap(rel[:k], relevant_total)
                 sums[f"NDCG@{k}"] += _ndcg(rel[:k], relevant_total)
-    out = {name: round(total / counted, 4) if counted else 0.0 for name, total in sums.items()}
+    out = {name: round(float(total) / counted, 4) if counted else 0.0 for name, total in sums.items()}
     out["queries"] = counted
     return out
 
@@ -66,11 +66,12 @@ def op_histogram_embeddings(graphs: list[EncodedGraph]) -> np.ndarray:
     return _normalise(np.log1p(out))
 
 
-def wl_embeddings(graphs: list[EncodedGraph]) -> np.ndarray:
-    """Weisfeiler-Lehman subtree feature hashing (`features.wl_features`), log counts, unit length."""
+def wl_embeddings(graphs: list[EncodedGraph], shape: bool = False) -> np.ndarray:
+    """Weisfeiler-Lehman subtree feature hashing (`features.wl_features`), log counts, unit length;
+    `shape`: over operation and channel width (`features.shape_labels`) instead of operation alone."""
     from narcli.features import wl_dense
 
-    return np.stack([wl_dense(g) for g in graphs]) if graphs else np.zeros((0, 1), np.float32)
+    return np.stack([wl_dense(g, shape=shape) for g in graphs]) if graphs else np.zeros((0, 1), np.float32)
 
 
 def _normalise(x: np.ndarray) -> np.ndarray:

@@ -35,6 +35,8 @@ class EncodedGraph:
     macro_edges: np.ndarray  # (2, m) int64 between motif instances
     wl_index: np.ndarray  # (w,) int64 buckets of the graph's Weisfeiler-Lehman subtree features
     wl_count: np.ndarray  # (w,) float32 their counts
+    shape_wl_index: np.ndarray  # the same over `shape_labels` (operation and channel width)
+    shape_wl_count: np.ndarray
 
     @property
     def num_nodes(self) -> int:
@@ -64,43 +66,63 @@ def encode_graph(graph: ArchGraph, motifs: MotifSet | None = None) -> EncodedGra
     motif_of = np.array(motifs.node_instance, dtype=np.int64)
     macro = np.array(motifs.macro_edges, dtype=np.int64).reshape(-1, 2).T.copy()
     wl_index, wl_count = wl_features(ops, edges)
-    return EncodedGraph(ops, numeric, edges, motif_of, macro, wl_index, wl_count)
+    shape_index, shape_count = wl_features(shape_labels(ops, numeric), edges)
+    return EncodedGraph(ops, numeric, edges, motif_of, macro, wl_index, wl_count, shape_index, shape_count)
 
 
 WL_DIM = 4096
 WL_ROUNDS = 3
+FEATURES_VERSION = 2  # bump when what encode_graph produces changes: cached features are keyed by it
+
+_M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+_PARENT, _CHILD = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xD6E8FEB86659FD93)
 
 
-def wl_features(ops: np.ndarray, edges: np.ndarray, rounds: int = WL_ROUNDS,
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser, elementwise: a well-spread 64-bit hash of each value."""
+    x = (x ^ (x >> np.uint64(30))) * _M1
+    x = (x ^ (x >> np.uint64(27))) * _M2
+    return x ^ (x >> np.uint64(31))
+
+
+def wl_features(labels: np.ndarray, edges: np.ndarray, rounds: int = WL_ROUNDS,
                 dim: int = WL_DIM) -> tuple[np.ndarray, np.ndarray]:
     """Weisfeiler-Lehman subtree features: node labels after 0..`rounds` refinements over parents
-    and children, hashed into `dim` buckets; returned sparse (buckets, counts)."""
-    import hashlib
-    from collections import Counter
+    and children, hashed into `dim` buckets; returned sparse (buckets, counts).
 
-    labels = [str(op) for op in ops.tolist()]
-    parents: list[list[int]] = [[] for _ in labels]
-    children: list[list[int]] = [[] for _ in labels]
-    for s, d in edges.T.tolist():
-        parents[d].append(s)
-        children[s].append(d)
-    counts: Counter[int] = Counter()
-    for r in range(rounds + 1):
-        for label, n in Counter(labels).items():
-            key = hashlib.blake2b(f"{r}:{label}".encode(), digest_size=4).digest()
-            counts[int.from_bytes(key, "little") % dim] += n
-        if r < rounds:
-            labels = [hashlib.blake2b((labels[i] + "<" + ",".join(sorted(labels[p] for p in parents[i]))
-                                       + ">" + ",".join(sorted(labels[c] for c in children[i]))).encode(),
-                                      digest_size=8).hexdigest() for i in range(len(labels))]
-    index = np.array(sorted(counts), dtype=np.int64)
-    return index, np.array([counts[i] for i in index.tolist()], dtype=np.float32)
+    A refined label hashes the node's label with the multiset of its parents' labels and the
+    multiset of its children's, each multiset hashed as a sum of element hashes (order-free, so
+    no sorting), all in vectorised uint64 arithmetic that wraps around by design.
+    """
+    labels = _mix(np.asarray(labels, dtype=np.int64).astype(np.uint64))
+    source, target = (edges[0], edges[1]) if edges.size else (np.zeros(0, np.int64),) * 2
+    buckets = []
+    with np.errstate(over="ignore"):
+        for r in range(rounds + 1):
+            buckets.append(_mix(labels ^ np.uint64(r + 1) * _PARENT) % np.uint64(dim))
+            if r < rounds:
+                from_parents = np.zeros_like(labels)
+                from_children = np.zeros_like(labels)
+                np.add.at(from_parents, target, _mix(labels[source] ^ _PARENT))
+                np.add.at(from_children, source, _mix(labels[target] ^ _CHILD))
+                labels = _mix(labels * _M1 + _mix(from_parents) + _mix(from_children ^ _CHILD))
+    index, count = np.unique(np.concatenate(buckets).astype(np.int64), return_counts=True)
+    return index, count.astype(np.float32)
 
 
-def wl_dense(graph: EncodedGraph, dim: int = WL_DIM) -> np.ndarray:
-    """The WL features as a log-count vector with unit length."""
+def shape_labels(ops: np.ndarray, numeric: np.ndarray) -> np.ndarray:
+    """Operation id joined with its channel width in half-nat steps of log(1 + channels): the
+    labels of the shape-aware WL features, which tell apart two models that share an op-level
+    structure but not their widths (and keep the task-head variants of one backbone together)."""
+    width_step = np.rint(numeric[:, 0] * 16).astype(np.int64) if numeric.size else np.zeros(len(ops), np.int64)
+    return ops * 64 + width_step
+
+
+def wl_dense(graph: EncodedGraph, dim: int = WL_DIM, shape: bool = False) -> np.ndarray:
+    """The WL features (`shape`: the shape-aware ones) as a log-count vector with unit length."""
     out = np.zeros(dim, dtype=np.float32)
-    out[graph.wl_index] = np.log1p(graph.wl_count)
+    index, count = (graph.shape_wl_index, graph.shape_wl_count) if shape else (graph.wl_index, graph.wl_count)
+    out[index] = np.log1p(count)
     norm = float(np.linalg.norm(out))
     return out / norm if norm else out
 

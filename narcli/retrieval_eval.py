@@ -6,7 +6,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,14 +32,18 @@ DATASETS = ("zoo", "darts")
 def checkpoint_path(tag: str, config: TrainConfig, items: list, train: list[int]) -> Path:
     """Where training with `config` on `items[train]` keeps its per-epoch checkpoint.
 
-    An interrupted run resumes from it only with the same config and the same training data:
-    relabelling the zoo must not resume from a model trained on the old labels.
+    An interrupted run resumes from it only with the same training settings, training data and
+    features version: relabelling the zoo must not resume from a model trained on the old labels.
+    Read-out settings (the WL weight) are left out, so another weight reuses the trained model.
     """
     from narcli.cache import nar_home
+    from narcli.features import FEATURES_VERSION
+    from narcli.training import training_key
 
     data = hashlib.sha256(json.dumps([[items[i].graph_hash, items[i].family, items[i].coarse] for i in train])
                           .encode()).hexdigest()
-    digest = hashlib.sha256(json.dumps([asdict(config), data], sort_keys=True).encode()).hexdigest()[:12]
+    key = [training_key(config), data, FEATURES_VERSION]
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
     return nar_home() / "checkpoints" / f"{tag}-{digest}.pt"
 
 
@@ -88,6 +92,9 @@ def evaluate_retrieval(split: str = "random", ks: tuple[int, ...] = (20, 50, 100
     score("op-type histogram", op_histogram_embeddings(graphs), time.perf_counter() - began)
     began = time.perf_counter()
     score("WL subtree hashing", wl_embeddings(graphs), time.perf_counter() - began)
+    began = time.perf_counter()
+    # the labels of NAR's WL sketch, scored alone too: op-level labels are the stronger baseline
+    score("WL hashing, op + width labels", wl_embeddings(graphs, shape=True), time.perf_counter() - began)
     chosen = {name: changes for name, changes in LEARNED.items() if methods is None or name in methods}
     if ablations:
         chosen.update(ABLATIONS)

@@ -47,6 +47,15 @@ class TrainConfig:
     device: str = "cpu"
 
 
+# read-out settings: they change how a trained model's vector is read, not the training itself
+READ_OUT = ("wl_mix",)
+
+
+def training_key(config: TrainConfig) -> dict:
+    """The settings that shape training; a checkpoint resumes only under the same ones."""
+    return {k: v for k, v in asdict(config).items() if k not in READ_OUT}
+
+
 @dataclass
 class Trained:
     model: NAREncoder
@@ -69,7 +78,7 @@ def train_encoder(items: list[Item], train_idx: list[int], config: TrainConfig,
     start_epoch = 0
     if checkpoint is not None and checkpoint.exists():
         state = torch.load(checkpoint, weights_only=False)
-        if state.get("config") == asdict(config):
+        if state.get("config") == training_key(config):
             model.load_state_dict(state["model"])
             optimiser.load_state_dict(state["optimiser"])
             log, start_epoch = state["log"], state["epoch"]
@@ -114,7 +123,7 @@ def train_encoder(items: list[Item], train_idx: list[int], config: TrainConfig,
             checkpoint.parent.mkdir(parents=True, exist_ok=True)
             tmp = checkpoint.with_suffix(".tmp")
             torch.save({"model": model.state_dict(), "optimiser": optimiser.state_dict(), "log": log,
-                        "epoch": epoch + 1, "config": asdict(config), "random": random.getstate(),
+                        "epoch": epoch + 1, "config": training_key(config), "random": random.getstate(),
                         "torch_random": torch.get_rng_state()}, tmp)
             tmp.replace(checkpoint)
     model.eval()
@@ -167,10 +176,10 @@ def _motif_loss(model: NAREncoder, batch: Any, temperature: float, sample: int =
 
 
 @torch.no_grad()
-def embed_items(model: NAREncoder, graphs: list, batch_nodes: int = 40_000, device: str = "cpu",
-                learned_only: bool = False) -> np.ndarray:
-    """Normalised embeddings of encoded graphs, batched by node count."""
+def embed_items(model: NAREncoder, graphs: list, batch_nodes: int = 40_000, learned_only: bool = False) -> np.ndarray:
+    """Normalised embeddings of encoded graphs, batched by node count, on the model's device."""
     model.eval()
+    device = str(next(model.parameters()).device)
     rows: list[np.ndarray] = []
     group: list[EncodedGraph] = []
     nodes = 0

@@ -9,7 +9,7 @@ from typing import Any
 
 from narcli.errors import NarError
 
-ENCODER_VERSION = 2  # bump when the encoder's inputs or layers change; old weights are refused
+ENCODER_VERSION = 3  # bump when the encoder's inputs or layers change; old weights are refused
 DATA = Path(__file__).parent / "data"
 
 
@@ -25,7 +25,7 @@ def save_weights(trained: Any, path: Path, card: dict) -> None:
     """Write `trained.model`'s tensors and the card (families, config, metrics) beside them."""
     from safetensors.torch import save_file
 
-    state = {k: v.detach().contiguous() for k, v in trained.model.state_dict().items()}
+    state = {k: v.detach().cpu().contiguous() for k, v in trained.model.state_dict().items()}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     save_file(state, str(tmp), metadata={"encoder_version": str(ENCODER_VERSION)})

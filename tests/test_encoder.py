@@ -5,7 +5,7 @@ import pytest
 
 from narcli.dataset import Item, split_ood, split_random
 from narcli.evaluation import retrieval_metrics, wl_embeddings
-from narcli.features import MAX_NODES, GraphTooLarge, encode_graph
+from narcli.features import MAX_NODES, GraphTooLarge, encode_graph, wl_dense
 from narcli.graph import ArchGraph, Node
 
 from .test_motifs import residual_stack
@@ -36,6 +36,28 @@ def test_wl_features_tell_apart_different_graphs_and_match_equal_ones():
     z = wl_embeddings([a, b, c])
     assert z[0] @ z[1] == pytest.approx(1.0)
     assert z[0] @ z[2] < 0.9
+
+
+def _wide_mlp(width):
+    nodes = [Node("input", [1, width])] + [Node(op, [1, width]) for _ in range(3) for op in ("linear", "relu")]
+    return ArchGraph(nodes + [Node("output", [1, width])], [(i, i + 1) for i in range(len(nodes))])
+
+
+def test_shape_aware_wl_features_tell_widths_apart_where_op_level_ones_cannot():
+    narrow, wide = encode_graph(_wide_mlp(64)), encode_graph(_wide_mlp(4096))
+    assert narrow.wl_index.tolist() == wide.wl_index.tolist()
+    assert narrow.wl_count.tolist() == wide.wl_count.tolist()
+    assert float(wl_dense(narrow, shape=True) @ wl_dense(wide, shape=True)) < 0.5
+
+
+def test_wl_features_do_not_depend_on_node_order():
+    graph = residual_stack(2)
+    order = list(reversed(range(graph.num_nodes)))  # node i moves to position order.index(i)
+    moved = ArchGraph([graph.nodes[i] for i in order],
+                      [(order.index(s), order.index(d)) for s, d in graph.edges])
+    a, b = encode_graph(graph), encode_graph(moved)
+    assert a.wl_index.tolist() == b.wl_index.tolist() and a.wl_count.tolist() == b.wl_count.tolist()
+    assert a.shape_wl_index.tolist() == b.shape_wl_index.tolist()
 
 
 def test_metrics_follow_the_definitions():
@@ -91,6 +113,28 @@ def test_training_is_reproducible_and_embeddings_deterministic():
     assert np.allclose(a, again, atol=1e-5)  # batch composition does not change an embedding
     assert [e["stage"] for e in first.log] == ["motif", "graph", "graph", "graph"]
     assert torch.isfinite(torch.tensor([e["loss"] for e in first.log])).all()
+
+
+def test_a_checkpoint_resumes_under_another_wl_weight_but_not_another_recipe(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    from dataclasses import replace
+
+    from narcli.retrieval_eval import checkpoint_path
+    from narcli.training import TrainConfig, train_encoder
+
+    monkeypatch.setenv("NAR_HOME", str(tmp_path))
+    items = [Item(f"h{i}", f"m{i}", "a" if i % 2 else "b", "mlp", encode_graph(mlp_graph(i + 1))) for i in range(4)]
+    config = TrainConfig(hidden=8, dim=8, epochs=2, motif_epochs=0, batches_per_epoch=1, families_per_batch=2,
+                         per_family=2)
+    reread, other = replace(config, wl_mix=0.8), replace(config, lr=1e-2)
+    path = checkpoint_path("t", config, items, [0, 1, 2, 3])
+    assert checkpoint_path("t", reread, items, [0, 1, 2, 3]) == path  # the WL weight is read-out only
+    assert checkpoint_path("t", other, items, [0, 1, 2, 3]) != path
+    first = train_encoder(items, [0, 1, 2, 3], config, checkpoint=path)
+    resumed = train_encoder(items, [0, 1, 2, 3], reread, checkpoint=path)
+    assert resumed.log == first.log  # nothing trained again
+    fresh = train_encoder(items, [0, 1, 2, 3], other, checkpoint=tmp_path / "other.pt")
+    assert len(fresh.log) == 2 and fresh.log != first.log
 
 
 def test_weights_round_trip_and_refuse_missing_or_other_versions(tmp_path):
