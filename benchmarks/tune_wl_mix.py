@@ -7,10 +7,10 @@ families are held out whole (queries from families the model never saw, like the
 the rest is split 90/10 by family (queries from known families, like the random split). NAR and
 the GAT baseline train once on what is left; both query sets search the whole training part.
 
-The retrieval embedding is cosine = wl_mix x learned + (1 - wl_mix) x shape-aware WL sketch;
+The retrieval embedding is cosine = wl_mix x learned + (1 - wl_mix) x WL sketch;
 wl_mix only changes how the trained vector is read, so one model scores every weight. For each
 weight the script prints its @20 metrics on both query sets and its smallest lead over every
-baseline (op histogram, WL hashing over ops and over ops + widths, GAT) on every metric of either set; the weight with the
+baseline (op histogram, WL hashing, GAT) on every metric of either set; the weight with the
 widest smallest lead is marked: the one that best meets "NAR >= every baseline on every metric"
 for both kinds of query. Writes benchmarks/results/wl-mix.json.
 """
@@ -71,8 +71,7 @@ def main() -> None:
             out[kind] = {m: round(metrics[m], 4) for m in AT}
         return out
 
-    baselines = {"op-type histogram": score(op_histogram_embeddings(graphs)), "WL subtree hashing": score(wl_embeddings(graphs)),
-                 "WL, op + width labels": score(wl_embeddings(graphs, shape=True))}
+    baselines = {"op-type histogram": score(op_histogram_embeddings(graphs)), "WL subtree hashing": score(wl_embeddings(graphs))}
     config = TrainConfig(seed=args.seed, epochs=args.epochs, device=args.device)
     trained = {}
     for name in ("GAT", "NAR"):

@@ -31,13 +31,12 @@ class Batch:
     motif_graph: torch.Tensor  # motif instance -> graph in the batch
     node_graph: torch.Tensor  # node -> graph in the batch
     wl: torch.Tensor  # (graphs, WL_DIM) WL subtree features, log counts, unit length
-    shape_wl: torch.Tensor  # (graphs, WL_DIM) the same over operation and channel width
     num_graphs: int
 
     def to(self, device: str) -> Batch:
         return Batch(*(getattr(self, f).to(device) for f in
                        ("ops", "numeric", "edges", "inner_edges", "motif_of", "macro_edges", "motif_graph",
-                        "node_graph", "wl", "shape_wl")), self.num_graphs)
+                        "node_graph", "wl")), self.num_graphs)
 
 
 def collate(graphs: list[EncodedGraph]) -> Batch:
@@ -65,8 +64,7 @@ def collate(graphs: list[EncodedGraph]) -> Batch:
                  both_ways(edges), both_ways(inner), torch.from_numpy(np.concatenate(motif_of)),
                  both_ways(macro), torch.from_numpy(np.concatenate(motif_graph)),
                  torch.from_numpy(np.concatenate(node_graph)),
-                 torch.from_numpy(np.stack([wl_dense(g) for g in graphs])),
-                 torch.from_numpy(np.stack([wl_dense(g, shape=True) for g in graphs])), len(graphs))
+                 torch.from_numpy(np.stack([wl_dense(g) for g in graphs])), len(graphs))
 
 
 class GraphStack(nn.Module):
@@ -124,11 +122,12 @@ class NAREncoder(nn.Module):
         super().__init__()
         self.use_motifs = use_motifs
         # The retrieval embedding joins the learned vector (weight wl_mix) with a fixed random
-        # projection of the shape-aware WL subtree features (weight 1 - wl_mix), so cosine =
-        # wl_mix * learned + (1 - wl_mix) * ~WL. The learned part groups families; the WL part
-        # keeps near-duplicates (one backbone under several task heads) at the top: alone, the
-        # learned part lost to WL hashing on MRR, and op-only WL ranked a same-structure model of
-        # another family first. Not trained, not saved: the same seed gives the same projection.
+        # projection of the WL subtree features (weight 1 - wl_mix), so cosine = wl_mix * learned
+        # + (1 - wl_mix) * ~WL. The learned part groups families; the WL part keeps near-duplicates
+        # at the top (alone, the learned part lost to WL hashing on MRR) and carries families the
+        # model never saw. Not trained, not saved: the same seed gives the same projection.
+        # (WL over operation + channel labels scored better on known families but worse on unseen
+        # ones; see the README.)
         self.wl_mix = wl_mix
         if wl_mix < 1.0:
             rng = np.random.default_rng(0)
@@ -189,5 +188,5 @@ class NAREncoder(nn.Module):
         learned = F.normalize(z, dim=1)
         if self.wl_mix >= 1.0 or learned_only:
             return learned
-        sketch = F.normalize(batch.shape_wl @ self.sketch, dim=1)
+        sketch = F.normalize(batch.wl @ self.sketch, dim=1)
         return torch.cat([learned * self.wl_mix ** 0.5, sketch * (1 - self.wl_mix) ** 0.5], dim=1)

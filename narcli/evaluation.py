@@ -66,12 +66,11 @@ def op_histogram_embeddings(graphs: list[EncodedGraph]) -> np.ndarray:
     return _normalise(np.log1p(out))
 
 
-def wl_embeddings(graphs: list[EncodedGraph], shape: bool = False) -> np.ndarray:
-    """Weisfeiler-Lehman subtree feature hashing (`features.wl_features`), log counts, unit length;
-    `shape`: over operation and channel width (`features.shape_labels`) instead of operation alone."""
+def wl_embeddings(graphs: list[EncodedGraph]) -> np.ndarray:
+    """Weisfeiler-Lehman subtree feature hashing (`features.wl_features`), log counts, unit length."""
     from narcli.features import wl_dense
 
-    return np.stack([wl_dense(g, shape=shape) for g in graphs]) if graphs else np.zeros((0, 1), np.float32)
+    return np.stack([wl_dense(g) for g in graphs]) if graphs else np.zeros((0, 1), np.float32)
 
 
 def _normalise(x: np.ndarray) -> np.ndarray:

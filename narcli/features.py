@@ -35,8 +35,6 @@ class EncodedGraph:
     macro_edges: np.ndarray  # (2, m) int64 between motif instances
     wl_index: np.ndarray  # (w,) int64 buckets of the graph's Weisfeiler-Lehman subtree features
     wl_count: np.ndarray  # (w,) float32 their counts
-    shape_wl_index: np.ndarray  # the same over `shape_labels` (operation and channel width)
-    shape_wl_count: np.ndarray
 
     @property
     def num_nodes(self) -> int:
@@ -66,8 +64,7 @@ def encode_graph(graph: ArchGraph, motifs: MotifSet | None = None) -> EncodedGra
     motif_of = np.array(motifs.node_instance, dtype=np.int64)
     macro = np.array(motifs.macro_edges, dtype=np.int64).reshape(-1, 2).T.copy()
     wl_index, wl_count = wl_features(ops, edges)
-    shape_index, shape_count = wl_features(shape_labels(ops, numeric), edges)
-    return EncodedGraph(ops, numeric, edges, motif_of, macro, wl_index, wl_count, shape_index, shape_count)
+    return EncodedGraph(ops, numeric, edges, motif_of, macro, wl_index, wl_count)
 
 
 WL_DIM = 4096
@@ -110,19 +107,10 @@ def wl_features(labels: np.ndarray, edges: np.ndarray, rounds: int = WL_ROUNDS,
     return index, count.astype(np.float32)
 
 
-def shape_labels(ops: np.ndarray, numeric: np.ndarray) -> np.ndarray:
-    """Operation id joined with its channel width in half-nat steps of log(1 + channels): the
-    labels of the shape-aware WL features, which tell apart two models that share an op-level
-    structure but not their widths (and keep the task-head variants of one backbone together)."""
-    width_step = np.rint(numeric[:, 0] * 16).astype(np.int64) if numeric.size else np.zeros(len(ops), np.int64)
-    return ops * 64 + width_step
-
-
-def wl_dense(graph: EncodedGraph, dim: int = WL_DIM, shape: bool = False) -> np.ndarray:
-    """The WL features (`shape`: the shape-aware ones) as a log-count vector with unit length."""
+def wl_dense(graph: EncodedGraph, dim: int = WL_DIM) -> np.ndarray:
+    """The WL features as a log-count vector with unit length."""
     out = np.zeros(dim, dtype=np.float32)
-    index, count = (graph.shape_wl_index, graph.shape_wl_count) if shape else (graph.wl_index, graph.wl_count)
-    out[index] = np.log1p(count)
+    out[graph.wl_index] = np.log1p(graph.wl_count)
     norm = float(np.linalg.norm(out))
     return out / norm if norm else out
 

@@ -92,9 +92,6 @@ def evaluate_retrieval(split: str = "random", ks: tuple[int, ...] = (20, 50, 100
     score("op-type histogram", op_histogram_embeddings(graphs), time.perf_counter() - began)
     began = time.perf_counter()
     score("WL subtree hashing", wl_embeddings(graphs), time.perf_counter() - began)
-    began = time.perf_counter()
-    # the labels of NAR's WL sketch, scored alone too: op-level labels are the stronger baseline
-    score("WL hashing, op + width labels", wl_embeddings(graphs, shape=True), time.perf_counter() - began)
     chosen = {name: changes for name, changes in LEARNED.items() if methods is None or name in methods}
     if ablations:
         chosen.update(ABLATIONS)

@@ -31,7 +31,7 @@ class TrainConfig:
     use_wl: bool = True
     # weight of the learned part in the retrieval embedding, the rest goes to the WL sketch;
     # chosen on a validation part of the training split (see README), never on the test part
-    wl_mix: float = 0.6
+    wl_mix: float = 0.5
     motif_epochs: int = 1
     epochs: int = 40
     families_per_batch: int = 16
