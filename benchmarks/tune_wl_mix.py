@@ -90,8 +90,9 @@ def main() -> None:
     print(f"{len(known)} known-family and {len(unseen)} unseen-family validation queries against "
           f"{len(pool)} training architectures; @20 MRR / MAP / NDCG")
     print(f"{'':<22}{'known families':>27}{'unseen families':>27}")
-    for name, row in [*baselines.items(), *((f"NAR wl_mix {m}", r) for m, r in mixes.items())]:
-        mix = float(name.split()[-1]) if name.startswith("NAR") else None
+    rows = [(name, row, None) for name, row in baselines.items()]
+    rows += [(f"NAR wl_mix {mix}", row, mix) for mix, row in mixes.items()]
+    for name, row, mix in rows:
         tail = "" if mix is None else f"  lead {leads[mix]:+.3f}" + (" <- widest smallest lead" if mix == best else "")
         print(f"{name:<22}" + "".join(f"{row[kind][m]:>9.3f}" for kind in QUERIES for m in AT) + tail)
     RESULTS.mkdir(parents=True, exist_ok=True)

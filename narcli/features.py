@@ -92,7 +92,7 @@ def wl_features(labels: np.ndarray, edges: np.ndarray, rounds: int = WL_ROUNDS,
     no sorting), all in vectorised uint64 arithmetic that wraps around by design.
     """
     labels = _mix(np.asarray(labels, dtype=np.int64).astype(np.uint64))
-    source, target = (edges[0], edges[1]) if edges.size else (np.zeros(0, np.int64),) * 2
+    source, target = edges  # (2, e), as encode_graph lays them out
     buckets = []
     with np.errstate(over="ignore"):
         for r in range(rounds + 1):
