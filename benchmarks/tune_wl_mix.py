@@ -1,6 +1,6 @@
 """Choose the WL weight of NAR's retrieval embedding on validation queries of two kinds.
 
-    python benchmarks/tune_wl_mix.py [--epochs 40] [--device cpu]
+    python benchmarks/tune_wl_mix.py [--epochs 40] [--device cpu] [--full-graph none|gat|gcn] [--out FILE]
 
 Only the zoo's random training part is used (never its test part). It is split again: 10 % of its
 families are held out whole (queries from families the model never saw, like the OOD split), and
@@ -12,7 +12,7 @@ wl_mix only changes how the trained vector is read, so one model scores every we
 weight the script prints its @20 metrics on both query sets and its smallest lead over every
 baseline (op histogram, WL hashing, GAT) on every metric of either set; the weight with the
 widest smallest lead is marked: the one that best meets "NAR >= every baseline on every metric"
-for both kinds of query. Writes benchmarks/results/wl-mix.json.
+for both kinds of query. Writes benchmarks/results/wl-mix.json (or --out).
 """
 
 from __future__ import annotations
@@ -46,6 +46,9 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=40)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--full-graph", default=None, help="NAR's full-graph pathway: none, gat or gcn "
+                        "(default: the shipped recipe)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "wl-mix.json")
     args = parser.parse_args()
 
     from narcli.dataset import split_random, zoo_items
@@ -73,6 +76,8 @@ def main() -> None:
 
     baselines = {"op-type histogram": score(op_histogram_embeddings(graphs)), "WL subtree hashing": score(wl_embeddings(graphs))}
     config = TrainConfig(seed=args.seed, epochs=args.epochs, device=args.device)
+    if args.full_graph is not None:
+        config = replace(config, full_graph=args.full_graph)
     trained = {}
     for name in ("GAT", "NAR"):
         method = replace(config, **LEARNED[name])
@@ -95,12 +100,12 @@ def main() -> None:
     for name, row, mix in rows:
         tail = "" if mix is None else f"  lead {leads[mix]:+.3f}" + (" <- widest smallest lead" if mix == best else "")
         print(f"{name:<22}" + "".join(f"{row[kind][m]:>9.3f}" for kind in QUERIES for m in AT) + tail)
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     out = {"fit": len(fit), "known_family_queries": len(known), "unseen_family_queries": len(unseen),
-           "epochs": args.epochs, "baselines": baselines, "mixes": {str(m): r for m, r in mixes.items()},
+           "epochs": args.epochs, "full_graph": config.full_graph, "baselines": baselines, "mixes": {str(m): r for m, r in mixes.items()},
            "smallest_lead": {str(m): round(v, 4) for m, v in leads.items()}, "widest_smallest_lead": best,
            "machine": machine()}
-    (RESULTS / "wl-mix.json").write_text(json.dumps(out, indent=2) + "\n")
+    args.out.write_text(json.dumps(out, indent=2) + "\n")
 
 
 if __name__ == "__main__":

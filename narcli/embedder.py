@@ -58,29 +58,17 @@ class Embedder:
         """(unit vectors, predictions) of already featurised graphs, batched by node count."""
         import torch
 
-        from narcli.encoder import collate
+        from narcli.encoder import collate, node_batches
         from narcli.labels import COARSE
 
         vectors: list[np.ndarray] = []
         predictions: list[dict] = []
-
-        def flush(group: list) -> None:
+        for group in node_batches(encoded, batch_nodes):
             with torch.no_grad():
                 vector, family, coarse = self.model.embed_and_classify(collate(group))
             vectors.append(vector.numpy().astype(np.float32))
             for f, c in zip(torch.softmax(family, 1), torch.softmax(coarse, 1)):
                 predictions.append({"family": _top(f, self.families), "coarse": _top(c, list(COARSE))})
-
-        group: list = []
-        nodes = 0
-        for graph in encoded:
-            if group and nodes + graph.num_nodes > batch_nodes:
-                flush(group)
-                group, nodes = [], 0
-            group.append(graph)
-            nodes += graph.num_nodes
-        if group:
-            flush(group)
         dim = self.model.embedding_dim
         return (np.concatenate(vectors) if vectors else np.zeros((0, dim), np.float32)), predictions
 

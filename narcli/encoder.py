@@ -2,12 +2,13 @@
 
 `NAREncoder`: learnable operation embeddings plus numeric attributes -> `Fs`, a GCN over the edges
 inside each motif instance, mean-pooled per instance -> `Fm`, a GCN over the macro graph, mean- and
-max-pooled -> a normalised embedding. `Fc`, a GCN over the whole graph pooled over a motif and its
+max-pooled (optionally beside `Ff`, a stack over the whole graph) -> a normalised embedding. `Fc`, a GCN over the whole graph pooled over a motif and its
 macro neighbours, gives the context graphs of the motif-level pretraining; it is not used to embed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,6 +68,20 @@ def collate(graphs: list[EncodedGraph]) -> Batch:
                  torch.from_numpy(np.stack([wl_dense(g) for g in graphs])), len(graphs))
 
 
+def node_batches(graphs: list[EncodedGraph], batch_nodes: int) -> Iterator[list[EncodedGraph]]:
+    """Consecutive groups of graphs of at most `batch_nodes` nodes in all (a larger graph goes alone)."""
+    group: list[EncodedGraph] = []
+    nodes = 0
+    for graph in graphs:
+        if group and nodes + graph.num_nodes > batch_nodes:
+            yield group
+            group, nodes = [], 0
+        group.append(graph)
+        nodes += graph.num_nodes
+    if group:
+        yield group
+
+
 class GraphStack(nn.Module):
     """`layers` message-passing layers (GCN or GAT) with ELU between them and a residual path."""
 
@@ -118,7 +133,7 @@ class NAREncoder(nn.Module):
 
     def __init__(self, families: int, coarse: int, hidden: int = 128, dim: int = 256, layers: int = 3,
                  use_motifs: bool = True, kind: str = "gcn", use_wl: bool = True, wl_mix: float = 1.0,
-                 sketch_dim: int = 256):
+                 sketch_dim: int = 256, full_graph: str = "none"):
         super().__init__()
         self.use_motifs = use_motifs
         # The retrieval embedding joins the learned vector (weight wl_mix) with a fixed random
@@ -141,14 +156,19 @@ class NAREncoder(nn.Module):
         self.fs = GraphStack(hidden, hidden, layers, kind)
         self.fc = GraphStack(hidden, hidden, layers, kind)
         self.fm = GraphStack(hidden, hidden, layers, kind) if use_motifs else None
-        self.out = nn.Sequential(nn.Linear((3 if use_wl else 2) * hidden, dim), nn.ELU(), nn.Linear(dim, dim))
+        # Ff: a stack ("gat" or "gcn") over the whole graph beside the motif pathway, pooled the same
+        # way. Motifs carry the repeated structure, but alone they generalised worse than a full-graph
+        # GAT to families the model never saw (README, validation)
+        self.ff = GraphStack(hidden, hidden, layers, full_graph) if use_motifs and full_graph != "none" else None
+        pooled = 2 + (1 if use_wl else 0) + (2 if self.ff is not None else 0)
+        self.out = nn.Sequential(nn.Linear(pooled * hidden, dim), nn.ELU(), nn.Linear(dim, dim))
         self.motif_proj = nn.Linear(hidden, hidden)
         self.family_head = nn.Linear(dim, families)
         self.coarse_head = nn.Linear(dim, coarse)
 
-    def motifs(self, batch: Batch) -> torch.Tensor:
-        """Fs: one vector per motif instance."""
-        h = self.fs(self.input(batch), batch.inner_edges)
+    def motifs(self, batch: Batch, x: torch.Tensor | None = None) -> torch.Tensor:
+        """Fs: one vector per motif instance (`x`: the node inputs, when already computed)."""
+        h = self.fs(self.input(batch) if x is None else x, batch.inner_edges)
         return _mean(h, batch.motif_of, int(batch.motif_graph.shape[0]))
 
     def contexts(self, batch: Batch) -> torch.Tensor:
@@ -162,14 +182,18 @@ class NAREncoder(nn.Module):
 
     def forward(self, batch: Batch) -> torch.Tensor:
         """Unnormalised embeddings, one per graph."""
+        x = self.input(batch)
+        size = batch.num_graphs
         if self.use_motifs:
-            m = self.motifs(batch)
-            h = self.fm(m, batch.macro_edges)
-            index, size = batch.motif_graph, batch.num_graphs
+            h = self.fm(self.motifs(batch, x), batch.macro_edges)
+            index = batch.motif_graph
         else:  # the "no motifs" ablation and the GCN/GAT baselines: one stack over the whole graph
-            h = self.fs(self.input(batch), batch.edges)
-            index, size = batch.node_graph, batch.num_graphs
+            h = self.fs(x, batch.edges)
+            index = batch.node_graph
         parts = [_mean(h, index, size), _max(h, index, size)]
+        if self.ff is not None:
+            g = self.ff(x, batch.edges)
+            parts += [_mean(g, batch.node_graph, size), _max(g, batch.node_graph, size)]
         if self.wl is not None:
             parts.append(self.wl(batch.wl))
         pooled = torch.cat(parts, dim=1)

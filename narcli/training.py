@@ -15,8 +15,7 @@ import torch
 from torch.nn import functional as F
 
 from narcli.dataset import Item
-from narcli.encoder import NAREncoder, collate
-from narcli.features import EncodedGraph
+from narcli.encoder import NAREncoder, collate, node_batches
 from narcli.labels import COARSE
 
 
@@ -29,6 +28,7 @@ class TrainConfig:
     kind: str = "gcn"  # gcn | gat
     use_motifs: bool = True
     use_wl: bool = True
+    full_graph: str = "none"  # none | gat | gcn: a full-graph stack beside the motif pathway
     # weight of the learned part in the retrieval embedding, the rest goes to the WL sketch;
     # chosen on a validation part of the training split (see README), never on the test part
     wl_mix: float = 0.5
@@ -51,9 +51,15 @@ class TrainConfig:
 READ_OUT = ("wl_mix",)
 
 
+# settings added after checkpoints existed, with the value that reproduces the earlier training:
+# left out of the key at that value, so those checkpoints still match
+ADDED_LATER = {"full_graph": "none"}
+
+
 def training_key(config: TrainConfig) -> dict:
     """The settings that shape training; a checkpoint resumes only under the same ones."""
-    return {k: v for k, v in asdict(config).items() if k not in READ_OUT}
+    return {k: v for k, v in asdict(config).items()
+            if k not in READ_OUT and not (k in ADDED_LATER and v == ADDED_LATER[k])}
 
 
 @dataclass
@@ -134,7 +140,8 @@ def model_for(config: TrainConfig | dict, families: int) -> NAREncoder:
     """An untrained encoder shaped by `config` (a TrainConfig, or one read back from a model card)."""
     c = config if isinstance(config, dict) else asdict(config)
     return NAREncoder(families, len(COARSE), c["hidden"], c["dim"], c["layers"], c["use_motifs"], c["kind"],
-                      c.get("use_wl", True), c.get("wl_mix", 1.0)).to(c.get("device", "cpu"))
+                      c.get("use_wl", True), c.get("wl_mix", 1.0),
+                      full_graph=c.get("full_graph", "none")).to(c.get("device", "cpu"))
 
 
 def _pk_batch(by_family: dict[str, list[int]], families: int, per_family: int) -> list[int]:
@@ -180,20 +187,7 @@ def embed_items(model: NAREncoder, graphs: list, batch_nodes: int = 40_000, lear
     """Normalised embeddings of encoded graphs, batched by node count, on the model's device."""
     model.eval()
     device = str(next(model.parameters()).device)
-    rows: list[np.ndarray] = []
-    group: list[EncodedGraph] = []
-    nodes = 0
-
-    def flush() -> None:
-        if group:
-            rows.append(model.embed(collate(group).to(device), learned_only).cpu().numpy())
-
-    for graph in graphs:
-        if group and nodes + graph.num_nodes > batch_nodes:
-            flush()
-            group, nodes = [], 0
-        group.append(graph)
-        nodes += graph.num_nodes
-    flush()
+    rows = [model.embed(collate(group).to(device), learned_only).cpu().numpy()
+            for group in node_batches(graphs, batch_nodes)]
     out = np.concatenate(rows) if rows else np.zeros((0, model.embedding_dim))
     return out.astype(np.float32)

@@ -107,7 +107,7 @@ def test_a_checkpoint_resumes_under_another_wl_weight_but_not_another_recipe(tmp
     from dataclasses import replace
 
     from narcli.retrieval_eval import checkpoint_path
-    from narcli.training import TrainConfig, train_encoder
+    from narcli.training import TrainConfig, train_encoder, training_key
 
     monkeypatch.setenv("NAR_HOME", str(tmp_path))
     items = [Item(f"h{i}", f"m{i}", "a" if i % 2 else "b", "mlp", encode_graph(mlp_graph(i + 1))) for i in range(4)]
@@ -117,6 +117,9 @@ def test_a_checkpoint_resumes_under_another_wl_weight_but_not_another_recipe(tmp
     path = checkpoint_path("t", config, items, [0, 1, 2, 3])
     assert checkpoint_path("t", reread, items, [0, 1, 2, 3]) == path  # the WL weight is read-out only
     assert checkpoint_path("t", other, items, [0, 1, 2, 3]) != path
+    # a full-graph pathway is another recipe; without one, the key is what it was before the option
+    assert checkpoint_path("t", replace(config, full_graph="gat"), items, [0, 1, 2, 3]) != path
+    assert "full_graph" not in training_key(config)
     first = train_encoder(items, [0, 1, 2, 3], config, checkpoint=path)
     resumed = train_encoder(items, [0, 1, 2, 3], reread, checkpoint=path)
     assert resumed.log == first.log  # nothing trained again
@@ -124,7 +127,8 @@ def test_a_checkpoint_resumes_under_another_wl_weight_but_not_another_recipe(tmp
     assert len(fresh.log) == 2 and fresh.log != first.log
 
 
-def test_weights_round_trip_and_refuse_missing_or_other_versions(tmp_path):
+@pytest.mark.parametrize("full_graph", ["none", "gat"])
+def test_weights_round_trip_and_refuse_missing_or_other_versions(tmp_path, full_graph):
     pytest.importorskip("torch")
     import json
 
@@ -133,7 +137,9 @@ def test_weights_round_trip_and_refuse_missing_or_other_versions(tmp_path):
 
     items = [Item(f"h{i}", f"m{i}", "a" if i % 2 else "b", "mlp", encode_graph(mlp_graph(i + 1))) for i in range(4)]
     trained = train_encoder(items, [0, 1, 2, 3], TrainConfig(hidden=8, dim=8, epochs=1, motif_epochs=0,
-                                                            batches_per_epoch=1, families_per_batch=2, per_family=2))
+                                                            batches_per_epoch=1, families_per_batch=2, per_family=2,
+                                                            full_graph=full_graph))
+    assert (trained.model.ff is not None) == (full_graph != "none")
     path = tmp_path / "enc.safetensors"
     save_weights(trained, path, {"note": "test"})
     model, card = load_encoder(path)
@@ -146,3 +152,17 @@ def test_weights_round_trip_and_refuse_missing_or_other_versions(tmp_path):
     path.with_suffix(".json").write_text(json.dumps(card))
     with pytest.raises(WeightsError, match="version 999"):
         load_encoder(path)
+
+
+def test_node_batches_keep_order_and_bound_the_node_count():
+    pytest.importorskip("torch")
+    from narcli.encoder import node_batches
+
+    graphs = [encode_graph(mlp_graph(n)) for n in (1, 2, 30, 1, 1)]
+    sizes = [g.num_nodes for g in graphs]
+    groups = list(node_batches(graphs, batch_nodes=max(sizes[:2]) + min(sizes)))
+    assert [g for group in groups for g in group] == graphs
+    for group in groups:  # within the bound, unless one graph alone is larger
+        assert len(group) == 1 or sum(g.num_nodes for g in group) <= max(sizes[:2]) + min(sizes)
+    assert [graphs[2]] in groups
+    assert list(node_batches([], 10)) == []
