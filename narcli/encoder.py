@@ -2,8 +2,9 @@
 
 `NAREncoder`: learnable operation embeddings plus numeric attributes -> `Fs`, a GCN over the edges
 inside each motif instance, mean-pooled per instance -> `Fm`, a GCN over the macro graph, mean- and
-max-pooled (optionally beside `Ff`, a stack over the whole graph) -> a normalised embedding. `Fc`, a GCN over the whole graph pooled over a motif and its
-macro neighbours, gives the context graphs of the motif-level pretraining; it is not used to embed.
+max-pooled -> a normalised embedding (optionally beside that of `Ff`, a second branch over the
+whole graph). `Fc`, a GCN over the whole graph pooled over a motif and its macro neighbours, gives
+the context graphs of the motif-level pretraining; it is not used to embed.
 """
 
 from __future__ import annotations
@@ -148,7 +149,6 @@ class NAREncoder(nn.Module):
             rng = np.random.default_rng(0)
             sketch = (rng.standard_normal((WL_DIM, sketch_dim)) / np.sqrt(sketch_dim)).astype(np.float32)
             self.register_buffer("sketch", torch.from_numpy(sketch), persistent=False)
-        self.embedding_dim = dim + (sketch_dim if wl_mix < 1.0 else 0)
         # WL subtree features, projected, beside the pooled graph embedding: the learned model then
         # starts from what hashing already knows (without them it lost to WL hashing)
         self.wl = nn.Linear(WL_DIM, hidden) if use_wl else None
@@ -156,19 +156,24 @@ class NAREncoder(nn.Module):
         self.fs = GraphStack(hidden, hidden, layers, kind)
         self.fc = GraphStack(hidden, hidden, layers, kind)
         self.fm = GraphStack(hidden, hidden, layers, kind) if use_motifs else None
-        # Ff: a stack ("gat" or "gcn") over the whole graph beside the motif pathway, pooled the same
-        # way. Motifs carry the repeated structure, but alone they generalised worse than a full-graph
-        # GAT to families the model never saw (README, validation)
+        # Ff: a second branch, a stack ("gat" or "gcn") over the whole graph with its own input and
+        # read-out, trained with its own contrastive loss; its vector is joined to the motif branch's.
+        # Motifs carry the repeated structure, but alone they generalised worse than a full-graph GAT
+        # to families the model never saw; fed into one read-out with them, it did not help (README)
         self.ff = GraphStack(hidden, hidden, layers, full_graph) if use_motifs and full_graph != "none" else None
-        pooled = 2 + (1 if use_wl else 0) + (2 if self.ff is not None else 0)
-        self.out = nn.Sequential(nn.Linear(pooled * hidden, dim), nn.ELU(), nn.Linear(dim, dim))
+        if self.ff is not None:
+            self.ff_input = NodeInput(hidden)
+            self.ff_out = nn.Sequential(nn.Linear(2 * hidden, dim), nn.ELU(), nn.Linear(dim, dim))
+        self.branches = 2 if self.ff is not None else 1
+        self.embedding_dim = dim * self.branches + (sketch_dim if wl_mix < 1.0 else 0)
+        self.out = nn.Sequential(nn.Linear((3 if use_wl else 2) * hidden, dim), nn.ELU(), nn.Linear(dim, dim))
         self.motif_proj = nn.Linear(hidden, hidden)
-        self.family_head = nn.Linear(dim, families)
-        self.coarse_head = nn.Linear(dim, coarse)
+        self.family_head = nn.Linear(dim * self.branches, families)
+        self.coarse_head = nn.Linear(dim * self.branches, coarse)
 
-    def motifs(self, batch: Batch, x: torch.Tensor | None = None) -> torch.Tensor:
-        """Fs: one vector per motif instance (`x`: the node inputs, when already computed)."""
-        h = self.fs(self.input(batch) if x is None else x, batch.inner_edges)
+    def motifs(self, batch: Batch) -> torch.Tensor:
+        """Fs: one vector per motif instance."""
+        h = self.fs(self.input(batch), batch.inner_edges)
         return _mean(h, batch.motif_of, int(batch.motif_graph.shape[0]))
 
     def contexts(self, batch: Batch) -> torch.Tensor:
@@ -181,23 +186,27 @@ class NAREncoder(nn.Module):
         return _mean(per_motif[edges[0]], edges[1], motifs)
 
     def forward(self, batch: Batch) -> torch.Tensor:
-        """Unnormalised embeddings, one per graph."""
-        x = self.input(batch)
+        """Unnormalised embeddings, one per graph: the branches' vectors side by side."""
         size = batch.num_graphs
         if self.use_motifs:
-            h = self.fm(self.motifs(batch, x), batch.macro_edges)
+            h = self.fm(self.motifs(batch), batch.macro_edges)
             index = batch.motif_graph
         else:  # the "no motifs" ablation and the GCN/GAT baselines: one stack over the whole graph
-            h = self.fs(x, batch.edges)
+            h = self.fs(self.input(batch), batch.edges)
             index = batch.node_graph
         parts = [_mean(h, index, size), _max(h, index, size)]
-        if self.ff is not None:
-            g = self.ff(x, batch.edges)
-            parts += [_mean(g, batch.node_graph, size), _max(g, batch.node_graph, size)]
         if self.wl is not None:
             parts.append(self.wl(batch.wl))
-        pooled = torch.cat(parts, dim=1)
-        return self.out(pooled)
+        z = self.out(torch.cat(parts, dim=1))
+        if self.ff is None:
+            return z
+        g = self.ff(self.ff_input(batch), batch.edges)
+        return torch.cat([z, self.ff_out(torch.cat([_mean(g, batch.node_graph, size),
+                                                    _max(g, batch.node_graph, size)], dim=1))], dim=1)
+
+    def branch_vectors(self, z: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """`forward`'s output split into one vector per branch (each has its own contrastive loss)."""
+        return z.chunk(self.branches, dim=1)
 
     def embed(self, batch: Batch, learned_only: bool = False) -> torch.Tensor:
         """Unit-length retrieval embeddings (`learned_only`: the learned part alone, for ablations)."""
@@ -209,7 +218,7 @@ class NAREncoder(nn.Module):
         return self._retrieval_vector(z, batch, False), self.family_head(z), self.coarse_head(z)
 
     def _retrieval_vector(self, z: torch.Tensor, batch: Batch, learned_only: bool) -> torch.Tensor:
-        learned = F.normalize(z, dim=1)
+        learned = torch.cat([F.normalize(v, dim=1) for v in self.branch_vectors(z)], dim=1) / self.branches ** 0.5
         if self.wl_mix >= 1.0 or learned_only:
             return learned
         sketch = F.normalize(batch.wl @ self.sketch, dim=1)

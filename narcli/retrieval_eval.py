@@ -19,8 +19,9 @@ LEARNED = {
     "NAR": {},
 }
 ABLATIONS = {
-    "NAR without motifs (GCN on the full graph)": {"use_motifs": False, "motif_epochs": 0},
+    "NAR without motifs (GCN on the full graph)": {"use_motifs": False, "motif_epochs": 0, "full_graph": "none"},
     "NAR without motif pretraining": {"motif_epochs": 0},
+    "NAR without the full-graph branch": {"full_graph": "none"},
     "NAR, CE only": {"cl_weight": 0.0, "ce_weight": 1.0},
     "NAR, CE + CL": {"ce_weight": 1.0},
 }

@@ -9,7 +9,7 @@ from typing import Any
 
 from narcli.errors import NarError
 
-ENCODER_VERSION = 3  # bump when the encoder's inputs or layers change; old weights are refused
+ENCODER_VERSION = 4  # bump when the encoder's inputs or layers change; old weights are refused
 DATA = Path(__file__).parent / "data"
 
 

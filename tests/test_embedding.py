@@ -37,9 +37,12 @@ def test_the_combined_embedding_has_unit_length_and_a_learned_part():
     graphs = [i.encoded for i in mlp_items()]
     both = embed_items(trained.model, graphs)
     learned = embed_items(trained.model, graphs, learned_only=True)
-    assert both.shape == (4, 8 + 256) and learned.shape == (4, 8)
+    # two branches of 8 (motifs, full graph) and the 256-d WL sketch
+    assert both.shape == (4, 2 * 8 + 256) and learned.shape == (4, 2 * 8)
     assert np.allclose(np.linalg.norm(both, axis=1), 1, atol=1e-5)
-    assert np.allclose(both[:, :8], learned * 0.6 ** 0.5, atol=1e-5)  # cosine = 0.6 learned + 0.4 WL
+    assert np.allclose(both[:, :16], learned * 0.6 ** 0.5, atol=1e-5)  # cosine = 0.6 learned + 0.4 WL
+    for branch in (learned[:, :8], learned[:, 8:]):  # each branch counts half of the learned cosine
+        assert np.allclose(np.linalg.norm(branch, axis=1), 0.5 ** 0.5, atol=1e-5)
 
 
 def test_a_100k_node_graph_and_an_all_unknown_graph_embed():

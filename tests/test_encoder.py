@@ -117,9 +117,9 @@ def test_a_checkpoint_resumes_under_another_wl_weight_but_not_another_recipe(tmp
     path = checkpoint_path("t", config, items, [0, 1, 2, 3])
     assert checkpoint_path("t", reread, items, [0, 1, 2, 3]) == path  # the WL weight is read-out only
     assert checkpoint_path("t", other, items, [0, 1, 2, 3]) != path
-    # a full-graph pathway is another recipe; without one, the key is what it was before the option
-    assert checkpoint_path("t", replace(config, full_graph="gat"), items, [0, 1, 2, 3]) != path
-    assert "full_graph" not in training_key(config)
+    # the full-graph branch is another recipe; without one, the key is what it was before the option
+    assert checkpoint_path("t", replace(config, full_graph="none"), items, [0, 1, 2, 3]) != path
+    assert "full_graph" not in training_key(replace(config, full_graph="none"))
     first = train_encoder(items, [0, 1, 2, 3], config, checkpoint=path)
     resumed = train_encoder(items, [0, 1, 2, 3], reread, checkpoint=path)
     assert resumed.log == first.log  # nothing trained again
