@@ -46,7 +46,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=40)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
-    parser.add_argument("--full-graph", default=None, help="NAR's full-graph pathway: none, gat or gcn "
+    parser.add_argument("--full-graph", default=None, help="NAR's full-graph branch: none, gat or gcn "
                         "(default: the shipped recipe)")
     parser.add_argument("--out", type=Path, default=RESULTS / "wl-mix.json")
     args = parser.parse_args()
