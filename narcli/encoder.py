@@ -129,6 +129,11 @@ def _max(values: torch.Tensor, index: torch.Tensor, size: int) -> torch.Tensor:
     return scatter(values, index, dim=0, dim_size=size, reduce="max")
 
 
+def _mean_max(values: torch.Tensor, index: torch.Tensor, size: int) -> torch.Tensor:
+    """Mean and max pooling side by side: (size, 2 x features)."""
+    return torch.cat([_mean(values, index, size), _max(values, index, size)], dim=1)
+
+
 class NAREncoder(nn.Module):
     """Motifs -> macro graph -> embedding; heads for family and coarse class."""
 
@@ -160,7 +165,7 @@ class NAREncoder(nn.Module):
         # read-out, trained with its own contrastive loss; its vector is joined to the motif branch's.
         # Motifs carry the repeated structure, but alone they generalised worse than a full-graph GAT
         # to families the model never saw; fed into one read-out with them, it did not help (README)
-        self.ff = GraphStack(hidden, hidden, layers, full_graph) if use_motifs and full_graph != "none" else None
+        self.ff = GraphStack(hidden, hidden, layers, full_graph) if full_graph != "none" else None
         if self.ff is not None:
             self.ff_input = NodeInput(hidden)
             self.ff_out = nn.Sequential(nn.Linear(2 * hidden, dim), nn.ELU(), nn.Linear(dim, dim))
@@ -194,15 +199,14 @@ class NAREncoder(nn.Module):
         else:  # the "no motifs" ablation and the GCN/GAT baselines: one stack over the whole graph
             h = self.fs(self.input(batch), batch.edges)
             index = batch.node_graph
-        parts = [_mean(h, index, size), _max(h, index, size)]
+        parts = [_mean_max(h, index, size)]
         if self.wl is not None:
             parts.append(self.wl(batch.wl))
         z = self.out(torch.cat(parts, dim=1))
         if self.ff is None:
             return z
         g = self.ff(self.ff_input(batch), batch.edges)
-        return torch.cat([z, self.ff_out(torch.cat([_mean(g, batch.node_graph, size),
-                                                    _max(g, batch.node_graph, size)], dim=1))], dim=1)
+        return torch.cat([z, self.ff_out(_mean_max(g, batch.node_graph, size))], dim=1)
 
     def branch_vectors(self, z: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """`forward`'s output split into one vector per branch (each has its own contrastive loss)."""
