@@ -65,7 +65,13 @@ def main() -> None:
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     methods = tuple(m.strip() for m in args.methods.split(","))
-    settings = {"epochs": args.epochs, "methods": list(methods)}
+    from dataclasses import asdict
+
+    from narcli.training import TrainConfig
+
+    # the whole recipe, read-out included: a seed measured under another one is measured again
+    recipe = {k: v for k, v in asdict(TrainConfig(epochs=args.epochs)).items() if k not in ("seed", "device")}
+    settings = {"epochs": args.epochs, "methods": list(methods), "recipe": recipe}
 
     done: dict[str, dict] = {}
     if OUT.exists():

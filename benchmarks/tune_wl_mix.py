@@ -1,4 +1,4 @@
-"""Choose the WL weight of NAR's retrieval embedding on validation queries of two kinds.
+"""Choose the WL sketch of NAR's retrieval embedding (labels, weight) on validation queries of two kinds.
 
     python benchmarks/tune_wl_mix.py [--epochs 40] [--device cpu] [--full-graph none|gat|gcn] [--out FILE]
 
@@ -7,12 +7,13 @@ families are held out whole (queries from families the model never saw, like the
 the rest is split 90/10 by family (queries from known families, like the random split). NAR and
 the GAT baseline train once on what is left; both query sets search the whole training part.
 
-The retrieval embedding is cosine = wl_mix x learned + (1 - wl_mix) x WL sketch;
-wl_mix only changes how the trained vector is read, so one model scores every weight. For each
-weight the script prints its @20 metrics on both query sets and its smallest lead over every
-baseline (op histogram, WL hashing, GAT) on every metric of either set; the weight with the
-widest smallest lead is marked: the one that best meets "NAR >= every baseline on every metric"
-for both kinds of query. Writes benchmarks/results/wl-mix.json (or --out).
+The retrieval embedding is cosine = wl_mix x learned + (1 - wl_mix) x WL sketch, the sketch's WL
+starting from operation labels ("ops") or operation + output-width labels ("ops+width"). Both
+only change how the trained vector is read, so one model scores every choice. For each the script
+prints its @20 metrics on both query sets and its smallest lead over every baseline (op histogram,
+WL hashing, GAT) on every metric of either set; the choice with the widest smallest lead (ties: the
+higher mean of the six metrics) is marked: the one that best meets "NAR >= every baseline on every
+metric" for both kinds of query. Writes benchmarks/results/wl-mix.json (or --out).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from common import machine
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
-MIXES = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+MIXES = (0.5, 0.7, 0.8, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99, 1.0)
 AT = ("MRR@20", "MAP@20", "NDCG@20")
 QUERIES = ("known families", "unseen families")
 
@@ -52,6 +53,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from narcli.dataset import split_random, zoo_items
+    from narcli.features import SKETCH_LABELS
     from narcli.evaluation import (
         op_histogram_embeddings,
         retrieval_metrics,
@@ -85,25 +87,34 @@ def main() -> None:
         trained[name] = train_encoder(pool, fit, method, checkpoint=checkpoint_path("zoo-val", method, pool, fit))
     baselines["GAT"] = score(embed_items(trained["GAT"].model, graphs))
     model = trained["NAR"].model
-    mixes = {}
-    for mix in MIXES:
-        model.wl_mix = mix
-        mixes[mix] = score(embed_items(model, graphs, learned_only=mix >= 1.0))
-    leads = {mix: min(row[kind][m] - base[kind][m] for base in baselines.values() for kind in QUERIES for m in AT)
-             for mix, row in mixes.items()}
-    best = max(MIXES, key=lambda mix: leads[mix])
+    choices = {}  # (labels, wl_mix) -> scores; at wl_mix 1.0 the labels do not matter
+    for labels in SKETCH_LABELS:
+        model.sketch_labels = labels
+        for mix in MIXES:
+            if mix < 1.0 or labels == SKETCH_LABELS[0]:
+                model.wl_mix = mix
+                choices[labels, mix] = score(embed_items(model, graphs, learned_only=mix >= 1.0))
+
+    def flat(row: dict) -> list[float]:
+        return [row[kind][m] for kind in QUERIES for m in AT]
+
+    leads = {c: min(a - b for base in baselines.values() for a, b in zip(flat(row), flat(base)))
+             for c, row in choices.items()}
+    best = max(choices, key=lambda c: (round(leads[c], 4), np.mean(flat(choices[c]))))
     print(f"{len(known)} known-family and {len(unseen)} unseen-family validation queries against "
           f"{len(pool)} training architectures; @20 MRR / MAP / NDCG")
-    print(f"{'':<22}{'known families':>27}{'unseen families':>27}")
+    print(f"{'':<30}{'known families':>27}{'unseen families':>27}")
     rows = [(name, row, None) for name, row in baselines.items()]
-    rows += [(f"NAR wl_mix {mix}", row, mix) for mix, row in mixes.items()]
-    for name, row, mix in rows:
-        tail = "" if mix is None else f"  lead {leads[mix]:+.3f}" + (" <- widest smallest lead" if mix == best else "")
-        print(f"{name:<22}" + "".join(f"{row[kind][m]:>9.3f}" for kind in QUERIES for m in AT) + tail)
+    rows += [(f"NAR {labels} wl_mix {mix}", row, (labels, mix)) for (labels, mix), row in choices.items()]
+    for name, row, choice in rows:
+        tail = "" if choice is None else f"  lead {leads[choice]:+.3f}" + (" <- widest smallest lead" if choice == best else "")
+        print(f"{name:<30}" + "".join(f"{v:>9.3f}" for v in flat(row)) + tail)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     out = {"fit": len(fit), "known_family_queries": len(known), "unseen_family_queries": len(unseen),
-           "epochs": args.epochs, "full_graph": config.full_graph, "baselines": baselines, "mixes": {str(m): r for m, r in mixes.items()},
-           "smallest_lead": {str(m): round(v, 4) for m, v in leads.items()}, "widest_smallest_lead": best,
+           "epochs": args.epochs, "full_graph": config.full_graph, "baselines": baselines,
+           "choices": [{"sketch_labels": labels, "wl_mix": mix, **row, "smallest_lead": round(leads[labels, mix], 4)}
+                       for (labels, mix), row in choices.items()],
+           "widest_smallest_lead": {"sketch_labels": best[0], "wl_mix": best[1]},
            "machine": machine()}
     args.out.write_text(json.dumps(out, indent=2) + "\n")
 

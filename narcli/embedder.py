@@ -65,7 +65,7 @@ class Embedder:
         predictions: list[dict] = []
         for group in node_batches(encoded, batch_nodes):
             with torch.no_grad():
-                vector, family, coarse = self.model.embed_and_classify(collate(group))
+                vector, family, coarse = self.model.embed_and_classify(collate(group, self.model.sketch_labels))
             vectors.append(vector.numpy().astype(np.float32))
             for f, c in zip(torch.softmax(family, 1), torch.softmax(coarse, 1)):
                 predictions.append({"family": _top(f, self.families), "coarse": _top(c, list(COARSE))})

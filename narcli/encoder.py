@@ -34,14 +34,18 @@ class Batch:
     node_graph: torch.Tensor  # node -> graph in the batch
     wl: torch.Tensor  # (graphs, WL_DIM) WL subtree features, log counts, unit length
     num_graphs: int
+    sketch_wl: torch.Tensor | None = None  # (graphs, WL_DIM) the WL features the retrieval sketch reads
 
     def to(self, device: str) -> Batch:
         return Batch(*(getattr(self, f).to(device) for f in
                        ("ops", "numeric", "edges", "inner_edges", "motif_of", "macro_edges", "motif_graph",
-                        "node_graph", "wl")), self.num_graphs)
+                        "node_graph", "wl")), self.num_graphs,
+                     None if self.sketch_wl is None else self.sketch_wl.to(device))
 
 
-def collate(graphs: list[EncodedGraph]) -> Batch:
+def collate(graphs: list[EncodedGraph], sketch_labels: str | None = None) -> Batch:
+    """One batch of `graphs`; `sketch_labels` ("ops" or "ops+width"): also the WL features that a
+    retrieval embedding's sketch reads (embedding needs them, training does not)."""
     ops, numeric, edges, inner, motif_of, macro, motif_graph, node_graph = ([] for _ in range(8))
     node_offset = motif_offset = 0
     for index, g in enumerate(graphs):
@@ -62,11 +66,15 @@ def collate(graphs: list[EncodedGraph]) -> Batch:
         joined = np.concatenate([p.reshape(2, -1) for p in parts], axis=1)
         return torch.from_numpy(np.concatenate([joined, joined[::-1]], axis=1).copy())
 
+    def wl(labels: str) -> torch.Tensor:
+        return torch.from_numpy(np.stack([wl_dense(g, labels) for g in graphs]))
+
+    op_wl = wl("ops")
+    sketch_wl = None if sketch_labels is None else op_wl if sketch_labels == "ops" else wl(sketch_labels)
     return Batch(torch.from_numpy(np.concatenate(ops)), torch.from_numpy(np.concatenate(numeric)),
                  both_ways(edges), both_ways(inner), torch.from_numpy(np.concatenate(motif_of)),
                  both_ways(macro), torch.from_numpy(np.concatenate(motif_graph)),
-                 torch.from_numpy(np.concatenate(node_graph)),
-                 torch.from_numpy(np.stack([wl_dense(g) for g in graphs])), len(graphs))
+                 torch.from_numpy(np.concatenate(node_graph)), op_wl, len(graphs), sketch_wl)
 
 
 def node_batches(graphs: list[EncodedGraph], batch_nodes: int) -> Iterator[list[EncodedGraph]]:
@@ -139,17 +147,17 @@ class NAREncoder(nn.Module):
 
     def __init__(self, families: int, coarse: int, hidden: int = 128, dim: int = 256, layers: int = 3,
                  use_motifs: bool = True, kind: str = "gcn", use_wl: bool = True, wl_mix: float = 1.0,
-                 sketch_dim: int = 256, full_graph: str = "none"):
+                 sketch_dim: int = 256, full_graph: str = "none", sketch_labels: str = "ops"):
         super().__init__()
         self.use_motifs = use_motifs
         # The retrieval embedding joins the learned vector (weight wl_mix) with a fixed random
-        # projection of the WL subtree features (weight 1 - wl_mix), so cosine = wl_mix * learned
-        # + (1 - wl_mix) * ~WL. The learned part groups families; the WL part keeps near-duplicates
-        # at the top (alone, the learned part lost to WL hashing on MRR) and carries families the
-        # model never saw. Not trained, not saved: the same seed gives the same projection.
-        # (WL over operation + channel labels scored better on known families but worse on unseen
-        # ones; see the README.)
+        # projection of WL subtree features (weight 1 - wl_mix), so cosine = wl_mix * learned
+        # + (1 - wl_mix) * ~WL. The learned part groups families; the WL part ranks near-duplicates
+        # (alone, the learned part lost to WL hashing on MRR). Its WL starts from `sketch_labels`:
+        # operations, or operations + output width, which on validation also lifted known-family
+        # MRR above GAT's (README). Not trained, not saved: the same seed gives the same projection.
         self.wl_mix = wl_mix
+        self.sketch_labels = sketch_labels
         if wl_mix < 1.0:
             rng = np.random.default_rng(0)
             sketch = (rng.standard_normal((WL_DIM, sketch_dim)) / np.sqrt(sketch_dim)).astype(np.float32)
@@ -225,5 +233,7 @@ class NAREncoder(nn.Module):
         learned = torch.cat([F.normalize(v, dim=1) for v in self.branch_vectors(z)], dim=1) / self.branches ** 0.5
         if self.wl_mix >= 1.0 or learned_only:
             return learned
-        sketch = F.normalize(batch.wl @ self.sketch, dim=1)
+        if batch.sketch_wl is None:
+            raise ValueError("collate the batch with sketch_labels=model.sketch_labels to embed it")
+        sketch = F.normalize(batch.sketch_wl @ self.sketch, dim=1)
         return torch.cat([learned * self.wl_mix ** 0.5, sketch * (1 - self.wl_mix) ** 0.5], dim=1)

@@ -107,12 +107,30 @@ def wl_features(labels: np.ndarray, edges: np.ndarray, rounds: int = WL_ROUNDS,
     return index, count.astype(np.float32)
 
 
-def wl_dense(graph: EncodedGraph, dim: int = WL_DIM) -> np.ndarray:
-    """The WL features as a log-count vector with unit length."""
+SKETCH_LABELS = ("ops", "ops+width")  # node labels the WL features of a retrieval sketch may start from
+
+
+def wl_dense(graph: EncodedGraph, labels: str = "ops", dim: int = WL_DIM) -> np.ndarray:
+    """The WL features as a log-count vector with unit length, from operation labels (as stored)
+    or from operation + output-width labels (`width_labels`, computed here)."""
+    if labels == "ops":
+        index, count = graph.wl_index, graph.wl_count
+    elif labels == "ops+width":
+        index, count = wl_features(width_labels(graph), graph.edges, dim=dim)
+    else:
+        raise ValueError(f"unknown WL labels {labels!r}; use one of {', '.join(SKETCH_LABELS)}")
     out = np.zeros(dim, dtype=np.float32)
-    out[graph.wl_index] = np.log1p(graph.wl_count)
+    out[index] = np.log1p(count)
     norm = float(np.linalg.norm(out))
     return out / norm if norm else out
+
+
+def width_labels(graph: EncodedGraph) -> np.ndarray:
+    """One label per node: its operation and its output width (last dimension: the hidden size of
+    a transformer) to half a natural-log step. WL over these labels tells apart graphs of the same
+    structure at different sizes, which ranked the right family first more often on validation."""
+    width_bucket = np.rint(graph.numeric[:, 1] * 16).astype(np.int64)  # numeric keeps ln(1 + width) / 8
+    return graph.ops * 1000 + width_bucket
 
 
 def _unknown_node():

@@ -31,9 +31,11 @@ class TrainConfig:
     # a second branch over the whole graph beside the motifs (none | gat | gcn): the motif branch
     # alone generalised worse than a plain GAT to families it never saw (README, validation)
     full_graph: str = "gat"
-    # weight of the learned part in the retrieval embedding, the rest goes to the WL sketch;
-    # chosen on a validation part of the training split (see README), never on the test part
-    wl_mix: float = 0.9
+    # weight of the learned part in the retrieval embedding, the rest goes to the WL sketch, whose
+    # WL starts from these node labels (ops | ops+width); both chosen on a validation part of the
+    # training split (see README), never on the test part
+    wl_mix: float = 0.93
+    sketch_labels: str = "ops+width"
     motif_epochs: int = 1
     epochs: int = 40
     families_per_batch: int = 16
@@ -50,7 +52,7 @@ class TrainConfig:
 
 
 # read-out settings: they change how a trained model's vector is read, not the training itself
-READ_OUT = ("wl_mix",)
+READ_OUT = ("wl_mix", "sketch_labels")
 
 
 # settings added after checkpoints existed, with the value that reproduces the earlier training:
@@ -145,7 +147,8 @@ def model_for(config: TrainConfig | dict, families: int) -> NAREncoder:
     c = config if isinstance(config, dict) else asdict(config)
     return NAREncoder(families, len(COARSE), c["hidden"], c["dim"], c["layers"], c["use_motifs"], c["kind"],
                       c.get("use_wl", True), c.get("wl_mix", 1.0),
-                      full_graph=c.get("full_graph", "none")).to(c.get("device", "cpu"))
+                      full_graph=c.get("full_graph", "none"),
+                      sketch_labels=c.get("sketch_labels", "ops")).to(c.get("device", "cpu"))
 
 
 def _pk_batch(by_family: dict[str, list[int]], families: int, per_family: int) -> list[int]:
@@ -191,7 +194,7 @@ def embed_items(model: NAREncoder, graphs: list, batch_nodes: int = 40_000, lear
     """Normalised embeddings of encoded graphs, batched by node count, on the model's device."""
     model.eval()
     device = str(next(model.parameters()).device)
-    rows = [model.embed(collate(group).to(device), learned_only).cpu().numpy()
+    rows = [model.embed(collate(group, model.sketch_labels).to(device), learned_only).cpu().numpy()
             for group in node_batches(graphs, batch_nodes)]
     out = np.concatenate(rows) if rows else np.zeros((0, model.embedding_dim))
     return out.astype(np.float32)

@@ -10,8 +10,14 @@ from typing import Any
 
 
 def encoder_id(weights: Path) -> str:
-    """Names the weights that made an embedding, so a changed encoder is noticed."""
-    return hashlib.sha256(Path(weights).read_bytes()).hexdigest()[:16]
+    """Names the weights and model card that made an embedding, so a changed encoder is noticed
+    (the card's read-out settings change the vectors of unchanged weights)."""
+    weights = Path(weights)
+    digest = hashlib.sha256(weights.read_bytes())
+    card = weights.with_suffix(".json")
+    if card.exists():
+        digest.update(card.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def embed_zoo(db: Path, weights: Path | None = None, force: bool = False, jobs: int = 2,

@@ -11,8 +11,9 @@ from narcli.graph import ArchGraph, Node
 from .test_motifs import residual_stack
 
 
-def mlp_graph(layers):
-    nodes = [Node("input")] + [Node(op) for _ in range(layers) for op in ("linear", "relu")] + [Node("output")]
+def mlp_graph(layers, width=None):
+    shape = None if width is None else [1, width]
+    nodes = [Node("input")] + [Node(op, shape) for _ in range(layers) for op in ("linear", "relu")] + [Node("output")]
     return ArchGraph(nodes, [(i, i + 1) for i in range(len(nodes) - 1)])
 
 
@@ -36,6 +37,31 @@ def test_wl_features_tell_apart_different_graphs_and_match_equal_ones():
     z = wl_embeddings([a, b, c])
     assert z[0] @ z[1] == pytest.approx(1.0)
     assert z[0] @ z[2] < 0.9
+
+
+def test_width_labels_tell_apart_sizes_of_one_structure():
+    from narcli.features import wl_dense
+
+    narrow, narrow_again, wide = (encode_graph(mlp_graph(3, w)) for w in (64, 64, 1024))
+    assert wl_dense(narrow) @ wl_dense(wide) == pytest.approx(1.0)  # operation labels: one structure
+    assert wl_dense(narrow, "ops+width") @ wl_dense(narrow_again, "ops+width") == pytest.approx(1.0)
+    assert wl_dense(narrow, "ops+width") @ wl_dense(wide, "ops+width") < 0.9
+    with pytest.raises(ValueError, match="ops\+width"):
+        wl_dense(narrow, "channels")
+
+
+def test_an_embedding_batch_must_carry_the_sketch_features():
+    pytest.importorskip("torch")
+    from narcli.encoder import collate
+    from narcli.training import TrainConfig, model_for
+
+    model = model_for(TrainConfig(hidden=8, dim=8), families=2)
+    graphs = [encode_graph(mlp_graph(2, 64)), encode_graph(mlp_graph(2, 1024))]
+    with pytest.raises(ValueError, match="sketch_labels"):
+        model.embed(collate(graphs))
+    vectors = model.embed(collate(graphs, model.sketch_labels)).detach().numpy()
+    assert vectors.shape == (2, model.embedding_dim)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
 
 
 def test_wl_features_do_not_depend_on_node_order():
@@ -116,6 +142,7 @@ def test_a_checkpoint_resumes_under_another_wl_weight_but_not_another_recipe(tmp
     reread, other = replace(config, wl_mix=0.8), replace(config, lr=1e-2)
     path = checkpoint_path("t", config, items, [0, 1, 2, 3])
     assert checkpoint_path("t", reread, items, [0, 1, 2, 3]) == path  # the WL weight is read-out only
+    assert checkpoint_path("t", replace(config, sketch_labels="ops"), items, [0, 1, 2, 3]) == path  # and its labels
     assert checkpoint_path("t", other, items, [0, 1, 2, 3]) != path
     # the full-graph branch is another recipe; without one, the key is what it was before the option
     assert checkpoint_path("t", replace(config, full_graph="none"), items, [0, 1, 2, 3]) != path
@@ -146,6 +173,11 @@ def test_weights_round_trip_and_refuse_missing_or_other_versions(tmp_path, full_
     graphs = [i.encoded for i in items]
     assert np.allclose(embed_items(model, graphs), embed_items(trained.model, graphs), atol=1e-6)
     assert card["families"] == ["a", "b"]
+    from narcli.zoo_embed import encoder_id
+
+    before = encoder_id(path)  # a changed read-out in the card names another encoder: re-embed
+    path.with_suffix(".json").write_text(json.dumps({**card, "config": {**card["config"], "wl_mix": 0.5}}))
+    assert encoder_id(path) != before
     with pytest.raises(WeightsError, match="not found"):
         load_encoder(tmp_path / "missing.safetensors")
     card["encoder_version"] = 999
