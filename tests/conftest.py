@@ -45,6 +45,22 @@ def cli():
     return _run
 
 
+def mlp_source(inputs: int, hidden: int, outputs: int) -> str:
+    """A model file defining `Net`, a two-layer tanh MLP: far from every zoo architecture."""
+    return f"""
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear({inputs}, {hidden}), nn.Tanh(), nn.Linear({hidden}, {outputs}))
+
+    def forward(self, x):
+        return self.body(x)
+"""
+
+
 def run_nar(*args: str, env=None, check: bool = False) -> subprocess.CompletedProcess:
     """`nar` in a fresh interpreter, for what must be seen from outside (imports, exit codes)."""
     return subprocess.run([sys.executable, "-m", "narcli", *map(str, args)], capture_output=True,

@@ -9,21 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.conftest import mlp_source
+
 ROOT = Path(__file__).resolve().parent.parent
 # a hand-written ResNet-50 (no torchvision needed), the same graph as the zoo's resnet50
 RESNET_COPY = (ROOT / "tests" / "fixtures" / "resnet50.py").read_text()
-SMALL_MLP = """
-from torch import nn
-
-
-class TinyMLP(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.net = nn.Sequential(nn.Linear(32, 64), nn.Tanh(), nn.Linear(64, 3))
-
-    def forward(self, x):
-        return self.net(x)
-"""
+SMALL_MLP = mlp_source(32, 64, 3)
 
 
 def check(cli, *args):

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import run_nar
+from tests.conftest import mlp_source, run_nar
 
 
 def similar_json(cli, *args):
@@ -91,18 +91,8 @@ def test_a_new_file_is_embedded_where_it_is_traced(write):
 
 
 def test_a_scanned_model_is_found_among_your_models(cli, write):
-    mlp = """
-        from torch import nn
-
-        class Net(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.body = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 4))
-
-            def forward(self, x):
-                return self.body(x)
-    """
-    first, second = write("first.py", mlp), write("second.py", mlp + "\n        # a copy under another name\n")
+    mlp = mlp_source(16, 32, 4)
+    first, second = write("first.py", mlp), write("second.py", mlp + "\n# a copy under another name\n")
     similar_json(cli, str(first), "-i", "1,16")
     [found] = similar_json(cli, str(second), "-i", "1,16", "--source", "cache")
     assert [n["name"] for n in found["neighbours"]] == ["first.py:Net"]
