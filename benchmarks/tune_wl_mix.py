@@ -8,7 +8,7 @@ the rest is split 90/10 by family (queries from known families, like the random 
 the GAT baseline train once on what is left; both query sets search the whole training part.
 
 The retrieval embedding is cosine = wl_mix x learned + (1 - wl_mix) x WL sketch, the sketch's WL
-starting from operation labels ("ops") or operation + output-width labels ("ops+width"). Both
+starting from operation labels ("ops") or operation + feature-width labels ("ops+width"). Both
 only change how the trained vector is read, so one model scores every choice. For each the script
 prints its @20 metrics on both query sets and its smallest lead over every baseline (op histogram,
 WL hashing, GAT) on every metric of either set; the choice with the widest smallest lead (ties: the

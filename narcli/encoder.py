@@ -154,8 +154,9 @@ class NAREncoder(nn.Module):
         # projection of WL subtree features (weight 1 - wl_mix), so cosine = wl_mix * learned
         # + (1 - wl_mix) * ~WL. The learned part groups families; the WL part ranks near-duplicates
         # (alone, the learned part lost to WL hashing on MRR). Its WL starts from `sketch_labels`:
-        # operations, or operations + output width, which on validation also lifted known-family
-        # MRR above GAT's (README). Not trained, not saved: the same seed gives the same projection.
+        # operations, or operations + feature width, which on validation also lifted known-family
+        # MRR above GAT's and WL's (README). Not trained, not saved: the same seed gives the same
+        # projection.
         self.wl_mix = wl_mix
         self.sketch_labels = sketch_labels
         if wl_mix < 1.0:

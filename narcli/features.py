@@ -112,7 +112,7 @@ SKETCH_LABELS = ("ops", "ops+width")  # node labels the WL features of a retriev
 
 def wl_dense(graph: EncodedGraph, labels: str = "ops", dim: int = WL_DIM) -> np.ndarray:
     """The WL features as a log-count vector with unit length, from operation labels (as stored)
-    or from operation + output-width labels (`width_labels`, computed here)."""
+    or from operation + feature-width labels (`width_labels`, computed here)."""
     if labels == "ops":
         index, count = graph.wl_index, graph.wl_count
     elif labels == "ops+width":
@@ -126,11 +126,20 @@ def wl_dense(graph: EncodedGraph, labels: str = "ops", dim: int = WL_DIM) -> np.
 
 
 def width_labels(graph: EncodedGraph) -> np.ndarray:
-    """One label per node: its operation and its output width (last dimension: the hidden size of
-    a transformer) to half a natural-log step. WL over these labels tells apart graphs of the same
-    structure at different sizes, which ranked the right family first more often on validation."""
-    width_bucket = np.rint(graph.numeric[:, 1] * 16).astype(np.int64)  # numeric keeps ln(1 + width) / 8
-    return graph.ops * 1000 + width_bucket
+    """One label per node: its operation and its feature width to half a natural-log step.
+
+    The feature width is the channel count of a feature map (N, C, H, W, ...) and the last
+    dimension otherwise (a transformer's hidden size), so it does not change with the input's
+    resolution or sequence length. WL over these labels tells apart graphs of one structure at
+    different sizes, which ranked the right family first more often on validation (README).
+    """
+    numeric = graph.numeric.astype(np.float64)  # ln(1 + value) / 8, and ln(1 + size) / 16
+    channels, last = np.expm1(numeric[:, 0] * 8), np.expm1(numeric[:, 1] * 8)
+    size = np.expm1(numeric[:, 5] * 16)
+    # with batch 1, only a tensor with spatial dimensions holds more than channels x last values
+    spatial = size > 1.5 * channels * last
+    width = np.where(spatial, channels, last)
+    return graph.ops * 1000 + np.rint(2 * np.log1p(width)).astype(np.int64)
 
 
 def _unknown_node():

@@ -34,7 +34,7 @@ class TrainConfig:
     # weight of the learned part in the retrieval embedding, the rest goes to the WL sketch, whose
     # WL starts from these node labels (ops | ops+width); both chosen on a validation part of the
     # training split (see README), never on the test part
-    wl_mix: float = 0.93
+    wl_mix: float = 0.9
     sketch_labels: str = "ops+width"
     motif_epochs: int = 1
     epochs: int = 40

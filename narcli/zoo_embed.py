@@ -10,13 +10,18 @@ from typing import Any
 
 
 def encoder_id(weights: Path) -> str:
-    """Names the weights and model card that made an embedding, so a changed encoder is noticed
-    (the card's read-out settings change the vectors of unchanged weights)."""
+    """Names the weights, and the model card settings that shape vectors, that made an embedding,
+    so a changed encoder is noticed (the card's read-out settings change the vectors of unchanged
+    weights; its metrics and log do not)."""
+    import json
+
     weights = Path(weights)
     digest = hashlib.sha256(weights.read_bytes())
     card = weights.with_suffix(".json")
     if card.exists():
-        digest.update(card.read_bytes())
+        fields = json.loads(card.read_text())
+        shaping = {k: fields.get(k) for k in ("encoder_version", "families", "config")}
+        digest.update(json.dumps(shaping, sort_keys=True).encode())
     return digest.hexdigest()[:16]
 
 

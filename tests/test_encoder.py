@@ -39,6 +39,13 @@ def test_wl_features_tell_apart_different_graphs_and_match_equal_ones():
     assert z[0] @ z[2] < 0.9
 
 
+def conv_graph(channels, resolution):
+    """A three-convolution stack on a (1, channels, resolution, resolution) input."""
+    shape = [1, channels, resolution, resolution]
+    nodes = [Node("input", shape)] + [Node("conv2d", shape), Node("relu", shape)] * 3 + [Node("output", shape)]
+    return ArchGraph(nodes, [(i, i + 1) for i in range(len(nodes) - 1)])
+
+
 def test_width_labels_tell_apart_sizes_of_one_structure():
     from narcli.features import wl_dense
 
@@ -46,8 +53,16 @@ def test_width_labels_tell_apart_sizes_of_one_structure():
     assert wl_dense(narrow) @ wl_dense(wide) == pytest.approx(1.0)  # operation labels: one structure
     assert wl_dense(narrow, "ops+width") @ wl_dense(narrow_again, "ops+width") == pytest.approx(1.0)
     assert wl_dense(narrow, "ops+width") @ wl_dense(wide, "ops+width") < 0.9
-    with pytest.raises(ValueError, match="ops\+width"):
+    with pytest.raises(ValueError, match=r"ops\+width"):
         wl_dense(narrow, "channels")
+
+
+def test_width_labels_of_a_feature_map_follow_its_channels_not_its_resolution():
+    from narcli.features import width_labels
+
+    at_224, at_64, wider = (encode_graph(conv_graph(c, r)) for c, r in ((64, 224), (64, 64), (256, 224)))
+    assert width_labels(at_224).tolist() == width_labels(at_64).tolist()
+    assert width_labels(at_224).tolist() != width_labels(wider).tolist()
 
 
 def test_an_embedding_batch_must_carry_the_sketch_features():
@@ -59,9 +74,15 @@ def test_an_embedding_batch_must_carry_the_sketch_features():
     graphs = [encode_graph(mlp_graph(2, 64)), encode_graph(mlp_graph(2, 1024))]
     with pytest.raises(ValueError, match="sketch_labels"):
         model.embed(collate(graphs))
-    vectors = model.embed(collate(graphs, model.sketch_labels)).detach().numpy()
-    assert vectors.shape == (2, model.embedding_dim)
-    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    sketch = slice(model.embedding_dim - 256, None)  # the WL sketch's columns
+
+    def sketches(labels):
+        return model.embed(collate(graphs, labels)).detach().numpy()[:, sketch]
+
+    by_ops, by_width = sketches("ops"), sketches("ops+width")
+    # the two MLPs differ only in width: one sketch under operation labels, two under width labels
+    assert np.allclose(by_ops[0], by_ops[1], atol=1e-6)
+    assert not np.allclose(by_width[0], by_width[1], atol=1e-3)
 
 
 def test_wl_features_do_not_depend_on_node_order():
@@ -178,6 +199,10 @@ def test_weights_round_trip_and_refuse_missing_or_other_versions(tmp_path, full_
     before = encoder_id(path)  # a changed read-out in the card names another encoder: re-embed
     path.with_suffix(".json").write_text(json.dumps({**card, "config": {**card["config"], "wl_mix": 0.5}}))
     assert encoder_id(path) != before
+    # a card from before the sketch labels existed reads its vectors as it did then
+    config = {k: v for k, v in card["config"].items() if k != "sketch_labels"}
+    path.with_suffix(".json").write_text(json.dumps({**card, "config": config}))
+    assert load_encoder(path)[0].sketch_labels == "ops"
     with pytest.raises(WeightsError, match="not found"):
         load_encoder(tmp_path / "missing.safetensors")
     card["encoder_version"] = 999
