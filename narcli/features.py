@@ -129,9 +129,10 @@ def width_labels(graph: EncodedGraph) -> np.ndarray:
     """One label per node: its operation and its feature width to half a natural-log step.
 
     The feature width is the channel count of a feature map (N, C, H, W, ...) and the last
-    dimension otherwise (a transformer's hidden size), so it does not change with the input's
-    resolution or sequence length. WL over these labels tells apart graphs of one structure at
-    different sizes, which ranked the right family first more often on validation (README).
+    dimension otherwise (a transformer's hidden size), so it does not follow the input's
+    resolution or sequence length (only nodes shaped like the input itself, e.g. token ids, do).
+    WL over these labels tells apart graphs of one structure at different sizes, which ranked
+    the right family first more often on validation (README).
     """
     numeric = graph.numeric.astype(np.float64)  # ln(1 + value) / 8, and ln(1 + size) / 16
     channels, last = np.expm1(numeric[:, 0] * 8), np.expm1(numeric[:, 1] * 8)
