@@ -17,7 +17,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from narcli.features import NUMERIC, OP_NAMES, WL_DIM, EncodedGraph, wl_dense
+from narcli.features import NUMERIC, OP_NAMES, SKETCH_LABELS, WL_DIM, EncodedGraph, wl_dense
 
 
 @dataclass
@@ -157,6 +157,8 @@ class NAREncoder(nn.Module):
         # operations, or operations + feature width, which on validation also lifted known-family
         # MRR above GAT's and WL's (README). Not trained, not saved: the same seed gives the same
         # projection.
+        if sketch_labels not in SKETCH_LABELS:
+            raise ValueError(f"unknown sketch labels {sketch_labels!r}; use one of {', '.join(SKETCH_LABELS)}")
         self.wl_mix = wl_mix
         self.sketch_labels = sketch_labels
         if wl_mix < 1.0:

@@ -50,7 +50,10 @@ def load_encoder(path: Path | None = None) -> tuple[Any, dict]:
 
     from narcli.training import model_for
 
-    model = model_for({**card["config"], "device": "cpu"}, len(card["families"]))
+    try:
+        model = model_for({**card["config"], "device": "cpu"}, len(card["families"]))
+    except ValueError as exc:  # a setting this nar does not know
+        raise WeightsError(f"cannot build the encoder of {card_path}: {exc}") from None
     try:
         model.load_state_dict(load_file(str(path)))
     except Exception as exc:  # a truncated or foreign file

@@ -203,6 +203,9 @@ def test_weights_round_trip_and_refuse_missing_or_other_versions(tmp_path, full_
     config = {k: v for k, v in card["config"].items() if k != "sketch_labels"}
     path.with_suffix(".json").write_text(json.dumps({**card, "config": config}))
     assert load_encoder(path)[0].sketch_labels == "ops"
+    path.with_suffix(".json").write_text(json.dumps({**card, "config": {**config, "sketch_labels": "colour"}}))
+    with pytest.raises(WeightsError, match="unknown sketch labels 'colour'"):
+        load_encoder(path)
     with pytest.raises(WeightsError, match="not found"):
         load_encoder(tmp_path / "missing.safetensors")
     card["encoder_version"] = 999
