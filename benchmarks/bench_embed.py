@@ -26,7 +26,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 def zoo_graphs(db: Path) -> list:
     import sqlite3
 
-    from narcli.graph import ArchGraph
+    from narcli.graph.arch_graph import ArchGraph
 
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     return [ArchGraph.from_json(zlib.decompress(blob).decode()) for (blob,) in conn.execute("select data from graphs")]
@@ -34,8 +34,8 @@ def zoo_graphs(db: Path) -> list:
 
 def embed_graphs(model, graphs: list) -> float:
     """Seconds to go from canonical graphs to normalised vectors."""
-    from narcli.features import encode_graph
-    from narcli.training import embed_items
+    from narcli.encode.features import encode_graph
+    from narcli.encode.training import embed_items
 
     began = time.perf_counter()
     embed_items(model, [encode_graph(g) for g in graphs])
@@ -52,7 +52,7 @@ def main() -> None:
 
     import torch
 
-    from narcli.weights import load_encoder
+    from narcli.encode.weights import load_encoder
 
     torch.set_num_threads(args.threads)
     model, card = load_encoder(args.weights)
@@ -65,7 +65,7 @@ def main() -> None:
     seconds = embed_graphs(model, typical)
     whole_zoo = embed_graphs(model, graphs)
 
-    from narcli.synthetic import residual_stack
+    from narcli.graph.synthetic import residual_stack
 
     big = residual_stack(100_000)
     big_seconds = embed_graphs(model, [big])

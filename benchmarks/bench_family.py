@@ -4,7 +4,7 @@
 
 Uses the split the weights were trained on (their card's seed): the test architectures are the
 queries, the training architectures are what they are compared with, exactly as `nar similar` does
-(head and vote mixed, see narcli/family.py). Prints top-1 family and coarse-class accuracy and writes
+(head and vote mixed, see narcli/search/family.py). Prints top-1 family and coarse-class accuracy and writes
 benchmarks/results/family.json. Target (issue: nar similar): top-1 family accuracy >= 0.90.
 """
 
@@ -26,9 +26,9 @@ def main() -> None:
     parser.add_argument("--weights", type=Path, default=None)
     args = parser.parse_args()
 
-    from narcli.dataset import split_random, zoo_items
-    from narcli.embedder import Embedder
-    from narcli.family import VOTERS, combine, vote
+    from narcli.encode.dataset import split_random, zoo_items
+    from narcli.encode.embedder import Embedder
+    from narcli.search.family import VOTERS, combine, vote
 
     embedder = Embedder(args.weights)
     items = zoo_items(progress=True)

@@ -45,8 +45,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=-1, help="threads that build the synthetic index (-1: all cores)")
     args = parser.parse_args()
 
-    from narcli.index import build_index
-    from narcli.neighbours import zoo_index
+    from narcli.search.index import build_index
+    from narcli.search.neighbours import zoo_index
 
     out: dict = {"machine": machine()}
     index = zoo_index()

@@ -31,8 +31,8 @@ def one_seed(seed: int, epochs: int, device: str, methods: tuple[str, ...], thre
     """Family-relevance @20 metrics of every method on the random split drawn with `seed`."""
     import torch
 
-    from narcli.retrieval_eval import evaluate_retrieval
-    from narcli.training import TrainConfig
+    from narcli.encode.retrieval_eval import evaluate_retrieval
+    from narcli.encode.training import TrainConfig
 
     torch.set_num_threads(threads)
     results = evaluate_retrieval("random", ks=(20,), config=TrainConfig(seed=seed, epochs=epochs, device=device),
@@ -67,7 +67,7 @@ def main() -> None:
     methods = tuple(m.strip() for m in args.methods.split(","))
     from dataclasses import asdict
 
-    from narcli.training import TrainConfig
+    from narcli.encode.training import TrainConfig
 
     # the whole recipe, read-out included: a seed measured under another one is measured again
     recipe = {k: v for k, v in asdict(TrainConfig(epochs=args.epochs)).items() if k not in ("seed", "device")}

@@ -4,7 +4,7 @@
 
 Targets (issue: nar similar): `nar similar resnet50` wall time <= 0.5 x `python -c "import torch"`,
 both measured here in the same run; `nar similar resnet50.py` (a user file of ResNet-50 size) on a
-cold cache <= 2 x `nar scan resnet50.py` on a cold cache. Writes benchmarks/results/similar.json.
+cold cache <= 2 x `nar scan resnet50.py` on a cold cache. Also times `nar --help` (start-up of the CLI alone). Writes benchmarks/results/similar.json.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ def main() -> None:
         env = {**os.environ, "NAR_HOME": str(Path(folder) / "home")}
         subprocess.run([*nar, "similar", "resnet50"], env=env, check=True, capture_output=True)  # warm the OS cache
         similar = [wall([*nar, "similar", "resnet50"], env) for _ in range(args.repeat)]
+        help_runs = [wall([*nar, "--help"], env) for _ in range(args.repeat)]
         torch_import = [wall([sys.executable, "-c", "import torch"], env) for _ in range(args.repeat)]
         model = Path(folder) / "resnet50.py"
         model.write_text(RESNET50_FILE)
@@ -45,6 +46,7 @@ def main() -> None:
             cold = {**env, "NAR_HOME": str(Path(folder) / f"cold-similar-{i}")}
             files.append(wall([*nar, "similar", str(model)], cold))
     out = {"similar_zoo_name_s": round(statistics.median(similar), 3),
+           "help_s": round(statistics.median(help_runs), 3),
            "import_torch_s": round(statistics.median(torch_import), 3),
            "scan_file_cold_s": round(statistics.median(scans), 3),
            "similar_file_cold_s": round(statistics.median(files), 3), "machine": machine()}

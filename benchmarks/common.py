@@ -12,7 +12,7 @@ from pathlib import Path
 # Runs the nar CLI in-process on argv, then says whether torch got imported.
 NO_TORCH_PROBE = """
 import sys
-from narcli.cli import app
+from narcli.cli.app import app
 try:
     app(sys.argv[1:])
 except SystemExit as exc:

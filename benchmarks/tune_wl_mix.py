@@ -35,7 +35,7 @@ QUERIES = ("known families", "unseen families")
 
 def validation_split(pool: list, seed: int) -> tuple[list[int], list[int], list[int]]:
     """(fit, known-family queries, unseen-family queries), as indices into `pool`."""
-    from narcli.dataset import split_ood, split_random
+    from narcli.encode.dataset import split_ood, split_random
 
     rest, unseen = split_ood(pool, seed=seed, family_fraction=0.1)
     fit, known = split_random([pool[i] for i in rest], seed=seed)
@@ -52,15 +52,15 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "wl-mix.json")
     args = parser.parse_args()
 
-    from narcli.dataset import split_random, zoo_items
-    from narcli.features import SKETCH_LABELS
-    from narcli.evaluation import (
+    from narcli.encode.dataset import split_random, zoo_items
+    from narcli.encode.evaluation import (
         op_histogram_embeddings,
         retrieval_metrics,
         wl_embeddings,
     )
-    from narcli.retrieval_eval import LEARNED, checkpoint_path
-    from narcli.training import TrainConfig, embed_items, train_encoder
+    from narcli.encode.features import SKETCH_LABELS
+    from narcli.encode.retrieval_eval import LEARNED, checkpoint_path
+    from narcli.encode.training import TrainConfig, embed_items, train_encoder
 
     items = zoo_items(progress=True)
     train, _ = split_random(items, seed=args.seed)  # the test part is left out from here on

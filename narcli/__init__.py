@@ -1,10 +1,17 @@
-"""nar: neural architecture retrieval from the command line."""
+"""nar: neural architecture retrieval from the command line.
+
+The package is one subpackage per pipeline stage; ARCHITECTURE.md at the repository root is the map.
+"""
+
+from pathlib import Path
 
 __version__ = "0.1.0"
 
 # Bumped whenever the canonical graph changes meaning, so stale cache entries are not reused.
 IR_VERSION = 2
 
+# The bundled zoo, family table, encoder weights and zoo index (package data).
+DATA_DIR = Path(__file__).parent / "data"
 
 
 def __getattr__(name: str) -> object:

@@ -17,4 +17,4 @@ hookimpl = pluggy.HookimplMarker("nar")
 
 @hookspec
 def nar_zoo_sources() -> list:
-    """Return the zoo sources (instances of `narcli.sources.ZooSource`) this plugin provides."""
+    """Return the zoo sources (instances of `narcli.zoo.sources.ZooSource`) this plugin provides."""

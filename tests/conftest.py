@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from narcli.cli import app
+from narcli.cli.app import app
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

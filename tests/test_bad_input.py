@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from narcli.cache import Cache
+from narcli.scan.cache import Cache
 
 from .conftest import FIXTURES
 

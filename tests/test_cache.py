@@ -4,8 +4,8 @@ import sqlite3
 import subprocess
 import sys
 
-from narcli.cache import Cache, ModelRecord
-from narcli.graph import ArchGraph, Node
+from narcli.graph.arch_graph import ArchGraph, Node
+from narcli.scan.cache import Cache, ModelRecord
 
 from .conftest import FIXTURES, run_nar
 
@@ -102,7 +102,7 @@ def test_cache_hit_does_not_import_torch(write, nar_home):
     run_nar("scan", path, check=True)
     probe = (
         "import sys\n"
-        "from narcli.cli import app\n"
+        "from narcli.cli.app import app\n"
         f"try:\n    app(['scan', {str(path)!r}])\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
         "assert 'sqlite_utils' not in sys.modules\n"

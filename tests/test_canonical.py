@@ -1,6 +1,6 @@
 """The rules that make graphs from different tracers agree, on hand-made raw graphs."""
 
-from narcli.canonical import RawGraph, RawOp, build_graph
+from narcli.graph.canonical import RawGraph, RawOp, build_graph
 
 
 def ops_of(graph):

@@ -16,7 +16,7 @@ def test_version(cli):
 
 
 def test_help_does_not_import_torch():
-    probe = ("import sys\nfrom narcli.cli import app\n"
+    probe = ("import sys\nfrom narcli.cli.app import app\n"
              "try:\n    app(['--help'])\nexcept SystemExit:\n    pass\n"
              "assert 'torch' not in sys.modules and 'onnx' not in sys.modules\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)

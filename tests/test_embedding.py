@@ -7,16 +7,16 @@ import zlib
 import numpy as np
 import pytest
 
-from narcli.dataset import Item
-from narcli.features import encode_graph
-from narcli.graph import ArchGraph, Node
-from narcli.synthetic import residual_stack
+from narcli.encode.dataset import Item
+from narcli.encode.features import encode_graph
+from narcli.graph.arch_graph import ArchGraph, Node
+from narcli.graph.synthetic import residual_stack
 
 torch = pytest.importorskip("torch")
 
 
 def small_trained(items, **changes):
-    from narcli.training import TrainConfig, train_encoder
+    from narcli.encode.training import TrainConfig, train_encoder
 
     config = TrainConfig(hidden=8, dim=8, epochs=1, motif_epochs=0, batches_per_epoch=1, families_per_batch=2,
                          per_family=2, **changes)
@@ -31,7 +31,7 @@ def mlp_items(count=4):
 
 
 def test_the_combined_embedding_has_unit_length_and_a_learned_part():
-    from narcli.training import embed_items
+    from narcli.encode.training import embed_items
 
     trained = small_trained(mlp_items(), wl_mix=0.6)
     graphs = [i.encoded for i in mlp_items()]
@@ -46,7 +46,7 @@ def test_the_combined_embedding_has_unit_length_and_a_learned_part():
 
 
 def test_a_100k_node_graph_and_an_all_unknown_graph_embed():
-    from narcli.training import embed_items
+    from narcli.encode.training import embed_items
 
     model = small_trained(mlp_items()).model
     big = encode_graph(residual_stack(100_000))
@@ -57,11 +57,11 @@ def test_a_100k_node_graph_and_an_all_unknown_graph_embed():
 
 
 def test_a_model_and_its_onnx_export_embed_alike(tmp_path):
-    from narcli.canonical import build_graph
-    from narcli.trace_onnx import load_onnx, trace_onnx
-    from narcli.trace_torch import trace_module
-    from narcli.training import embed_items
-    from narcli.weights import load_encoder
+    from narcli.encode.training import embed_items
+    from narcli.encode.weights import load_encoder
+    from narcli.graph.canonical import build_graph
+    from narcli.trace.onnx_tracer import load_onnx, trace_onnx
+    from narcli.trace.torch_tracer import trace_module
 
     from .models import SmallResNet, SmallTransformer, export_onnx
 
@@ -77,12 +77,12 @@ def test_a_model_and_its_onnx_export_embed_alike(tmp_path):
 
 
 def test_zoo_embed_stores_one_vector_per_architecture_and_only_redoes_what_changed(tmp_path, monkeypatch):
-    from narcli.weights import save_weights
-    from narcli.zoo_embed import embed_zoo
+    from narcli.encode.weights import save_weights
+    from narcli.encode.zoo_embed import embed_zoo
 
     db = tmp_path / "zoo.db"
     conn = sqlite3.connect(db)
-    from narcli.zoo import SCHEMA, SCHEMA_VERSION
+    from narcli.zoo.store import SCHEMA, SCHEMA_VERSION
     conn.executescript(SCHEMA)
     conn.execute("insert into meta values ('schema_version', ?)", (str(SCHEMA_VERSION),))
     graphs = [residual_stack(n) for n in (40, 60, 80)]
@@ -101,7 +101,7 @@ def test_zoo_embed_stores_one_vector_per_architecture_and_only_redoes_what_chang
     save_weights(small_trained(mlp_items(), seed=1), weights, {})  # a changed encoder: everything again
     third = embed_zoo(db, weights)
     assert third["embedded"] == 3 and third["encoder"] != first["encoder"]
-    from narcli.zoo import Zoo
+    from narcli.zoo.store import Zoo
     with Zoo([db]) as zoo:
         hashes, vectors, encoders = zoo.embeddings()
     assert sorted(hashes) == sorted(g.content_hash() for g in graphs) and encoders == {third["encoder"]}
@@ -130,7 +130,7 @@ def test_zoo_embed_on_a_missing_database_says_how_to_build_it(cli, tmp_path):
 
 
 def test_zoo_embed_with_missing_weights_says_how_to_fix(cli, tmp_path):
-    from narcli.zoo import bundled_zoo_path
+    from narcli.zoo.store import bundled_zoo_path
 
     result = cli("zoo", "embed", "--db", bundled_zoo_path(), "--weights", tmp_path / "none.safetensors")
     assert result.exit_code != 0

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from narcli.dataset import Item, split_ood, split_random
-from narcli.evaluation import retrieval_metrics, wl_embeddings
-from narcli.features import MAX_NODES, GraphTooLarge, encode_graph
-from narcli.graph import ArchGraph, Node
+from narcli.encode.dataset import Item, split_ood, split_random
+from narcli.encode.evaluation import retrieval_metrics, wl_embeddings
+from narcli.encode.features import MAX_NODES, GraphTooLarge, encode_graph
+from narcli.graph.arch_graph import ArchGraph, Node
 
 from .test_motifs import residual_stack
 
@@ -47,7 +47,7 @@ def conv_graph(channels, resolution):
 
 
 def test_width_labels_tell_apart_sizes_of_one_structure():
-    from narcli.features import wl_dense
+    from narcli.encode.features import wl_dense
 
     narrow, narrow_again, wide = (encode_graph(mlp_graph(3, w)) for w in (64, 64, 1024))
     assert wl_dense(narrow) @ wl_dense(wide) == pytest.approx(1.0)  # operation labels: one structure
@@ -58,7 +58,7 @@ def test_width_labels_tell_apart_sizes_of_one_structure():
 
 
 def test_width_labels_of_a_feature_map_follow_its_channels_not_its_resolution():
-    from narcli.features import width_labels
+    from narcli.encode.features import width_labels
 
     at_224, at_64, wider = (encode_graph(conv_graph(c, r)) for c, r in ((64, 224), (64, 64), (256, 224)))
     assert width_labels(at_224).tolist() == width_labels(at_64).tolist()
@@ -67,8 +67,8 @@ def test_width_labels_of_a_feature_map_follow_its_channels_not_its_resolution():
 
 def test_an_embedding_batch_must_carry_the_sketch_features():
     pytest.importorskip("torch")
-    from narcli.encoder import collate
-    from narcli.training import TrainConfig, model_for
+    from narcli.encode.encoder import collate
+    from narcli.encode.training import TrainConfig, model_for
 
     model = model_for(TrainConfig(hidden=8, dim=8), families=2)
     graphs = [encode_graph(mlp_graph(2, 64)), encode_graph(mlp_graph(2, 1024))]
@@ -130,7 +130,7 @@ def test_ood_split_holds_out_whole_families():
 
 def test_training_is_reproducible_and_embeddings_deterministic():
     torch = pytest.importorskip("torch")
-    from narcli.training import TrainConfig, embed_items, train_encoder
+    from narcli.encode.training import TrainConfig, embed_items, train_encoder
 
     graphs = [residual_stack(n) for n in (2, 3, 4, 5)] + [mlp_graph(n) for n in (2, 3, 4, 5)]
     items = [Item(f"h{i}", f"m{i}", "resnet" if i < 4 else "mlp", "convolutional" if i < 4 else "mlp",
@@ -153,8 +153,8 @@ def test_a_checkpoint_resumes_under_another_wl_weight_but_not_another_recipe(tmp
     pytest.importorskip("torch")
     from dataclasses import replace
 
-    from narcli.retrieval_eval import checkpoint_path
-    from narcli.training import TrainConfig, train_encoder, training_key
+    from narcli.encode.retrieval_eval import checkpoint_path
+    from narcli.encode.training import TrainConfig, train_encoder, training_key
 
     monkeypatch.setenv("NAR_HOME", str(tmp_path))
     items = [Item(f"h{i}", f"m{i}", "a" if i % 2 else "b", "mlp", encode_graph(mlp_graph(i + 1))) for i in range(4)]
@@ -180,8 +180,8 @@ def test_weights_round_trip_and_refuse_missing_or_other_versions(tmp_path, full_
     pytest.importorskip("torch")
     import json
 
-    from narcli.training import TrainConfig, embed_items, train_encoder
-    from narcli.weights import WeightsError, load_encoder, save_weights
+    from narcli.encode.training import TrainConfig, embed_items, train_encoder
+    from narcli.encode.weights import WeightsError, load_encoder, save_weights
 
     items = [Item(f"h{i}", f"m{i}", "a" if i % 2 else "b", "mlp", encode_graph(mlp_graph(i + 1))) for i in range(4)]
     trained = train_encoder(items, [0, 1, 2, 3], TrainConfig(hidden=8, dim=8, epochs=1, motif_epochs=0,
@@ -194,7 +194,7 @@ def test_weights_round_trip_and_refuse_missing_or_other_versions(tmp_path, full_
     graphs = [i.encoded for i in items]
     assert np.allclose(embed_items(model, graphs), embed_items(trained.model, graphs), atol=1e-6)
     assert card["families"] == ["a", "b"]
-    from narcli.zoo_embed import encoder_id
+    from narcli.encode.weights import encoder_id
 
     before = encoder_id(path)  # a changed read-out in the card names another encoder: re-embed
     path.with_suffix(".json").write_text(json.dumps({**card, "config": {**card["config"], "wl_mix": 0.5}}))
@@ -216,7 +216,7 @@ def test_weights_round_trip_and_refuse_missing_or_other_versions(tmp_path, full_
 
 def test_node_batches_keep_order_and_bound_the_node_count():
     pytest.importorskip("torch")
-    from narcli.encoder import node_batches
+    from narcli.encode.encoder import node_batches
 
     graphs = [encode_graph(mlp_graph(n)) for n in (1, 2, 30, 1, 1)]
     sizes = [g.num_nodes for g in graphs]
@@ -226,3 +226,21 @@ def test_node_batches_keep_order_and_bound_the_node_count():
         assert len(group) == 1 or sum(g.num_nodes for g in group) <= max(sizes[:2]) + min(sizes)
     assert [graphs[2]] in groups
     assert list(node_batches([], 10)) == []
+
+
+def test_cached_features_from_an_older_package_layout_are_rebuilt(tmp_path, monkeypatch):
+    import pickle
+
+    from narcli.encode.dataset import cached_features
+    from narcli.encode.features import FEATURES_VERSION
+
+    monkeypatch.setenv("NAR_HOME", str(tmp_path))
+    stale = tmp_path / "features" / f"demo-v{FEATURES_VERSION}.pkl"
+    stale.parent.mkdir()
+    # a pickle naming a module that no longer exists (as after a module moved)
+    data = pickle.dumps(Item("h", "m", "f", "c", None)).replace(b"narcli.encode.dataset", b"narcli.old_py.dataset")
+    with pytest.raises(ModuleNotFoundError):
+        pickle.loads(data)
+    stale.write_bytes(data)
+    assert cached_features("demo", lambda: [1, 2]) == [1, 2]
+    assert cached_features("demo", lambda: [3]) == [1, 2]  # rewritten, then read back

@@ -1,7 +1,7 @@
 import json
 import random
 
-from narcli.graph import ArchGraph, Node
+from narcli.graph.arch_graph import ArchGraph, Node
 
 
 def diamond(order=(0, 1, 2, 3), width=64):

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from narcli.index import IndexError_, VectorIndex, angular_to_cosine, build_index
+from narcli.search.index import IndexError_, VectorIndex, angular_to_cosine, build_index
 
 
 def unit_vectors(count, dim=16, seed=0):
@@ -33,7 +33,7 @@ def test_query_scores_are_exact_cosines_and_match_brute_force(tmp_path):
 
 
 def test_the_bundled_zoo_index_agrees_with_brute_force():
-    from narcli.neighbours import zoo_index
+    from narcli.search.neighbours import zoo_index
 
     index = zoo_index()
     vectors = np.stack([index.vector(i) for i in range(len(index))])
@@ -47,8 +47,8 @@ def test_the_bundled_zoo_index_agrees_with_brute_force():
 
 
 def test_the_bundled_index_is_current_with_the_bundled_zoo():
-    from narcli.neighbours import BUNDLED_INDEX
-    from narcli.zoo import BUNDLED, Zoo
+    from narcli.search.neighbours import BUNDLED_INDEX
+    from narcli.zoo.store import BUNDLED, Zoo
 
     with Zoo([BUNDLED]) as zoo:
         assert VectorIndex(BUNDLED_INDEX).meta["fingerprint"] == zoo.embedding_fingerprint()

@@ -2,7 +2,7 @@ import pytest
 from torch import nn
 
 from narcli.errors import UsageError
-from narcli.inputs import InputSpec, guess_inputs, parse_inputs
+from narcli.trace.inputs import InputSpec, guess_inputs, parse_inputs
 
 
 def test_parse_shapes_and_dtypes():

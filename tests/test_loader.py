@@ -1,7 +1,7 @@
 import pytest
 
 from narcli.errors import LoadError, NoModelError, UsageError
-from narcli.loader import build_models, parse_model_spec
+from narcli.trace.loader import build_models, parse_model_spec
 
 MODELS = """
     import torch

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from narcli.graph import ArchGraph, Node
-from narcli.motifs import node_labels, sample_motifs
+from narcli.encode.motifs import node_labels, sample_motifs
+from narcli.graph.arch_graph import ArchGraph, Node
 
 
 def chain_graph(ops_and_skips):

@@ -60,10 +60,10 @@ def test_sample_is_reproducible():
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_written_graph_equals_the_traced_network(seed):
     torch = pytest.importorskip("torch")
-    from narcli.canonical import build_graph
+    from narcli.graph.canonical import build_graph
     from narcli.nas.darts_graph import darts_graph
     from narcli.nas.darts_net import DartsNetwork
-    from narcli.trace_torch import trace_module
+    from narcli.trace.torch_tracer import trace_module
 
     genotype = random_genotype(random.Random(seed))
     with torch.device("meta"):

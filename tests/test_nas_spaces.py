@@ -8,8 +8,8 @@ import torch
 nb201 = pytest.importorskip("nar_nas.nb201", reason="the nar-nas plugin is not installed")
 from nar_nas import darts
 
-from narcli.canonical import build_graph
-from narcli.trace_torch import trace_module
+from narcli.graph.canonical import build_graph
+from narcli.trace.torch_tracer import trace_module
 
 ARCH = "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|"
 

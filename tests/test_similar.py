@@ -35,7 +35,7 @@ def test_similar_resnet50_puts_the_resnet_family_first(cli):
 
 
 def test_similar_on_a_zoo_name_does_not_import_torch():
-    probe = ("import sys\nfrom narcli.cli import app\n"
+    probe = ("import sys\nfrom narcli.cli.app import app\n"
              "try:\n    app(['similar', 'resnet50', '-k', '3'])\nexcept SystemExit as exc:\n    assert not exc.code\n"
              "print('torch imported:', 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
@@ -63,7 +63,7 @@ def test_a_file_copy_of_a_zoo_model_is_found_at_cosine_one_and_cached(cli, write
     assert top["cosine"] > 0.999 and top["family"] == "resnet"
     assert not found["prediction"]["novel"] and found["prediction"]["family"] is not None
     # the second time the embedding comes from the cache, and torch is not imported
-    probe = ("import sys\nfrom narcli.cli import app\n"
+    probe = ("import sys\nfrom narcli.cli.app import app\n"
              f"try:\n    app(['similar', {str(path)!r}, '-k', '3'])\nexcept SystemExit as exc:\n    assert not exc.code\n"
              "print('torch imported:', 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
@@ -75,7 +75,7 @@ def test_a_new_file_is_embedded_where_it_is_traced(write):
     and the embedding is the one the encoder gives the cached graph."""
     fixture = Path(__file__).parent / "fixtures" / "resnet50.py"
     path = write("fresh_copy.py", fixture.read_text())
-    probe = ("import sys\nfrom narcli.query import file_queries\n"
+    probe = ("import sys\nfrom narcli.search.query import file_queries\n"
              f"[q] = file_queries(__import__('pathlib').Path({str(path)!r}))\n"
              "print('torch imported:', 'torch' in sys.modules)\nprint('key:', q.graph_key)\n"
              "print('vector:', ','.join(map(repr, q.vector.tolist())))")
@@ -83,8 +83,8 @@ def test_a_new_file_is_embedded_where_it_is_traced(write):
     assert "torch imported: False" in out
     fields = dict(line.split(": ", 1) for line in out.splitlines() if ": " in line)
     from_child = np.array([float(v) for v in fields["vector"].split(",")], dtype=np.float32)
-    from narcli.cache import Cache
-    from narcli.embedder import Embedder
+    from narcli.encode.embedder import Embedder
+    from narcli.scan.cache import Cache
 
     [direct] = Embedder().embed([Cache().graph(fields["key"])])
     assert np.allclose(from_child, direct.vector, atol=1e-5)
@@ -127,8 +127,8 @@ def test_a_file_that_fails_to_scan_reports_the_scan_error(cli, write):
 def test_a_damaged_index_is_rebuilt(cli, tmp_path, monkeypatch):
     import shutil
 
-    from narcli.neighbours import zoo_index
-    from narcli.zoo import BUNDLED
+    from narcli.search.neighbours import zoo_index
+    from narcli.zoo.store import BUNDLED
 
     copy = tmp_path / "zoo.db"
     shutil.copy(BUNDLED, copy)
@@ -153,7 +153,7 @@ def test_similar_runs_end_to_end_in_a_fresh_process():
 
 
 def test_family_vote_and_novelty():
-    from narcli.family import predict_family, vote
+    from narcli.search.family import predict_family, vote
 
     shares = vote(["a", "a", "b"], [0.99, 0.98, 0.97])
     assert shares["a"] > shares["b"] and abs(sum(shares.values()) - 1) < 1e-9
@@ -165,7 +165,7 @@ def test_family_vote_and_novelty():
 
 
 def test_novelty_calibration_keeps_95_percent_of_known_queries():
-    from narcli.family import calibrate_novelty
+    from narcli.search.family import calibrate_novelty
 
     rng = np.random.default_rng(0)
     centres = rng.standard_normal((20, 16))

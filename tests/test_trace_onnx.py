@@ -5,10 +5,10 @@ import pytest
 import torch
 from onnx import TensorProto, helper
 
-from narcli.canonical import build_graph
 from narcli.errors import LoadError
-from narcli.trace_onnx import load_onnx, trace_onnx
-from narcli.trace_torch import trace_module
+from narcli.graph.canonical import build_graph
+from narcli.trace.onnx_tracer import load_onnx, trace_onnx
+from narcli.trace.torch_tracer import trace_module
 
 from .models import SmallResNet, SmallTransformer, export_onnx
 

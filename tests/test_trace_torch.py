@@ -2,8 +2,8 @@ import pytest
 import torch
 from torch import nn
 
-from narcli.canonical import build_graph
-from narcli.trace_torch import TRACERS, trace_module
+from narcli.graph.canonical import build_graph
+from narcli.trace.torch_tracer import TRACERS, trace_module
 
 from .models import SmallResNet, SmallTransformer
 
@@ -127,7 +127,7 @@ def test_value_reads_and_cpu_constants_run_on_meta():
 
 
 def test_run_on_meta_runs_a_model_that_reads_values():
-    from narcli.trace_torch import run_on_meta
+    from narcli.trace.torch_tracer import run_on_meta
 
     with torch.device("meta"):
         model = ReadsValues()

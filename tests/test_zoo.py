@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from narcli import plugins
 from narcli.errors import ZooError
-from narcli.zoo import Zoo
-from narcli.zoo_build import BuildOptions, build_zoo
+from narcli.zoo import plugins
+from narcli.zoo.build import BuildOptions, build_zoo
+from narcli.zoo.store import Zoo
 from tests import fake_source
 from tests.conftest import run_nar
 
@@ -106,7 +106,7 @@ def test_a_corrupt_zoo_says_how_to_rebuild(tmp_path, monkeypatch):
 
 # -- the commands -----------------------------------------------------------------------------------
 def test_zoo_show_prints_the_record_without_importing_torch(fake_zoo):
-    code = ("import sys; from narcli.cli import app; sys.argv = ['nar', 'zoo', 'show', 'resnet50'];\n"
+    code = ("import sys; from narcli.cli.app import app; sys.argv = ['nar', 'zoo', 'show', 'resnet50'];\n"
             "try:\n    app()\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
             "assert 'torch' not in sys.modules, 'torch was imported'")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

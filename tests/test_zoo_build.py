@@ -4,10 +4,10 @@ import sqlite3
 
 import pytest
 
-from narcli import plugins
 from narcli.errors import UsageError, ZooError
-from narcli.zoo import Zoo
-from narcli.zoo_build import BuildOptions, ZooWriter, build_zoo
+from narcli.zoo import plugins
+from narcli.zoo.build import BuildOptions, ZooWriter, build_zoo
+from narcli.zoo.store import Zoo
 from tests import fake_source
 
 
@@ -119,7 +119,7 @@ def test_bad_options_are_refused_before_anything_is_written(tmp_path):
 
 
 def test_relabelling_a_missing_zoo_does_not_create_one(tmp_path):
-    from narcli.zoo_build import relabel_zoo
+    from narcli.zoo.build import relabel_zoo
 
     with pytest.raises(ZooError, match="missing; build it with `nar zoo build"):
         relabel_zoo(tmp_path / "nope.db")

@@ -6,8 +6,8 @@ architecture benchmark practical. `tests/test_nas.py` checks that both give the 
 
 from __future__ import annotations
 
-from narcli.canonical import RawGraph, RawOp, build_graph
-from narcli.graph import ArchGraph
+from narcli.graph.arch_graph import ArchGraph
+from narcli.graph.canonical import RawGraph, RawOp, build_graph
 from narcli.nas.darts_space import Genotype
 
 Shape = tuple[int, int, int, int]

@@ -7,11 +7,11 @@ Family = the generator function the model's entry point calls (`_gen_mobilenet_v
 from __future__ import annotations
 
 from narcli import hookimpl
-from narcli.meta import build_on_meta
 from narcli.sources import (
     BuiltModel,
     ZooEntry,
     ZooSource,
+    build_on_meta,
     missing_module,
 )
 
@@ -29,7 +29,7 @@ class TimmSource(ZooSource):
 
 
     def list_models(self) -> list[ZooEntry]:
-        from narcli.compat import ensure_torchvision_importable
+        from narcli.trace.compat import ensure_torchvision_importable
 
         ensure_torchvision_importable()
         import timm
@@ -46,7 +46,7 @@ class TimmSource(ZooSource):
         return entries
 
     def build(self, entry: ZooEntry) -> BuiltModel:
-        from narcli.compat import ensure_torchvision_importable
+        from narcli.trace.compat import ensure_torchvision_importable
 
         ensure_torchvision_importable()
         import timm

@@ -7,11 +7,11 @@ Family = the module that defines the builder (`torchvision.models.resnet` -> `re
 from __future__ import annotations
 
 from narcli import hookimpl
-from narcli.meta import build_on_meta
 from narcli.sources import (
     BuiltModel,
     ZooEntry,
     ZooSource,
+    build_on_meta,
 )
 
 # task -> (torchvision.models submodule, example input without the batch dimension)
@@ -32,7 +32,7 @@ class TorchvisionSource(ZooSource):
     library = "torchvision"
 
     def list_models(self) -> list[ZooEntry]:
-        from narcli.compat import ensure_torchvision_importable
+        from narcli.trace.compat import ensure_torchvision_importable
 
         ensure_torchvision_importable()
         import importlib
@@ -49,7 +49,7 @@ class TorchvisionSource(ZooSource):
         return entries
 
     def build(self, entry: ZooEntry) -> BuiltModel:
-        from narcli.compat import ensure_torchvision_importable
+        from narcli.trace.compat import ensure_torchvision_importable
 
         ensure_torchvision_importable()
         import torch

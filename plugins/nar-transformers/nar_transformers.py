@@ -7,11 +7,11 @@ pixel values, raw audio or audio features; encoder-decoders also get decoder tok
 from __future__ import annotations
 
 from narcli import hookimpl
-from narcli.meta import build_on_meta
 from narcli.sources import (
     BuiltModel,
     ZooEntry,
     ZooSource,
+    build_on_meta,
 )
 
 # task -> the auto-mapping (in transformers.models.auto.modeling_auto) that lists its classes
@@ -47,7 +47,7 @@ class TransformersSource(ZooSource):
     def list_models(self) -> list[ZooEntry]:
         import warnings
 
-        from narcli.compat import ensure_torchvision_importable
+        from narcli.trace.compat import ensure_torchvision_importable
 
         ensure_torchvision_importable()
         import transformers.models.auto.modeling_auto as auto
@@ -75,7 +75,7 @@ class TransformersSource(ZooSource):
     def build(self, entry: ZooEntry) -> BuiltModel:
         import warnings
 
-        from narcli.compat import ensure_torchvision_importable
+        from narcli.trace.compat import ensure_torchvision_importable
 
         ensure_torchvision_importable()
         import transformers
@@ -295,7 +295,7 @@ def _first_that_fits(model: object, config: object, name: str, shapes: list[tupl
     extra = {}
     if getattr(config, "is_encoder_decoder", False) and _accepts(model, "decoder_input_ids"):
         extra["decoder_input_ids"] = torch.zeros((1, DECODER_SEQUENCE), dtype=torch.long, device="meta")
-    from narcli.trace_torch import run_on_meta
+    from narcli.trace.torch_tracer import run_on_meta
 
     for tensor in candidates:
         try:

@@ -1,0 +1,56 @@
+"""The `nar` Typer app: global options, and every command group registered in `nar --help` order.
+
+Each command parses its arguments and calls one library function. Heavy libraries (torch, onnx,
+sqlite-utils) are imported inside the functions that need them, so `nar --help` and cache hits
+start fast.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from narcli import __version__
+from narcli.cli import learn_commands, scan_commands, search_commands, zoo_commands
+from narcli.cli.common import state
+
+app = typer.Typer(
+    name="nar",
+    help="Neural architecture retrieval: trace models into canonical graphs and find their kin.",
+    rich_markup_mode="rich",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"nar {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Show the version and exit."),
+    debug: bool = typer.Option(False, "--debug", help="Show full tracebacks on errors."),
+) -> None:
+    state["debug"] = debug
+
+
+# commands first, then groups: the order `nar --help` lists them in
+app.command("scan")(scan_commands.scan)
+app.command("motifs")(search_commands.motifs_command)
+app.command("similar")(search_commands.similar_command)
+app.command("compare")(search_commands.compare_command)
+app.command("check")(search_commands.check_command)
+app.command("plugins")(zoo_commands.plugins_command)
+app.add_typer(scan_commands.cache_app, name="cache")
+app.add_typer(zoo_commands.zoo_app, name="zoo")
+app.add_typer(learn_commands.eval_app, name="eval")
+app.add_typer(learn_commands.train_app, name="train")
+app.add_typer(search_commands.index_app, name="index")
+
+
+def main() -> None:
+    app()

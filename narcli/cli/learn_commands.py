@@ -1,0 +1,126 @@
+"""`nar train encoder` and `nar eval retrieval`: train the encoder on the zoo and measure retrieval."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from narcli.cli.common import fail, run, stderr_console
+
+eval_app = typer.Typer(help="Measure retrieval quality against baselines.", no_args_is_help=True)
+train_app = typer.Typer(help="Train the encoder.", no_args_is_help=True)
+
+
+def _ks(text: str) -> tuple[int, ...]:
+    try:
+        ks = tuple(int(k) for k in text.split(","))
+    except ValueError:
+        ks = ()
+    if not ks or any(k <= 0 for k in ks):
+        fail(f"--k must be positive integers separated by commas, not {text!r}", 2)
+    return ks
+
+
+def _train_config(seed: int, epochs: int, ce_weight: float, device: str) -> Any:
+    """The training recipe that `nar train encoder` and `nar eval retrieval` share, checked."""
+    from narcli.encode.training import TrainConfig
+
+    if epochs < 1:
+        fail("--epochs must be at least 1", 2)
+    if ce_weight < 0:
+        fail("--ce-weight must not be negative", 2)
+    return TrainConfig(seed=seed, epochs=epochs, ce_weight=ce_weight, device=_device(device))
+
+
+@eval_app.command("retrieval")
+def eval_retrieval(
+    split: str = typer.Option("random", "--split", help="random (90/10 by family) or ood (20 % of families held out)."),
+    k: str = typer.Option("20,50,100", "--k", help="Cut-offs, comma-separated."),
+    epochs: int = typer.Option(40, "--epochs", help="Graph-level training epochs of each learned method."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the split and of training."),
+    ablations: bool = typer.Option(False, "--ablations", help="Also train the ablations of NAR."),
+    nas: bool = typer.Option(False, "--nas", help="Use the DARTS 10-class set (30,000 cells) instead of the zoo."),
+    methods: str = typer.Option("GCN,GAT,NAR", "--methods", help="Learned methods to train, comma-separated."),
+    ce_weight: float = typer.Option(0.0, "--ce-weight",
+                                    help="Weight of the family cross-entropy in each learned method's loss (0: contrast only)."),
+    device: str = typer.Option("", "--device", help="cpu or cuda (default: cuda when available)."),
+    out: Path = typer.Option(None, "--out", help="Also write the results as JSON to this file."),
+    as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+) -> None:
+    """Retrieval MRR/MAP/NDCG of NAR and the baselines on one split of the zoo (or of DARTS)."""
+    from narcli.encode.retrieval_eval import evaluate_retrieval
+
+    if split not in ("random", "ood"):
+        fail(f"--split must be random or ood, not {split!r}", 2)
+    config = _train_config(seed, epochs, ce_weight, device)
+    ks = _ks(k)
+    chosen = _methods(methods)
+    console = stderr_console()
+    results = run(evaluate_retrieval, split, ks, config, ablations, seed, "darts" if nas else "zoo",
+                   report=lambda line: console.print(f"[dim]{line}[/]"), methods=chosen)
+    results.pop("nar_model", None)
+    text = json.dumps(results, indent=2, default=str)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text + "\n")
+    if as_json:
+        print(text)
+        return
+    from narcli.encode.evaluation import format_table
+
+    for relevance in ("family", "coarse"):
+        rows = [(name, m[relevance]) for name, m in results["methods"].items() if relevance in m]
+        if rows:
+            print(f"\n{results['data']}, {split} split, relevance = {relevance} ({results['test']} test queries "
+                  f"of {results['architectures']} architectures)\n")
+            print(format_table(rows, ks))
+
+
+def _methods(text: str) -> tuple[str, ...]:
+    from narcli.encode.retrieval_eval import LEARNED
+
+    chosen = tuple(m.strip() for m in text.split(",") if m.strip())
+    unknown = [m for m in chosen if m not in LEARNED]
+    if unknown:
+        fail(f"--methods: unknown method {unknown[0]!r}; choose from {', '.join(LEARNED)}", 2)
+    return chosen
+
+
+def _device(name: str) -> str:
+    """The device asked for, else CUDA when there is one; a clear error for an unusable one."""
+    import torch
+
+    if not name:
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if name.split(":")[0] not in ("cpu", "cuda"):
+        fail(f"--device must be cpu or cuda, not {name!r}", 2)
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        fail("--device cuda: no CUDA device is available here; use --device cpu", 2)
+    return name
+
+
+@train_app.command("encoder")
+def train_encoder_command(
+    out: Path = typer.Option(None, "--out", help="Weights file to write (default: the bundled weights)."),
+    epochs: int = typer.Option(40, "--epochs", help="Graph-level training epochs."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the split and of training."),
+    ce_weight: float = typer.Option(0.0, "--ce-weight",
+                                    help="Weight of the family cross-entropy in the encoder's loss (0: contrast only)."),
+    device: str = typer.Option("", "--device", help="cpu or cuda (default: cuda when available)."),
+    methods: str = typer.Option("GCN,GAT,NAR", "--methods",
+                                help="Learned methods to train beside NAR for the card's table, comma-separated."),
+) -> None:
+    """Pretrain the NAR encoder on the zoo (motif InfoNCE, then SupCon, + CE with --ce-weight) and write its weights."""
+    from narcli.encode.retrieval_eval import train_and_save
+    from narcli.encode.weights import bundled_weights_path
+
+    config = _train_config(seed, epochs, ce_weight, device)
+    path = out or bundled_weights_path()
+    chosen = _methods(methods)
+    console = stderr_console()
+    results = run(train_and_save, path, config, report=lambda line: console.print(f"[dim]{line}[/]"), methods=chosen)
+    nar = results["methods"]["NAR"]["family"]
+    print(f"wrote {path}: test MRR@20 {nar['MRR@20']:.3f}, MAP@20 {nar['MAP@20']:.3f}, NDCG@20 {nar['NDCG@20']:.3f}")

@@ -1,0 +1,90 @@
+"""Rich terminal output for scan results and cache information."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from narcli.scan.cache import ModelRecord
+from narcli.trace.inputs import InputSpec
+
+
+def human(n: float, unit: str = "") -> str:
+    """1234567 -> '1.23 M'."""
+    for size, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= size:
+            return f"{n / size:.3g} {suffix}{unit}"
+    return f"{n:g} {unit}".strip()
+
+
+def human_bytes(n: int) -> str:
+    for size, suffix in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+        if n >= size:
+            return f"{n / size:.1f} {suffix}"
+    return f"{n} B"
+
+
+def record_panel(record: ModelRecord) -> Panel:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold cyan", no_wrap=True)
+    grid.add_column()
+    inputs = ", ".join(str(InputSpec.from_json(i)) for i in record.inputs)
+    grid.add_row("source", record.source)
+    origin = "  [dim](from the zoo)[/dim]" if record.kind == "zoo" else "  [dim](from cache)[/dim]"
+    how = f"{record.tracer}" + (origin if record.cached else f"  [dim]({record.seconds:.2f} s)[/dim]")
+    grid.add_row("tracer", how)
+    if record.assumed:
+        grid.add_row("input", Text.assemble((f"{inputs}", ""), ("  assumed: " + record.assumed, "yellow")))
+    else:
+        grid.add_row("input", inputs)
+    grid.add_row("params", f"{human(record.params)}  [dim]({record.params:,})[/dim]")
+    grid.add_row("MACs", f"{human(record.macs)}  [dim]({record.macs:,})[/dim]")
+    grid.add_row("depth", f"{record.depth}  [dim](nodes on the longest path)[/dim]")
+    grid.add_row("graph", f"{record.nodes} nodes, {record.edges} edges")
+    ops = ", ".join(f"{op} ×{n}" for op, n in record.top_ops)
+    grid.add_row("top ops", ops or "-")
+    grid.add_row("hash", f"[dim]{record.graph_hash}[/dim]")
+    return Panel(grid, title=f"[bold]{record.name}[/bold]", title_align="left", expand=False)
+
+
+def print_records(console: Console, records: list[ModelRecord]) -> None:
+    console.print(Group(*[record_panel(r) for r in records]))
+
+
+def print_directory(console: Console, results: list[Any]) -> None:
+    table = Table(title="models found", title_justify="left")
+    for column, justify in (("file", "left"), ("model", "left"), ("params", "right"),
+                            ("MACs", "right"), ("depth", "right"), ("nodes", "right"),
+                            ("tracer", "left")):
+        table.add_column(column, justify=justify)
+    failed, skipped = [], []
+    for result in results:
+        if result.error:
+            failed.append(result)
+        elif result.skipped:
+            skipped.append(result)
+        for r in result.records:
+            table.add_row(str(result.path), r.name, human(r.params), human(r.macs), str(r.depth),
+                          str(r.nodes), r.tracer + (" (cached)" if r.cached else ""))
+    if table.row_count:
+        console.print(table)
+    models = sum(len(r.records) for r in results)
+    console.print(f"{models} model(s) in {len(results) - len(failed) - len(skipped)} file(s); "
+                  f"{len(skipped)} skipped, {len(failed)} failed")
+    for result in failed:
+        console.print(f"[red]failed[/red] {result.path}: {result.error}", highlight=False)
+
+
+def print_cache_info(console: Console, info: dict[str, Any]) -> None:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold cyan")
+    grid.add_column()
+    grid.add_row("path", info["path"] + ("" if info["exists"] else "  [dim](not created yet)[/dim]"))
+    grid.add_row("size", human_bytes(info["bytes"]))
+    for key in ("scans", "models", "graphs"):
+        grid.add_row(key, str(info[key]))
+    console.print(grid)

@@ -1,0 +1,138 @@
+"""Terminal rendering of `nar similar`, `nar compare`, `nar check` and `nar index info`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from narcli.cli.render_scan import human
+
+
+def _shared_text(shared: list[dict[str, Any]], width: int = 28) -> str:
+    if not shared:
+        return "—"
+    from narcli.cli.render_motifs import ops_text
+
+    first = ops_text(shared[0]["ops"])
+    if len(first) > width:
+        first = first[: width - 1] + "…"
+    more = f" +{len(shared) - 1}" if len(shared) > 1 else ""
+    return f"{first}{more}"
+
+
+def prediction_line(prediction: Any) -> str:
+    p = prediction
+    coarse = f"{p.coarse} ({p.coarse_confidence:.0%})" if p.coarse else "unknown"
+    if p.novel:
+        return (f"[bold yellow]no close family[/]: the nearest known architecture is at cosine "
+                f"{p.nearest_cosine:.3f}, below {p.threshold:.3f}; coarse class {coarse}")
+    others = ", ".join(f"{f} {c:.0%}" for f, c in p.alternatives[:2])
+    tail = f" [dim](then {others})[/]" if others else ""
+    return f"family [bold]{p.family}[/] ({p.family_confidence:.0%}), coarse class {coarse}{tail}"
+
+
+def print_similar(console: Any, results: list[Any]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    for result in results:
+        q = result.query
+        figures = f"{human(q.params)} params, {human(q.macs)} MACs" if q.params or q.macs else ""
+        console.print(f"[bold]{escape(q.name)}[/] [dim]({q.kind}{', ' + figures if figures else ''})[/]")
+        if q.zoo_model is not None:  # a zoo model has a family label: show it, and what the encoder says
+            m = q.zoo_model
+            console.print(f"zoo label: family [bold]{escape(m.family)}[/], coarse class {escape(m.coarse)}")
+            console.print("[dim]encoder:[/] " + prediction_line(result.prediction))
+        else:
+            console.print(prediction_line(result.prediction))
+        if result.identical:
+            shown = ", ".join(result.identical[:5]) + (f" and {len(result.identical) - 5} more"
+                                                         if len(result.identical) > 5 else "")
+            console.print(f"[dim]same architecture as: {escape(shown)}[/]")
+        if not result.neighbours:
+            what = ", ".join(f"{k} {v}" for k, v in result.filters.items())
+            console.print(f"[yellow]no architecture matches {what or 'the index'}[/]")
+            continue
+        table = Table(box=None, pad_edge=False, header_style="bold")
+        table.add_column("#", justify="right", min_width=2, no_wrap=True)
+        table.add_column("name", no_wrap=True, overflow="ellipsis", max_width=36)
+        table.add_column("family", no_wrap=True, overflow="ellipsis", max_width=16)
+        wide = console.width >= 110
+        if wide:
+            table.add_column("task", no_wrap=True, overflow="ellipsis", max_width=12)
+        for column in ("cosine", "params", "MACs"):
+            table.add_column(column, justify="right", no_wrap=True, min_width=6)
+        table.add_column("shared motifs", no_wrap=True, overflow="ellipsis", max_width=26)
+        for rank, n in enumerate(result.neighbours, 1):
+            name = escape(n.name) + (f" [dim]+{len(n.aliases)}[/]" if n.aliases else "")
+            cells = [str(rank), name, escape(n.family)] + ([escape(n.task or "")] if wide else [])
+            table.add_row(*cells, f"{n.cosine:.3f}", human(n.params), human(n.macs), escape(_shared_text(n.shared)))
+        console.print(table)
+        if any(n.aliases for n in result.neighbours):
+            console.print("[dim]+N: N more zoo models share that architecture[/]")
+
+
+def print_indexes(console: Any, rows: list[dict[str, Any]]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from narcli.cli.render_scan import human_bytes
+
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("index", "kind", "items", "dim", "trees", "size", "status"):
+        table.add_column(column)
+    for row in rows:
+        status = row.get("status", "")
+        if status == "ok" and row.get("current") is False:
+            status = "stale (rebuilt on next use)"
+        elif status == "ok" and "novelty_threshold" in row:
+            status = f"ok, novelty cosine {row['novelty_threshold']:.3f}"
+        table.add_row(escape(row["path"]), row.get("kind") or "", str(row.get("items", "")), str(row.get("dim", "")),
+                      str(row.get("trees", "")), human_bytes(row["bytes"]) if "bytes" in row else "", escape(status))
+    console.print(table)
+
+
+def print_comparison(console: Any, c: Any) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from narcli.cli.render_motifs import ops_text
+
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("")
+    table.add_column(escape(c.a.name), justify="right")
+    table.add_column(escape(c.b.name), justify="right")
+    for label, x, y in (("params", human(c.a.params), human(c.b.params)), ("MACs", human(c.a.macs), human(c.b.macs)),
+                        ("depth", str(c.a.depth), str(c.b.depth)), ("nodes", str(c.a.nodes), str(c.b.nodes))):
+        table.add_row(label, x, y)
+    for op, x, y in c.op_difference[:10]:
+        table.add_row(f"[dim]op[/] {escape(op)}", str(x), str(y))
+    if len(c.op_difference) > 10:
+        table.add_row(f"[dim]… {len(c.op_difference) - 10} more ops differ[/]", "", "")
+    console.print(table)
+    verdict = " (the same architecture)" if c.same_architecture else ""
+    console.print(f"cosine [bold]{c.cosine:.3f}[/]{verdict}")
+    for title, motifs in (("shared motifs", c.motifs_shared), (f"only in {c.a.name}", c.motifs_only_a),
+                          (f"only in {c.b.name}", c.motifs_only_b)):
+        listed = "; ".join(f"{ops_text(m['ops'])} ×{m['count']}" for m in motifs[:4]) or "none"
+        more = f" (+{len(motifs) - 4})" if len(motifs) > 4 else ""
+        console.print(f"[bold]{escape(title)}[/]: {escape(listed)}{more}")
+
+
+def print_check(console: Any, report: Any) -> None:
+    from rich.markup import escape
+
+    for r in report.results:
+        if r.skipped:
+            continue
+        if r.error:
+            tag = "[red]FAIL[/]" if report.strict else "[yellow]skip[/]"
+            console.print(f"{tag} {escape(r.path)}: {escape(r.error)}")
+        elif r.flagged:
+            console.print(f"[red]KNOWN[/] {escape(r.name)}: cosine {r.cosine:.3f} to {escape(r.nearest)} "
+                          f"(family {escape(r.family)}), at or above {report.threshold:.3f}")
+        else:
+            console.print(f"[green]ok[/] {escape(r.name)}: nearest {escape(r.nearest)} at cosine {r.cosine:.3f}")
+    if report.flagged:
+        console.print(f"[bold red]{len(report.flagged)} model(s) match a known architecture[/] (threshold "
+                      f"{report.threshold:.3f} from {escape(report.threshold_from)}); rename is not redesign — "
+                      "reuse the known model, or raise the threshold with --threshold or \\[tool.nar] check-threshold")

@@ -1,0 +1,135 @@
+"""`nar scan` and `nar cache`: trace model files into the cache, inspect or clear it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from narcli.cli.common import fail, open_zoo, run, stderr_console, stdout
+
+cache_app = typer.Typer(help="Inspect or clear the scan cache.", no_args_is_help=True)
+
+
+def scan(
+    path: Path = typer.Argument(..., help="A .py, .onnx or .pt2 file, a directory to scan, or a zoo model name."),
+    model: str | None = typer.Option(None, "--model", "-m",
+                                        help="Model class or factory in a .py file, e.g. 'resnet(depth=18)'."),
+    input_shape: list[str] | None = typer.Option(None, "--input-shape", "-i",
+                                                    help="Example input shape, e.g. 1,3,224,224 (repeat for several inputs)."),
+    input_dtype: list[str] | None = typer.Option(None, "--input-dtype",
+                                                    help="Input dtype: float32 (default), long for token ids, ..."),
+    timeout: float = typer.Option(120.0, "--timeout", help="Seconds to allow importing and tracing one file."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Trace again, and do not store the result."),
+    as_json: bool = typer.Option(False, "--json", help="Print the full record as JSON."),
+    graph: bool = typer.Option(False, "--graph", help="Include the canonical graph (implies --json)."),
+) -> None:
+    """Trace a model into its canonical architecture graph and summarise it (cached)."""
+    from narcli.scan.scanner import ScanOptions
+
+    if timeout <= 0:
+        fail("--timeout must be positive", 2)
+    from narcli.search.targets import looks_like_a_name
+
+    as_json = as_json or graph
+    if not path.exists() and looks_like_a_name(str(path)):
+        _scan_zoo_name(str(path), as_json, graph)
+        return
+    options = ScanOptions(model=model, input_shapes=input_shape, input_dtypes=input_dtype,
+                          timeout=timeout, use_cache=not no_cache)
+    if path.is_dir():
+        _scan_directory(path, options, as_json)
+        return
+    from narcli.scan.scanner import scan_file
+
+    records, graphs = run(scan_file, path, options, want_graphs=graph)
+    if as_json:
+        models = []
+        for i, record in enumerate(records):
+            item = record.to_json()
+            if graph and i < len(graphs) and graphs[i] is not None:
+                item["graph"] = graphs[i].to_dict()
+            models.append(item)
+        print(json.dumps({"path": str(path), "models": models}, indent=2))
+        return
+    from narcli.cli.render_scan import print_records
+
+    print_records(stdout(), records)
+
+
+def _scan_zoo_name(name: str, as_json: bool, graph: bool) -> None:
+    """`nar scan resnet50`: a zoo model needs no tracing; show its stored record."""
+    zoo = open_zoo()
+    model = run(zoo.resolve, name)
+    record = model.to_record()
+    if as_json:
+        item = record.to_json()
+        if graph:
+            item["graph"] = run(zoo.graph, model).to_dict()
+        print(json.dumps({"path": name, "models": [item]}, indent=2))
+        return
+    from narcli.cli.render_scan import print_records
+
+    print_records(stdout(), [record])
+
+
+def _scan_directory(path: Path, options: Any, as_json: bool) -> None:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    from narcli.scan.scanner import scan_directory
+
+    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
+                  MofNCompleteColumn(), TimeRemainingColumn(), transient=True,
+                  console=stderr_console()) as progress:
+        task = progress.add_task("scanning", total=None)
+
+        def on_file(current: Path, done: int, total: int) -> None:
+            progress.update(task, total=total, completed=done, description=f"scanning {current.name}")
+
+        results = run(scan_directory, path, options, on_file=on_file)
+    if as_json:
+        print(json.dumps({"path": str(path), "files": [
+            {"path": str(r.path), "models": [m.to_json() for m in r.records],
+             "error": r.error, "skipped": r.skipped} for r in results]}, indent=2))
+    else:
+        from narcli.cli.render_scan import print_directory
+
+        print_directory(stdout(), results)
+    if any(r.error for r in results):
+        raise typer.Exit(1)
+
+
+
+@cache_app.command("info")
+def cache_info(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
+    """Where the cache is and what it holds."""
+    from narcli.scan.cache import Cache
+
+    info = run(Cache().info)
+    if as_json:
+        print(json.dumps(info, indent=2))
+        return
+    from narcli.cli.render_scan import print_cache_info
+
+    print_cache_info(stdout(), info)
+
+
+@cache_app.command("clear")
+def cache_clear(yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")) -> None:
+    """Delete every cached scan and graph."""
+    from narcli.scan.cache import Cache
+
+    cache = Cache()
+    if not yes and sys.stdin.isatty():
+        typer.confirm(f"Delete everything cached in {cache.path}?", abort=True)
+    removed = run(cache.clear)
+    print(f"removed {removed['scans']} scans, {removed['models']} models, {removed['graphs']} graphs")

@@ -1,0 +1,163 @@
+"""`nar zoo ...` and `nar plugins`: browse, build, relabel and embed the zoo; list its sources."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from narcli.cli.common import fail, open_zoo, run, stderr_console, stdout
+
+zoo_app = typer.Typer(help="Browse the zoo of known architectures, or build it.", no_args_is_help=True)
+
+
+def _split(values: list[str] | None) -> list[str] | None:
+    if not values:
+        return None
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+@zoo_app.command("build")
+def zoo_build(
+    source: list[str] | None = typer.Option(None, "--source", "-s",
+                                               help="Source(s) to build (repeat or comma-separate); default: all bundled."),
+    names: list[str] | None = typer.Option(None, "--name", "-n", help="Only models whose name matches this glob."),
+    limit: int | None = typer.Option(None, "--limit", help="At most this many new models per source."),
+    jobs: int = typer.Option(1, "--jobs", "-j", help="Worker processes."),
+    timeout: float = typer.Option(300.0, "--timeout", help="Seconds to allow building and tracing one model."),
+    retry_failed: bool = typer.Option(False, "--retry-failed", help="Try the models that failed last time again."),
+    db: Path | None = typer.Option(None, "--db", help="Zoo database to write (default: your zoo in NAR_HOME)."),
+) -> None:
+    """Trace every model of the chosen sources into a zoo database (resumable)."""
+    from narcli.zoo.build import BuildOptions, build_zoo
+    from narcli.zoo.store import user_zoo_path
+
+    options = BuildOptions(db=db or user_zoo_path(), sources=_split(source), patterns=_split(names), limit=limit,
+                           jobs=jobs, timeout=timeout, retry_failed=retry_failed)
+    from narcli.cli.render_zoo import BuildProgress, print_build_reports
+
+    with BuildProgress(stderr_console()) as progress:
+        reports = run(build_zoo, options, progress)
+    print_build_reports(stdout(), reports, options.db)
+    if reports and not any(r.ok + r.already for r in reports if r.listed):
+        raise typer.Exit(1)
+
+
+@zoo_app.command("relabel")
+def zoo_relabel(db: Path | None = typer.Option(None, "--db", help="Zoo database to relabel (default: your zoo).")) -> None:
+    """Apply the family table (narcli/data/families.csv) to a built zoo, without tracing again."""
+    from narcli.zoo.build import relabel_zoo
+    from narcli.zoo.store import user_zoo_path
+
+    counts = run(relabel_zoo, db or user_zoo_path())
+    print(f"{counts['table']} labelled by the table, {counts['structure']} by structure; {counts['changed']} changed")
+
+
+@zoo_app.command("embed")
+def zoo_embed(
+    db: Path | None = typer.Option(None, "--db", help="Zoo database to embed (default: your zoo)."),
+    weights: Path | None = typer.Option(None, "--weights", help="Encoder weights (default: the bundled ones)."),
+    force: bool = typer.Option(False, "--force", help="Embed everything again, even what is current."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """Store the encoder's embedding of every architecture in a zoo (only what changed)."""
+    from narcli.encode.zoo_embed import embed_zoo
+    from narcli.zoo.store import user_zoo_path
+
+    path = db or user_zoo_path()
+    if not path.exists():
+        fail(f"zoo database {path} does not exist; build it with `nar zoo build --db {path}`", 1)
+    console = stderr_console()
+    summary = run(embed_zoo, path, weights, force, report=lambda line: console.print(f"[dim]{line}[/]"))
+    if as_json:
+        print(json.dumps(summary, indent=2))
+        return
+    print(f"{summary['database']}: {summary['embedded']} embedded, {summary['unchanged']} already current "
+          f"(encoder {summary['encoder']})")
+
+
+@zoo_app.command("list")
+def zoo_list(
+    pattern: str | None = typer.Argument(None, help="Glob on model names, e.g. 'resnet*' or 'hf/bert/*'."),
+    family: str | None = typer.Option(None, "--family", "-f", help="Only this family."),
+    source: str | None = typer.Option(None, "--source", "-s", help="Only this source."),
+    task: str | None = typer.Option(None, "--task", "-t", help="Only this task."),
+    coarse: str | None = typer.Option(None, "--coarse", "-c", help="Only this coarse class."),
+    failed: bool = typer.Option(False, "--failed", help="List the models that failed to build, with why."),
+    limit: int = typer.Option(0, "--limit", help="Show at most this many (0: all)."),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+) -> None:
+    """List zoo models, filtered."""
+    from narcli.cli.render_zoo import print_model_list
+
+    zoo = open_zoo()
+    models = run(zoo.models, pattern, family=family, source=source, task=task, coarse=coarse, failed=failed)
+    if not models:
+        filters = ", ".join(f"{k}={v}" for k, v in (("pattern", pattern), ("family", family), ("source", source),
+                                                     ("task", task), ("coarse", coarse)) if v)
+        fail(f"no {'failed ' if failed else ''}zoo models match {filters or 'at all'}", 1)
+    shown = models[:limit] if limit > 0 else models
+    if as_json:
+        print(json.dumps([m.to_json() for m in shown], indent=2))
+        return
+    print_model_list(stdout(), shown, len(models), failed)
+
+
+@zoo_app.command("show")
+def zoo_show(
+    name: str = typer.Argument(..., help="A zoo id (timm/resnet50) or a bare name (resnet50)."),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+) -> None:
+    """Show one zoo model's record."""
+    zoo = open_zoo()
+    model = run(zoo.resolve, name)
+    aliases = run(zoo.aliases, model)
+    if as_json:
+        print(json.dumps({**model.to_json(), "aliases": aliases}, indent=2))
+        return
+    from narcli.cli.render_zoo import print_zoo_model
+
+    print_zoo_model(stdout(), model, aliases)
+
+
+@zoo_app.command("families")
+def zoo_families(
+    source: str | None = typer.Option(None, "--source", "-s", help="Only this source."),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+) -> None:
+    """Families in the zoo with their coarse class and counts."""
+    families = run(open_zoo().families, source)
+    if not families:
+        fail(f"no families{f' from source {source!r}' if source else ''} in the zoo", 1)
+    if as_json:
+        print(json.dumps(families, indent=2))
+        return
+    from narcli.cli.render_zoo import print_families
+
+    print_families(stdout(), families)
+
+
+@zoo_app.command("stats")
+def zoo_stats(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
+    """Counts by source, coarse class and task, and failures by reason."""
+    stats = run(open_zoo().stats)
+    if as_json:
+        print(json.dumps(stats, indent=2))
+        return
+    from narcli.cli.render_zoo import print_stats
+
+    print_stats(stdout(), stats)
+
+
+def plugins_command(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
+    """List the installed nar plugins and the zoo sources they provide."""
+    from narcli.zoo.plugins import plugin_list
+
+    plugins = run(plugin_list)
+    if as_json:
+        print(json.dumps(plugins, indent=2))
+        return
+    from narcli.cli.render_zoo import print_plugins
+
+    print_plugins(stdout(), plugins)

@@ -1,0 +1,138 @@
+"""The zoo's distinct architectures, featurised and labelled, with the train/test splits.
+
+One item per distinct graph hash. Its family and coarse class come from the best-ranked source
+that has it (timm before torchvision before transformers), so aliases never disagree.
+Featurising the bundled zoo takes a few minutes, so the result is cached under `$NAR_HOME`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import random
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from narcli.encode.features import EncodedGraph
+
+
+@dataclass
+class Item:
+    graph_hash: str
+    name: str  # a model id that has this graph
+    family: str
+    coarse: str
+    encoded: EncodedGraph
+
+
+def zoo_items(zoo=None, progress: bool = False, jobs: int = 2) -> list[Item]:
+    """Every distinct architecture of the zoo (cached per zoo content)."""
+    from narcli.zoo.store import Zoo
+
+    zoo = zoo or Zoo()
+    labelled = zoo_labels(zoo)
+    digest = hashlib.sha256("\n".join(sorted(f"{h} {v}" for h, v in labelled.items())).encode()).hexdigest()[:16]
+    encoded = cached_features(f"zoo-{digest}", lambda: _featurise(zoo, list(labelled), progress, jobs))
+    return [Item(h, *labelled[h], encoded[h]) for h in labelled if h in encoded]
+
+
+def zoo_labels(zoo) -> dict[str, tuple[str, str, str]]:
+    """Graph hash -> (model id, family, coarse class) of its best-ranked model, in item order."""
+    labelled: dict[str, tuple[str, str, str]] = {}
+    for model in sorted(zoo.models(), key=lambda m: (zoo.rank(m.source), m.id)):
+        if model.graph_hash and model.graph_hash not in labelled:
+            labelled[model.graph_hash] = (model.id, model.family, model.coarse)
+    return labelled
+
+
+def cached_features(name: str, build: Callable[[], Any]) -> Any:
+    """`build()`, pickled under `$NAR_HOME/features/<name>-v<FEATURES_VERSION>.pkl` and read back from
+    there next time (a new features version featurises again)."""
+    from narcli.encode.features import FEATURES_VERSION
+    from narcli.scan.cache import nar_home
+
+    path = Path(nar_home()) / "features" / f"{name}-v{FEATURES_VERSION}.pkl"
+    if path.exists():
+        try:
+            with open(path, "rb") as handle:
+                return pickle.load(handle)
+        except (pickle.UnpicklingError, EOFError, ImportError, AttributeError):
+            pass  # written by another layout of the package, or cut short: featurise again
+    value = build()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    with open(tmp, "wb") as handle:
+        pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
+    tmp.replace(path)  # a crash never leaves a half-written cache
+    return value
+
+
+def map_in_processes(fn: Callable[[Any], Any], inputs: list, label: str, progress: bool, jobs: int,
+                     chunksize: int = 8) -> list:
+    """`[fn(x) for x in inputs]` in `jobs` worker processes, with a progress bar when asked."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from rich.progress import Progress
+
+    out = []
+    with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool, Progress(disable=not progress, transient=True) as bar:
+        task = bar.add_task(label, total=len(inputs))
+        for result in pool.map(fn, inputs, chunksize=chunksize):
+            out.append(result)
+            bar.advance(task)
+    return out
+
+
+def _featurise(zoo, hashes: list[str], progress: bool, jobs: int) -> dict[str, EncodedGraph]:
+    blobs = [(h, zoo.graph_blob(h)) for h in hashes]
+    encoded = map_in_processes(_encode_blob, blobs, "featurising the zoo", progress, jobs)
+    return {h: e for h, e in zip(hashes, encoded) if e is not None}
+
+
+def _encode_blob(item: tuple[str, bytes]) -> EncodedGraph | None:
+    import zlib
+
+    from narcli.encode.features import GraphTooLarge, encode_graph
+    from narcli.graph.arch_graph import ArchGraph
+
+    try:
+        return encode_graph(ArchGraph.from_json(zlib.decompress(item[1]).decode()))
+    except GraphTooLarge:
+        return None
+
+
+def split_random(items: list[Item], seed: int = 0, test_fraction: float = 0.1) -> tuple[list[int], list[int]]:
+    """90/10 split stratified by family: each family with 2+ members sends ~10 % to test
+    (stochastic rounding, so small families contribute in proportion), never all of them."""
+    rng = random.Random(seed)
+    by_family: dict[str, list[int]] = defaultdict(list)
+    for i, item in enumerate(items):
+        by_family[item.family].append(i)
+    train, test = [], []
+    for family in sorted(by_family):
+        members = by_family[family]
+        rng.shuffle(members)
+        expected = test_fraction * len(members)
+        count = int(expected) + (rng.random() < expected - int(expected))
+        count = min(count, len(members) - 1) if len(members) >= 2 else 0
+        test += members[:count]
+        train += members[count:]
+    return sorted(train), sorted(test)
+
+
+def split_ood(items: list[Item], seed: int = 0, family_fraction: float = 0.2) -> tuple[list[int], list[int]]:
+    """Whole families held out: 20 % of the families with 2+ members (fixed seed) are test only."""
+    rng = random.Random(seed)
+    families = sorted({item.family for item in items})
+    counts = defaultdict(int)
+    for item in items:
+        counts[item.family] += 1
+    eligible = [f for f in families if counts[f] >= 2]
+    held = set(rng.sample(eligible, round(family_fraction * len(eligible))))
+    train = [i for i, item in enumerate(items) if item.family not in held]
+    test = [i for i, item in enumerate(items) if item.family in held]
+    return train, test

@@ -1,0 +1,88 @@
+"""Retrieval metrics (METHODS.md §2) and the two baselines that need no learning.
+
+Query = a test architecture; candidates = every other architecture, train and test; binary
+relevance = same label. Queries with no relevant candidate are left out (every metric is 0 for them
+whatever the method does).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from narcli.encode.features import OP_NAMES, EncodedGraph
+
+
+def retrieval_metrics(embeddings: np.ndarray, labels: list[str], queries: list[int],
+                      ks: tuple[int, ...] = (20, 50, 100)) -> dict[str, float]:
+    """MRR@k, MAP@k, NDCG@k for cosine retrieval over L2-normalised `embeddings`."""
+    labels_arr = np.array(labels)
+    top = max(ks)
+    sums = {f"{m}@{k}": 0.0 for k in ks for m in ("MRR", "MAP", "NDCG")}
+    counted = 0
+    for start in range(0, len(queries), 256):
+        chunk = queries[start:start + 256]
+        sims = embeddings[chunk] @ embeddings.T
+        sims[np.arange(len(chunk)), chunk] = -np.inf  # the query itself is not a candidate
+        order = np.argsort(-sims, axis=1, kind="stable")[:, :top]
+        for row, q in enumerate(chunk):
+            relevant_total = int((labels_arr == labels_arr[q]).sum()) - 1
+            if relevant_total == 0:
+                continue
+            counted += 1
+            rel = (labels_arr[order[row]] == labels_arr[q]).astype(np.float64)
+            for k in ks:
+                sums[f"MRR@{k}"] += _mrr(rel[:k])
+                sums[f"MAP@{k}"] += _ap(rel[:k], relevant_total)
+                sums[f"NDCG@{k}"] += _ndcg(rel[:k], relevant_total)
+    out = {name: round(float(total) / counted, 4) if counted else 0.0 for name, total in sums.items()}
+    out["queries"] = counted
+    return out
+
+
+def _mrr(rel: np.ndarray) -> float:
+    hits = np.flatnonzero(rel)
+    return 1.0 / (hits[0] + 1) if hits.size else 0.0
+
+
+def _ap(rel: np.ndarray, relevant_total: int) -> float:
+    if not rel.any():
+        return 0.0
+    precision = np.cumsum(rel) / np.arange(1, len(rel) + 1)
+    return float((precision * rel).sum() / min(relevant_total, len(rel)))
+
+
+def _ndcg(rel: np.ndarray, relevant_total: int) -> float:
+    discounts = 1.0 / np.log2(np.arange(2, len(rel) + 2))
+    ideal = discounts[:min(relevant_total, len(rel))].sum()
+    return float((rel * discounts).sum() / ideal) if ideal else 0.0
+
+
+# -- baselines without learning ----------------------------------------------------------------
+def op_histogram_embeddings(graphs: list[EncodedGraph]) -> np.ndarray:
+    """Normalised counts of each operation type."""
+    out = np.zeros((len(graphs), len(OP_NAMES)), dtype=np.float32)
+    for row, g in enumerate(graphs):
+        np.add.at(out[row], g.ops, 1.0)
+    return _normalise(np.log1p(out))
+
+
+def wl_embeddings(graphs: list[EncodedGraph]) -> np.ndarray:
+    """Weisfeiler-Lehman subtree feature hashing (`features.wl_features`), log counts, unit length."""
+    from narcli.encode.features import wl_dense
+
+    return np.stack([wl_dense(g) for g in graphs]) if graphs else np.zeros((0, 1), np.float32)
+
+
+def _normalise(x: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.maximum(norms, 1e-12)
+
+
+def format_table(rows: list[tuple[str, dict]], ks: tuple[int, ...]) -> str:
+    """A markdown table: method | MRR@k | MAP@k | NDCG@k for each k."""
+    cols = [f"{m}@{k}" for k in ks for m in ("MRR", "MAP", "NDCG")]
+    lines = ["| method | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
+    for name, metrics in rows:
+        lines.append(f"| {name} | " + " | ".join(f"{metrics[c]:.3f}" for c in cols) + " |")
+    return "\n".join(lines)
+

@@ -1,0 +1,282 @@
+"""The scan cache: a SQLite database of scans, model records and compressed graphs.
+
+The schema is created through sqlite-utils; lookups and the transactional writes use the standard
+library's sqlite3 (a cache hit must start fast, and one scan is stored in one explicit
+transaction). WAL mode and a busy timeout let several `nar` processes share one database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import time
+import zlib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from narcli.errors import NarError
+
+BUSY_TIMEOUT_MS = 30_000
+
+
+def nar_home() -> Path:
+    """`$NAR_HOME`, else the platform's user cache directory for nar."""
+    if os.environ.get("NAR_HOME"):
+        return Path(os.environ["NAR_HOME"]).expanduser()
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("nar"))
+
+
+def default_db_path() -> Path:
+    return nar_home() / "nar.db"
+
+
+@dataclass
+class ModelRecord:
+    """What a scan found for one model: headline figures and how the graph was obtained."""
+
+    name: str
+    source: str
+    kind: str  # py, onnx, pt2
+    tracer: str
+    inputs: list[dict[str, Any]]
+    assumed: str | None
+    params: int
+    macs: int
+    depth: int
+    nodes: int
+    edges: int
+    graph_hash: str  # the architecture's content hash
+    top_ops: list[tuple[str, int]]
+    seconds: float = 0.0
+    cached: bool = False
+    id: str = ""
+    graph_key: str = ""  # the stored graph (with this scan's shapes and metadata)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["top_ops"] = [list(p) for p in self.top_ops]
+        return data
+
+
+class Cache:
+    """The cache database at `path` (created on first write)."""
+
+    def __init__(self, path: Path | None = None):
+        self.path = Path(path) if path else default_db_path()
+
+    # -- reading (stdlib only) -------------------------------------------------------------------
+    def _read(self) -> sqlite3.Connection | None:
+        """A read-only connection, or None while there is no cache (or its schema is being made)."""
+        if not self.path.exists():
+            return None
+        conn = None
+        try:
+            conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+            conn.execute("select 1 from scans limit 1")
+            return conn
+        except sqlite3.DatabaseError as exc:
+            if conn is not None:
+                conn.close()
+            if "no such table" in str(exc):  # another process has just created the file
+                return None
+            raise NarError(f"cache {self.path} is unreadable ({exc}); remove it or run `nar cache clear`") from None
+
+    def lookup(self, key: str) -> list[ModelRecord] | None:
+        """The records of the scan stored under `key`, or None."""
+        conn = self._read()
+        if conn is None:
+            return None
+        try:
+            row = conn.execute("select model_ids from scans where key = ?", (key,)).fetchone()
+            if row is None:
+                return None
+            records = []
+            for model_id in json.loads(row[0]):
+                found = conn.execute("select record from models where id = ?", (model_id,)).fetchone()
+                if found is None:
+                    return None
+                record = ModelRecord(**json.loads(found[0]))
+                record.cached = True
+                records.append(record)
+            return records
+        finally:
+            conn.close()
+
+    def graph(self, graph_key: str) -> Any:
+        """The ArchGraph stored under `graph_key` (see `ModelRecord.graph_key`), or None."""
+        from narcli.graph.arch_graph import ArchGraph
+
+        conn = self._read()
+        if conn is None:
+            return None
+        row = conn.execute("select data from graphs where key = ?", (graph_key,)).fetchone()
+        conn.close()
+        return ArchGraph.from_json(zlib.decompress(row[0]).decode()) if row else None
+
+    def info(self) -> dict[str, Any]:
+        counts = {"scans": 0, "models": 0, "graphs": 0}
+        conn = self._read()
+        if conn is not None:
+            for table in counts:
+                counts[table] = conn.execute(f"select count(*) from {table}").fetchone()[0]
+            conn.close()
+        size = sum(p.stat().st_size for p in self._files() if p.exists())
+        return {"path": str(self.path), "exists": self.path.exists(), "bytes": size, **counts}
+
+    def _files(self) -> list[Path]:
+        return [self.path, self.path.with_name(self.path.name + "-wal"),
+                self.path.with_name(self.path.name + "-shm")]
+
+    # -- writing ---------------------------------------------------------------------------------
+    def _write(self) -> sqlite3.Connection:
+        """A connection in autocommit mode (transactions are explicit), with the schema in place.
+
+        Every write transaction starts with BEGIN IMMEDIATE: it takes the write lock up front, so
+        concurrent writers wait on the busy timeout instead of failing on a lock upgrade.
+        """
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        conn.execute(f"pragma busy_timeout = {BUSY_TIMEOUT_MS}")
+        if conn.execute("pragma journal_mode").fetchone()[0] != "wal":
+            self._retry_locked(lambda: conn.execute("pragma journal_mode = wal"))
+        if conn.execute("select 1 from sqlite_master where name = 'scans'").fetchone() is None:
+            self._retry_locked(lambda: self._create_schema(conn))
+        return conn
+
+    @staticmethod
+    def _retry_locked(step: Any) -> None:
+        # switching journal mode fails at once (no busy wait) while another process holds a lock
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                step()
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    @staticmethod
+    def _create_schema(conn: sqlite3.Connection) -> None:
+        import sqlite_utils
+
+        conn.execute("begin immediate")
+        try:
+            db = sqlite_utils.Database(conn)
+            db["graphs"].create({"key": str, "hash": str, "data": bytes, "nodes": int,
+                                 "edges": int, "created": float}, pk="key", if_not_exists=True)
+            db["models"].create({"id": str, "graph_hash": str, "name": str, "source": str,
+                                 "record": str, "created": float}, pk="id", if_not_exists=True)
+            db["scans"].create({"key": str, "path": str, "model_ids": str, "created": float},
+                               pk="key", if_not_exists=True)
+        finally:
+            if conn.in_transaction:
+                conn.execute("commit")
+
+    def store(self, key: str, path: str, records: list[ModelRecord], graphs: list[Any]) -> None:
+        """Store one scan atomically: its model records and their graphs, or nothing."""
+        conn = self._write()
+        now = time.time()
+        try:
+            conn.execute("begin immediate")
+            for i, (record, graph) in enumerate(zip(records, graphs, strict=True)):
+                record.id = f"{key}:{i}"
+                text = graph.to_json().encode()
+                record.graph_key = hashlib.sha256(text).hexdigest()[:32]
+                conn.execute("insert or replace into graphs (key, hash, data, nodes, edges, created) "
+                             "values (?, ?, ?, ?, ?, ?)",
+                             (record.graph_key, record.graph_hash, zlib.compress(text, 6),
+                              graph.num_nodes, len(graph.edges), now))
+                body = record.to_json()
+                body["cached"] = False
+                conn.execute("insert or replace into models (id, graph_hash, name, source, record, created) "
+                             "values (?, ?, ?, ?, ?, ?)",
+                             (record.id, record.graph_hash, record.name, record.source, json.dumps(body), now))
+            conn.execute("insert or replace into scans (key, path, model_ids, created) values (?, ?, ?, ?)",
+                         (key, path, json.dumps([r.id for r in records]), now))
+            conn.execute("commit")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("rollback")
+            raise
+        finally:
+            conn.close()
+
+    # -- embeddings of scanned models (`nar similar FILE` computes them once) --------------------
+    # one row per scanned model (two files may share a graph), keyed by the model record's id
+    EMBEDDINGS = ("create table if not exists embeddings (model_id text primary key, graph_key text not null, "
+                  "encoder text not null, vector blob not null, prediction text, motifs text, name text, path text, "
+                  "graph_hash text, params integer, macs integer, created real)")
+
+    def embedding(self, graph_key: str, encoder: str) -> dict[str, Any] | None:
+        """The stored embedding of one scanned graph by `encoder`, or None."""
+        conn = self._read()
+        if conn is None:
+            return None
+        try:
+            row = conn.execute("select vector, prediction, motifs from embeddings where graph_key = ? and encoder = ? "
+                               "limit 1", (graph_key, encoder)).fetchone()
+        except sqlite3.OperationalError:  # a cache from before embeddings
+            return None
+        finally:
+            conn.close()
+        if row is None:
+            return None
+        return {"vector": row[0], "prediction": json.loads(row[1] or "null"), "motifs": json.loads(row[2] or "[]")}
+
+    def store_embedding(self, record: ModelRecord, encoder: str, vector: bytes, prediction: Any, motifs: Any) -> None:
+        conn = self._write()
+        try:
+            conn.execute(self.EMBEDDINGS)
+            conn.execute("insert or replace into embeddings values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         (record.id, record.graph_key, encoder, vector, json.dumps(prediction), json.dumps(motifs),
+                          record.name, str(Path(record.source).resolve()), record.graph_hash, record.params,
+                          record.macs, time.time()))
+        finally:
+            conn.close()
+
+    def embeddings(self, encoder: str) -> list[dict[str, Any]]:
+        """Every stored embedding by `encoder`, with what a results table shows about its model."""
+        conn = self._read()
+        if conn is None:
+            return []
+        try:
+            rows = conn.execute("select model_id, graph_key, vector, prediction, motifs, name, path, graph_hash, params, "
+                                "macs from embeddings where encoder = ? order by model_id", (encoder,)).fetchall()
+        except sqlite3.OperationalError:
+            return []
+        finally:
+            conn.close()
+        names = ("model_id", "graph_key", "vector", "prediction", "motifs", "name", "path", "graph_hash", "params", "macs")
+        out = []
+        for row in rows:
+            item = dict(zip(names, row))
+            item["prediction"] = json.loads(item["prediction"] or "null")
+            item["motifs"] = json.loads(item["motifs"] or "[]")
+            out.append(item)
+        return out
+
+    def clear(self) -> dict[str, int]:
+        """Delete every scan, model and graph; returns how many of each were removed."""
+        if not self.path.exists():
+            return {"scans": 0, "models": 0, "graphs": 0}
+        try:
+            before = self.info()
+        except NarError:  # not a database any more: nothing in it can be saved
+            for file in self._files():
+                file.unlink(missing_ok=True)
+            return {"scans": 0, "models": 0, "graphs": 0}
+        conn = self._write()
+        conn.execute("begin immediate")
+        for table in ("scans", "models", "graphs"):
+            conn.execute(f"delete from {table}")
+        conn.execute("drop table if exists embeddings")
+        conn.execute("commit")
+        conn.execute("vacuum")
+        conn.close()
+        return {k: before[k] for k in ("scans", "models", "graphs")}

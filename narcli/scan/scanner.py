@@ -1,0 +1,277 @@
+"""`scan`: turn a model file (or every model file under a directory) into cached model records."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from narcli import IR_VERSION
+from narcli.errors import LoadError, NarError, NoModelError, TraceError, UsageError
+from narcli.scan.cache import Cache, ModelRecord
+from narcli.scan.fingerprint import file_fingerprint
+from narcli.trace.inputs import InputSpec, describe, parse_inputs
+
+KINDS = {".py": "py", ".onnx": "onnx", ".pt2": "pt2"}
+SKIPPED_DIRS = {".git", ".hg", ".venv", "venv", "env", "__pycache__", "node_modules", "site-packages",
+                ".tox", ".mypy_cache", ".pytest_cache", "build", "dist"}
+TOP_OPS = 8
+
+# work done on the traced graphs where they were traced: graphs -> one note per graph
+Annotate = Callable[[list[Any]], list[Any]]
+
+
+@dataclass
+class ScanOptions:
+    model: str | None = None
+    input_shapes: list[str] | None = None
+    input_dtypes: list[str] | None = None
+    timeout: float = 120.0
+    use_cache: bool = True
+
+
+@dataclass
+class FileResult:
+    """The outcome for one file: its records, or why it has none."""
+
+    path: Path
+    records: list[ModelRecord] = field(default_factory=list)
+    error: str | None = None
+    skipped: str | None = None
+
+
+# -- work done in the child process (imports torch) -----------------------------------------------
+def _graph_payload(graph: Any, name: str, tracer: str, inputs: list[InputSpec], assumed: str | None) -> dict:
+    return {"name": name, "tracer": tracer, "inputs": [s.to_json() for s in inputs],
+            "assumed": assumed, "graph": graph.to_dict()}
+
+
+def _annotate_payloads(payloads: list[dict], graphs: list[Any], annotate: Annotate | None) -> list[dict]:
+    """Attach `annotate(graphs)` to the payloads, each its own note; a failure leaves no note (the
+    caller then does that work itself, and reports its errors)."""
+    if annotate is not None:
+        try:
+            notes = annotate(graphs)
+        except Exception:  # noqa: BLE001 - the scan itself succeeded; the note is only a head start
+            notes = [None] * len(payloads)
+        for payload, note in zip(payloads, notes):
+            payload["note"] = note
+    return payloads
+
+
+def trace_python_file(path: Path, spec: str | None, inputs: list[InputSpec] | None,
+                      annotate: Annotate | None = None) -> list[dict]:
+    """Build every model of a `.py` file on the meta device and trace it (runs in the child)."""
+    import torch
+
+    from narcli.graph.canonical import build_graph
+    from narcli.trace.compat import ensure_torchvision_importable
+    from narcli.trace.inputs import guess_inputs
+    from narcli.trace.loader import build_models
+
+    ensure_torchvision_importable()  # user files import torchvision, timm, transformers too
+    from narcli.trace.torch_tracer import trace_module
+
+    out, graphs = [], []
+    for name, model in build_models(path, spec):
+        assumed = None
+        specs = inputs
+        if specs is None:
+            try:
+                specs, assumed = guess_inputs(model)
+            except UsageError as exc:
+                raise LoadError(f"{name}: {exc}") from None
+        tensors = [torch.empty(s.shape, dtype=getattr(torch, s.dtype), device="meta") for s in specs]
+        try:
+            raw, tracer = trace_module(model, tensors)
+        except TraceError as exc:
+            which = "the assumed input" if assumed else "input"
+            hint = "; pass --input-shape (and --input-dtype for token ids)" if assumed else ""
+            cause = str(exc.__cause__ or exc)
+            raise TraceError(f"{name}: forward failed on {which} {describe(specs)}: "
+                             f"{type(exc.__cause__).__name__}: {cause.splitlines()[0][:200]}{hint}") from None
+        graph = build_graph(raw, {"source": str(path), "tracer": tracer, "model": name,
+                                  "inputs": [s.to_json() for s in specs]})
+        out.append(_graph_payload(graph, name, tracer, specs, assumed))
+        graphs.append(graph)
+    return _annotate_payloads(out, graphs, annotate)
+
+
+def _whole_file_payload(raw: Any, path: Path, tracer: str, annotate: Annotate | None) -> list[dict]:
+    """Payload of a file that holds exactly one graph (`.pt2`, `.onnx`), named after the file."""
+    from narcli.graph.canonical import build_graph
+
+    specs = [InputSpec(tuple(s or ()), raw.input_dtypes.get(name, "float32")) for name, s in raw.inputs]
+    graph = build_graph(raw, {"source": str(path), "tracer": tracer, "model": path.stem,
+                              "inputs": [s.to_json() for s in specs]})
+    return _annotate_payloads([_graph_payload(graph, path.stem, tracer, specs, None)], [graph], annotate)
+
+
+def trace_exported_program(path: Path, annotate: Annotate | None = None) -> list[dict]:
+    """Trace a `.pt2` archive written by `torch.export.save` (runs in the child)."""
+    from narcli.trace.loader import load_exported_program
+    from narcli.trace.torch_tracer import raw_from_program
+
+    return _whole_file_payload(raw_from_program(load_exported_program(path)), path, "export", annotate)
+
+
+def trace_onnx_file(path: Path, annotate: Annotate | None = None) -> list[dict]:
+    from narcli.trace.onnx_tracer import load_onnx, trace_onnx
+
+    return _whole_file_payload(trace_onnx(load_onnx(path)), path, "onnx", annotate)
+
+
+# -- the library entry points ---------------------------------------------------------------------
+def cache_key(path: Path, kind: str, options: ScanOptions, inputs: list[InputSpec] | None) -> str:
+    parts = {"file": file_fingerprint(path), "kind": kind, "model": (options.model or "").strip(),
+             "inputs": [s.to_json() for s in inputs] if inputs else None, "ir": IR_VERSION}
+    if kind != "onnx":
+        parts["torch"] = _torch_version()
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def _torch_version() -> str:
+    """Installed torch version without importing torch (it is part of every PyTorch cache key)."""
+    import importlib.util
+    import re
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.origin:
+        return "none"
+    # torch/version.py is a two-line file; reading it is ~40x faster than importlib.metadata
+    version_file = Path(spec.origin).with_name("version.py")
+    try:
+        found = re.search(r"__version__\s*=\s*['\"]([^'\"]+)", version_file.read_text())
+    except OSError:
+        found = None
+    if found:
+        return found.group(1)
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("torch")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _check_file(path: Path) -> str:
+    if not path.exists():
+        raise LoadError(f"{path}: no such file or directory")
+    kind = KINDS.get(path.suffix.lower())
+    if kind is None:
+        raise LoadError(f"{path}: not a model file (expected .py, .onnx or .pt2)")
+    if path.stat().st_size == 0:
+        raise LoadError(f"{path}: file is empty")
+    return kind
+
+
+def scan_file(path: Path, options: ScanOptions | None = None, cache: Cache | None = None,
+              want_graphs: bool = False) -> tuple[list[ModelRecord], list[Any]]:
+    """Records (and, with `want_graphs`, ArchGraphs) of the models in one file.
+
+    A cached scan of the unchanged file is returned without importing anything. Nothing is written
+    to the cache unless the whole file scanned.
+    """
+    records, graphs, _ = scan_file_annotated(path, options, cache, want_graphs)
+    return records, graphs
+
+
+def scan_file_annotated(path: Path, options: ScanOptions | None = None, cache: Cache | None = None,
+                        want_graphs: bool = False, annotate: Annotate | None = None,
+                        ) -> tuple[list[ModelRecord], list[Any], list[Any]]:
+    """`scan_file`, plus `annotate(graphs)` computed where the file is traced, one note per model.
+
+    The tracing child has torch loaded already, so work that needs torch (embedding the graphs) costs
+    no second import there. A cached scan, or a failed annotation, gives None notes. `annotate` must
+    be a module-level function (it is sent to the child).
+    """
+    from narcli.trace.isolation import run_isolated
+
+    options = options or ScanOptions()
+    path = Path(path)
+    kind = _check_file(path)
+    inputs = parse_inputs(options.input_shapes, options.input_dtypes)
+    if kind != "py" and (options.model or inputs):
+        raise UsageError(f"{path}: --model and --input-shape apply to .py files only")
+    cache = cache or Cache()
+    key = cache_key(path, kind, options, inputs)
+    if options.use_cache:
+        records = cache.lookup(key)
+        if records is not None:
+            graphs = [cache.graph(r.graph_key) for r in records] if want_graphs else []
+            return records, graphs, [None] * len(records)
+
+    start = time.perf_counter()
+    if kind == "onnx":
+        payloads = trace_onnx_file(path, annotate)
+    elif kind == "pt2":
+        payloads = run_isolated(trace_exported_program, (path, annotate), options.timeout, f"loading {path}")
+    else:
+        payloads = run_isolated(trace_python_file, (path, options.model, inputs, annotate), options.timeout,
+                                f"importing and tracing {path}")
+    seconds = time.perf_counter() - start
+
+    from narcli.graph.arch_graph import ArchGraph
+
+    records, graphs = [], []
+    for payload in payloads:
+        graph = ArchGraph.from_dict(payload["graph"])
+        records.append(ModelRecord(
+            name=payload["name"], source=str(path), kind=kind, tracer=payload["tracer"],
+            inputs=payload["inputs"], assumed=payload["assumed"], params=graph.params,
+            macs=graph.macs, depth=graph.depth, nodes=graph.num_nodes, edges=len(graph.edges),
+            graph_hash=graph.content_hash(), top_ops=graph.top_ops(TOP_OPS),
+            seconds=round(seconds / max(len(payloads), 1), 3)))
+        graphs.append(graph)
+    if options.use_cache:
+        cache.store(key, str(path.resolve()), records, graphs)
+    return records, graphs, [payload.get("note") for payload in payloads]
+
+
+def model_files(root: Path) -> list[Path]:
+    """Model files under a directory, skipping environments, caches and hidden folders."""
+    found = []
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).parts
+        if any(p in SKIPPED_DIRS or p.startswith(".") for p in rel[:-1]):
+            continue
+        if path.is_file() and path.suffix.lower() in KINDS:
+            found.append(path)
+    return found
+
+
+def mentions_torch(path: Path) -> bool:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return True
+    return "torch" in text or "nn.Module" in text
+
+
+def scan_directory(root: Path, options: ScanOptions | None = None, cache: Cache | None = None,
+                   on_file: Callable[[Path, int, int], None] | None = None) -> list[FileResult]:
+    """Scan every model file under `root`; one file's failure is recorded, not raised."""
+    files = model_files(root)
+    if not files:
+        raise LoadError(f"{root}: no .py, .onnx or .pt2 files under it")
+    results = []
+    for i, path in enumerate(files):
+        if on_file:
+            on_file(path, i, len(files))
+        if path.suffix == ".py" and not mentions_torch(path):
+            results.append(FileResult(path, skipped="does not use torch"))
+            continue
+        try:
+            records, _ = scan_file(path, options, cache)
+            results.append(FileResult(path, records))
+        except NoModelError:
+            results.append(FileResult(path, skipped="no models"))
+        except NarError as exc:
+            results.append(FileResult(path, error=str(exc)))
+    if on_file:
+        on_file(root, len(files), len(files))
+    return results

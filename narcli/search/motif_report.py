@@ -1,0 +1,17 @@
+"""`nar motifs`: the repeated motifs of each model a target names (zoo name or file)."""
+
+from __future__ import annotations
+
+from narcli.encode.motifs import MAX_SIZE, STEPS, describe, sample_motifs
+from narcli.search.targets import resolve_targets
+
+
+def motif_report(target: str, steps: int = STEPS, max_size: int = MAX_SIZE) -> list[dict]:
+    """For each model `target` names (zoo name or file): its motif types and macro-graph size."""
+    reports = []
+    for found in resolve_targets(target):
+        motifs = sample_motifs(found.graph, steps, max_size)
+        reports.append({"name": found.name, "nodes": found.graph.num_nodes,
+                        "instances": len(motifs.instances), "types": len(motifs.types()),
+                        "macro_edges": len(motifs.macro_edges), "motifs": describe(found.graph, motifs)})
+    return reports

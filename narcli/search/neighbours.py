@@ -1,0 +1,177 @@
+"""The indexes a search reads, kept fresh: the zoo's (shipped, else built under $NAR_HOME) and the
+user's (scanned models and the user's own zoo), each rebuilt when what it indexes has changed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from narcli import DATA_DIR
+from narcli.errors import NarError
+from narcli.search.index import IndexError_, VectorIndex, build_index
+
+BUNDLED_INDEX = DATA_DIR / "zoo-index.json"
+
+
+def index_dir() -> Path:
+    from narcli.scan.cache import nar_home
+
+    return nar_home() / "index"
+
+
+def _matrix(blobs: list[bytes]) -> np.ndarray:
+    """Stored float32 vectors (bytes) as one matrix."""
+    return np.stack([np.frombuffer(b, dtype=np.float32) for b in blobs]) if blobs else np.zeros((0, 1), np.float32)
+
+
+def _fingerprint(db: Path) -> str:
+    from narcli.zoo.store import Zoo
+
+    with Zoo([db]) as zoo:
+        return zoo.embedding_fingerprint()
+
+
+def _zoo_vectors(db: Path) -> tuple[list[str], np.ndarray, set[str]]:
+    from narcli.zoo.store import Zoo
+
+    with Zoo([db]) as zoo:
+        hashes, blobs, encoders = zoo.embeddings()
+    return hashes, _matrix(blobs), encoders
+
+
+def zoo_calibration(db: Path, hashes: list[str], vectors: np.ndarray) -> dict[str, Any]:
+    """The novelty threshold of this zoo's embeddings, on the encoder card's split (see family.py)."""
+    from narcli.encode.dataset import Item, split_random, zoo_labels
+    from narcli.encode.weights import bundled_weights_path
+    from narcli.search.family import calibrate_novelty
+    from narcli.zoo.store import Zoo
+
+    card = json.loads(bundled_weights_path().with_suffix(".json").read_text())
+    with Zoo([db]) as zoo:
+        labelled = zoo_labels(zoo)
+    position = {h: i for i, h in enumerate(hashes)}
+    items = [Item(h, *labelled[h], None) for h in labelled if h in position]
+    train, test = split_random(items, seed=card["config"]["seed"])
+    ordered = vectors[[position[item.graph_hash] for item in items]]
+    return calibrate_novelty(ordered, [item.family for item in items], train, test)
+
+
+def build_zoo_index(db: Path, path: Path, report: Callable[[str], None] = lambda line: None) -> VectorIndex:
+    """Index every embedding of the zoo at `db` (with its novelty calibration) at `path`."""
+
+    hashes, vectors, encoders = _zoo_vectors(db)
+    if not hashes:
+        raise NarError(f"the zoo {db} has no embeddings; run `nar zoo embed --db {db}`")
+    fingerprint = _fingerprint(db)
+    report(f"indexing {len(hashes)} zoo architectures")
+    meta = {"kind": "zoo", "fingerprint": fingerprint, "encoders": sorted(encoders), "database": str(db)}
+    try:
+        meta["calibration"] = zoo_calibration(db, hashes, vectors)
+    except (KeyError, ValueError, OSError):  # a zoo without the card's families: use the default threshold
+        pass
+    return build_index(path, hashes, vectors, meta)
+
+
+def zoo_index(db: Path | None = None, report: Callable[[str], None] = lambda line: None) -> VectorIndex:
+    """The index of the zoo at `db` (default: the bundled zoo): the shipped one when it matches
+    the zoo's embeddings, else one under $NAR_HOME, built now if needed (no torch involved)."""
+    from narcli.zoo.store import BUNDLED, bundled_zoo_path
+
+    db = Path(db or bundled_zoo_path())
+    fingerprint = _fingerprint(db)
+    candidates = [BUNDLED_INDEX] if db.resolve() == BUNDLED.resolve() else []
+    built = index_dir() / f"zoo-{fingerprint}.json"
+    for path in [*candidates, built]:
+        try:
+            index = VectorIndex(path)
+            if index.meta.get("fingerprint") == fingerprint:
+                index.verify()
+                return index
+        except IndexError_ as exc:
+            report(f"{exc}; rebuilding it" if path == built else f"{exc}; building one under {built.parent}")
+    return build_zoo_index(db, built, report)
+
+
+def user_entries(encoder: str) -> tuple[list[str], list[bytes], dict[str, dict[str, Any]]]:
+    """(keys, vectors, details) of the user's scanned models and user-zoo architectures."""
+    from narcli.scan.cache import Cache
+    from narcli.zoo.store import Zoo, user_zoo_path
+
+    keys, blobs, details = [], [], {}
+    for item in Cache().embeddings(encoder):
+        key = f"cache:{item['model_id']}"
+        keys.append(key)
+        blobs.append(item.pop("vector"))
+        details[key] = item
+    if user_zoo_path().exists():
+        with Zoo([user_zoo_path()]) as zoo:
+            hashes, vectors, _ = zoo.embeddings()
+        for graph_hash, blob in zip(hashes, vectors):
+            keys.append(f"zoo:{graph_hash}")
+            blobs.append(blob)
+    return keys, blobs, details
+
+
+def user_index(encoder: str, report: Callable[[str], None] = lambda line: None,
+               force: bool = False) -> tuple[VectorIndex | None, dict]:
+    """The index of the user's entries (None when there are none) and their details; rebuilt when
+    the entries changed since it was built."""
+    import hashlib
+
+    keys, blobs, details = user_entries(encoder)
+    if not keys:
+        return None, details
+    fingerprint = hashlib.sha256("\n".join(keys).encode() + b"".join(blobs)).hexdigest()[:16]
+    path = index_dir() / "user.json"
+    try:
+        index = VectorIndex(path)
+        if index.meta.get("fingerprint") == fingerprint and not force:
+            return index, details
+    except IndexError_:
+        pass
+    report(f"indexing {len(keys)} of your models")
+    return build_index(path, keys, _matrix(blobs), {"kind": "user", "fingerprint": fingerprint, "encoder": encoder}), details
+
+
+def index_info() -> list[dict[str, Any]]:
+    """What `nar index info` shows: each index, its size, what it holds, whether it is current."""
+    from narcli.zoo.store import bundled_zoo_path
+
+    rows = []
+    fingerprint = _fingerprint(bundled_zoo_path())
+    paths = [BUNDLED_INDEX, *sorted(index_dir().glob("*.json"))] if index_dir().exists() else [BUNDLED_INDEX]
+    for path in paths:
+        row: dict[str, Any] = {"path": str(path)}
+        try:
+            index = VectorIndex(path)
+            meta = index.meta
+            row.update({"kind": meta.get("kind"), "items": meta["items"], "dim": meta["dim"], "trees": meta["trees"],
+                        "bytes": index._ann_path.stat().st_size + path.stat().st_size, "status": "ok"})
+            if meta.get("kind") == "zoo":
+                row["current"] = meta.get("fingerprint") == fingerprint
+                if "calibration" in meta:
+                    row["novelty_threshold"] = meta["calibration"]["novelty_threshold"]
+        except IndexError_ as exc:
+            row.update({"status": str(exc)})
+        rows.append(row)
+    return rows
+
+
+def rebuild_indexes(bundled: bool = False, report: Callable[[str], None] = lambda line: None) -> list[dict[str, Any]]:
+    """`nar index build`: rebuild the zoo index (the shipped file with `bundled`) and the user's."""
+    from narcli.encode.weights import bundled_weights_path, encoder_id
+    from narcli.zoo.store import BUNDLED, bundled_zoo_path
+
+    db = bundled_zoo_path()
+    if bundled:
+        if db.resolve() != BUNDLED.resolve():
+            raise NarError("--bundled writes the shipped index of the shipped zoo; unset NAR_ZOO")
+        build_zoo_index(db, BUNDLED_INDEX, report)
+    else:
+        build_zoo_index(db, index_dir() / f"zoo-{_fingerprint(db)}.json", report)
+    user_index(encoder_id(bundled_weights_path()), report, force=True)
+    return index_info()

@@ -1,0 +1,160 @@
+"""A target named on the command line (zoo name, `cache:NAME`, or model file) as what a search
+reads: its embedding, the encoder's family prediction, its repeated motifs and headline figures.
+
+A zoo name or a file whose embedding is cached needs no torch; a new file is scanned (cached) and
+embedded once, and its embedding is stored in the cache for the next time.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from narcli.errors import UsageError, ZooError
+
+CACHE_PREFIX = "cache:"
+
+
+@dataclass
+class Query:
+    name: str
+    kind: str  # zoo | file | cache
+    graph_hash: str
+    vector: np.ndarray
+    prediction: dict[str, Any] | None
+    motifs: list[dict[str, Any]]
+    params: int = 0
+    macs: int = 0
+    zoo_model: Any = None
+    graph_key: str = ""  # the cached scan's graph, for files and cached scans
+    path: str = ""
+    record: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@lru_cache(maxsize=1)
+def current_encoder() -> str:
+    from narcli.encode.weights import WeightsError, bundled_weights_path, encoder_id
+
+    path = bundled_weights_path()
+    if not path.exists():
+        raise WeightsError(f"encoder weights not found at {path}; reinstall nar")
+    return encoder_id(path)
+
+
+@lru_cache(maxsize=1)
+def _embedder() -> Any:
+    from narcli.encode.embedder import Embedder
+
+    return Embedder()
+
+
+def resolve_queries(target: str, options: Any = None, zoo: Any = None) -> list[Query]:
+    """The architectures `target` names, each with its embedding (one per model a file defines)."""
+    from narcli.search.targets import looks_like_a_name
+
+    if target.startswith(CACHE_PREFIX):
+        return [_cached_query(target[len(CACHE_PREFIX):])]
+    if not Path(target).exists() and looks_like_a_name(target):
+        from narcli.zoo.store import Zoo
+
+        return [zoo_query((zoo or Zoo()).resolve(target), zoo or Zoo())]
+    return file_queries(Path(target), options)
+
+
+def zoo_query(model: Any, zoo: Any) -> Query:
+    stored = zoo.embedding(model.graph_hash)
+    if stored is None:
+        raise ZooError(f"{model.id} has no embedding in the zoo; run `nar zoo embed --db {model.db}`")
+    vector, encoder = stored
+    if encoder != current_encoder():
+        raise ZooError(f"the zoo's embeddings of {model.id} come from another encoder; "
+                       f"run `nar zoo embed --db {model.db}`")
+    notes = zoo.annotations([model.graph_hash]).get(model.graph_hash, {})
+    return Query(model.id, "zoo", model.graph_hash, np.frombuffer(vector, dtype=np.float32),
+                 notes.get("prediction"), notes.get("motifs", []), model.params or 0, model.macs or 0, model)
+
+
+def file_queries(path: Path, options: Any = None) -> list[Query]:
+    """Scan `path` (cached) and embed each model it defines (embeddings cached too)."""
+    from narcli.scan.cache import Cache
+    from narcli.scan.scanner import ScanOptions, scan_file_annotated
+
+    options = options or ScanOptions()
+    cache = Cache()
+    encoder = current_encoder()
+    # with --no-cache nothing is stored, so the graphs come back from the scan itself; a file traced
+    # now is embedded in the tracing process, which has torch loaded already
+    records, graphs, notes = scan_file_annotated(path, options, cache=cache, want_graphs=not options.use_cache,
+                                                 annotate=embed_for_query)
+    queries: list[Query | None] = []
+    missing = []
+    for i, record in enumerate(records):
+        note = notes[i] if notes[i] and notes[i]["encoder"] == encoder else None
+        stored = note or (cache.embedding(record.graph_key, encoder)
+                          if options.use_cache and record.graph_key else None)
+        if stored is not None and options.use_cache:  # under this record too (fresh, or cached from another file)
+            cache.store_embedding(record, encoder, stored["vector"], stored["prediction"], stored["motifs"])
+        if stored is None:
+            missing.append(i)
+            queries.append(None)
+        else:
+            queries.append(_file_query(path, record, len(records), np.frombuffer(stored["vector"], dtype=np.float32),
+                                       stored["prediction"], stored["motifs"]))
+    if missing:
+        wanted = [graphs[i] if graphs else cache.graph(records[i].graph_key) for i in missing]
+        if any(g is None for g in wanted):
+            raise ZooError(f"the cached graph of {path} is missing; run `nar scan --no-cache {path}` or "
+                           "`nar cache clear`")
+        for i, embedding in zip(missing, _embedder().embed(wanted)):
+            record = records[i]
+            if options.use_cache and record.graph_key:
+                cache.store_embedding(record, encoder, embedding.vector.tobytes(), embedding.prediction,
+                                      embedding.motifs)
+            queries[i] = _file_query(path, record, len(records), embedding.vector, embedding.prediction,
+                                     embedding.motifs)
+    return [q for q in queries if q is not None]
+
+
+def embed_for_query(graphs: list[Any]) -> list[dict[str, Any]]:
+    """Embeddings of freshly traced graphs, in the form the cache stores (runs in the tracing child)."""
+    embedder = _embedder()
+    return [{"encoder": embedder.encoder_id, "vector": e.vector.tobytes(), "prediction": e.prediction,
+             "motifs": e.motifs} for e in embedder.embed(graphs)]
+
+
+def _file_query(path: Path, record: Any, count: int, vector: np.ndarray, prediction: Any, motifs: Any) -> Query:
+    name = f"{path.name}:{record.name}" if count > 1 else path.name
+    return Query(name, "file", record.graph_hash, vector, prediction, motifs, record.params, record.macs,
+                 graph_key=record.graph_key, path=str(Path(path).resolve()), record=record)
+
+
+def _cached_query(name: str) -> Query:
+    """`cache:NAME`: a model scanned (and embedded) before, by model name, file name or graph key."""
+    from narcli.scan.cache import Cache
+
+    entries = Cache().embeddings(current_encoder())
+    key = name.strip().lower()
+    if not key:
+        raise UsageError("empty name after cache:")
+    found = [e for e in entries if key in (e["name"].lower(), Path(e["path"]).name.lower(),
+                                           f"{Path(e['path']).name}:{e['name']}".lower())
+             or e["graph_key"].startswith(key)]
+    if not found:
+        names = sorted({e["name"].lower() for e in entries} | {Path(e["path"]).name.lower() for e in entries})
+        close = difflib.get_close_matches(key, names, n=5, cutoff=0.5)
+        hint = f"; did you mean {', '.join('cache:' + c for c in close)}?" if close else \
+            "; `nar similar FILE` scans and caches a model first"
+        raise UsageError(f"no cached model {name!r}{hint}")
+    if len(found) > 1:
+        shown = ", ".join(f"cache:{Path(e['path']).name}:{e['name']}" for e in found[:8])
+        raise UsageError(f"cache:{name} is ambiguous: {shown}")
+    e = found[0]
+    return Query(f"{Path(e['path']).name}:{e['name']}", "cache", e["graph_hash"],
+                 np.frombuffer(e["vector"], dtype=np.float32), e["prediction"], e["motifs"], e["params"] or 0,
+                 e["macs"] or 0, graph_key=e["graph_key"], path=e["path"], extra={"model_id": e["model_id"]})

@@ -1,0 +1,179 @@
+"""`nar similar`: the nearest known architectures of a target, and its likely family."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from narcli.errors import UsageError
+from narcli.search.family import (
+    DEFAULT_NOVELTY_COSINE,
+    VOTERS,
+    FamilyPrediction,
+    predict_family,
+)
+from narcli.search.query import Query, current_encoder, resolve_queries
+
+MAX_K = 1000
+
+
+@dataclass
+class Neighbour:
+    name: str
+    kind: str  # zoo | cache
+    family: str
+    coarse: str
+    task: str
+    source: str
+    cosine: float
+    params: int
+    macs: int
+    graph_hash: str
+    aliases: list[str] = field(default_factory=list)  # other zoo models with this architecture
+    shared: list[dict[str, Any]] = field(default_factory=list)  # motif types in common with the query
+
+    def to_json(self) -> dict[str, Any]:
+        data = dict(self.__dict__)
+        data["cosine"] = round(self.cosine, 4)
+        return data
+
+
+@dataclass
+class SimilarResult:
+    query: Query
+    prediction: FamilyPrediction
+    neighbours: list[Neighbour]
+    identical: list[str]  # zoo models with exactly the query's architecture (other than itself)
+    filters: dict[str, str]
+
+    def to_json(self) -> dict[str, Any]:
+        q = self.query
+        return {"query": {"name": q.name, "kind": q.kind, "graph_hash": q.graph_hash, "params": q.params,
+                          "macs": q.macs, "path": q.path or None},
+                "prediction": self.prediction.to_json(), "identical": self.identical, "filters": self.filters,
+                "neighbours": [n.to_json() for n in self.neighbours]}
+
+
+def shared_motifs(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Motif types repeated in both summaries, in `a`'s order (most nodes covered first)."""
+    types_b = {m["type"] for m in b}
+    return [m for m in a if m["type"] in types_b]
+
+
+def check_k(k: int) -> None:
+    if k <= 0 or k > MAX_K:
+        raise UsageError(f"-k must be between 1 and {MAX_K}, got {k}")
+
+
+def check_filters(zoo: Any, family: str | None, task: str | None, source: str | None) -> None:
+    """A filter value that no zoo model has is a usage error, with the close values."""
+    if source and source.lower() == "cache":
+        return
+    known = {"family": set(), "task": set(), "source": set()}
+    for m in zoo.models():
+        known["family"].add(m.family)
+        known["task"].add(m.task)
+        known["source"].add(m.source)
+    for column, value in (("family", family), ("task", task), ("source", source)):
+        if value and value.lower() not in {v.lower() for v in known[column] if v}:
+            close = difflib.get_close_matches(value.lower(), sorted(v.lower() for v in known[column] if v), n=5, cutoff=0.6)
+            extra = ", cache" if column == "source" else ""
+            hint = f"; did you mean {', '.join(close)}?" if close else \
+                "; see `nar zoo families`" if column == "family" else \
+                f"; known: {', '.join(sorted(v for v in known[column] if v))}{extra}"
+            raise UsageError(f"no zoo model has {column} {value!r}{hint}")
+
+
+def find_similar(target: str, k: int = 10, family: str | None = None, task: str | None = None,
+                 source: str | None = None, options: Any = None,
+                 report: Callable[[str], None] = lambda line: None) -> list[SimilarResult]:
+    """For each architecture `target` names: its `k` nearest neighbours (zoo and, without a zoo
+    filter, the user's own scanned models) and its predicted family."""
+    from narcli.search.neighbours import user_index, zoo_index
+    from narcli.zoo.store import Zoo
+
+    check_k(k)
+    zoo = Zoo()
+    check_filters(zoo, family, task, source)
+    queries = resolve_queries(target, options, zoo)
+    index = zoo_index(report=report)
+    threshold = index.meta.get("calibration", {}).get("novelty_threshold", DEFAULT_NOVELTY_COSINE)
+    only_cache = bool(source and source.lower() == "cache")
+    zoo_filtered = bool(family or task or (source and not only_cache))
+    users, details = user_index(current_encoder(), report) if not zoo_filtered else (None, {})
+    filters = {name: value for name, value in (("family", family), ("task", task), ("source", source)) if value}
+    results = []
+    for query in queries:
+        own = query.graph_hash if query.kind == "zoo" else None
+        # one index query serves the family vote (unfiltered) and, without filters, the table
+        nearest = [(h, c) for h, c in index.query(query.vector, max(k, VOTERS) + 1) if h != own]
+        voters = nearest[:VOTERS]
+        if only_cache:
+            found: list[tuple[str, float]] = []
+        elif zoo_filtered:
+            found = _filtered(index, query.vector, zoo, family, task, source, k, own)
+        else:
+            found = nearest[:k]
+        if users is not None:
+            mine = [(key, c) for key, c in users.query(query.vector, k + 5)
+                    if not _is_query_itself(key, details, query)]
+            found = sorted(found + mine, key=lambda kc: -kc[1])[:k]
+        hashes = list({h for h, _ in voters} | {h for h, _ in found if not h.startswith(("cache:", "zoo:"))}
+                      | {h[4:] for h, _ in found if h.startswith("zoo:")})
+        models = zoo.models_by_hash(hashes)
+        notes = zoo.annotations(hashes)
+        vote_on = [(models[h][0].family, models[h][0].coarse, c) for h, c in voters if h in models]
+        prediction = predict_family(query.prediction, vote_on, threshold)
+        neighbours = [n for n in (_neighbour(key, c, models, notes, details, query, family, task, source)
+                                  for key, c in found) if n is not None]
+        identical = zoo.aliases(query.zoo_model) if query.zoo_model is not None else \
+            [m.id for m in models.get(query.graph_hash, [])]
+        results.append(SimilarResult(query, prediction, neighbours, identical, filters))
+    return results
+
+
+def _is_query_itself(key: str, details: dict, query: Query) -> bool:
+    entry = details.get(key)
+    if entry is None:
+        return False
+    if query.record is not None and entry["model_id"] == query.record.id:
+        return True
+    return entry["model_id"] == query.extra.get("model_id") or (bool(query.path) and entry["path"] == query.path)
+
+
+def _filtered(index: Any, vector: np.ndarray, zoo: Any, family: str | None, task: str | None, source: str | None,
+              k: int, own: str | None) -> list[tuple[str, float]]:
+    """Exact cosine over the architectures that pass the filters (few, so no approximation)."""
+    allowed = {m.graph_hash for m in zoo.models(family=family, task=task, source=source)}
+    positions = [i for i, key in enumerate(index.keys) if key in allowed and key != own]
+    if not positions:
+        return []
+    stored = np.stack([index.vector(i) for i in positions])
+    cosines = stored @ vector / np.maximum(np.linalg.norm(stored, axis=1) * np.linalg.norm(vector), 1e-12)
+    order = np.argsort(-cosines, kind="stable")[:k]
+    return [(index.keys[positions[i]], float(cosines[i])) for i in order]
+
+
+def _neighbour(key: str, cosine: float, models: dict, notes: dict, details: dict, query: Query,
+               family: str | None, task: str | None, source: str | None) -> Neighbour | None:
+    if key.startswith("cache:"):
+        e = details[key]
+        pred = (e.get("prediction") or {}).get("family") or [["", 0]]
+        return Neighbour(f"{Path(e['path']).name}:{e['name']}", "cache", f"({pred[0][0]}?)" if pred[0][0] else "",
+                         "", "", "cache", cosine, e["params"] or 0, e["macs"] or 0, e["graph_hash"],
+                         shared=shared_motifs(query.motifs, e.get("motifs") or []))
+    graph_hash = key.removeprefix("zoo:")
+    group = models.get(graph_hash)
+    if not group:
+        return None  # an embedding left from a model no longer in the zoo
+    chosen = [m for m in group if (not family or m.family.lower() == family.lower())
+              and (not task or m.task.lower() == task.lower()) and (not source or m.source.lower() == source.lower())]
+    m = (chosen or group)[0]
+    motifs = notes.get(graph_hash, {}).get("motifs", [])
+    return Neighbour(m.id, "zoo", m.family, m.coarse, m.task, m.source, cosine, m.params or 0, m.macs or 0,
+                     graph_hash, [x.id for x in group if x.id != m.id], shared_motifs(query.motifs, motifs))

@@ -1,0 +1,39 @@
+"""Turn what a user names on the command line (a zoo model or a model file) into canonical graphs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from narcli.scan.scanner import KINDS, ScanOptions
+
+
+@dataclass
+class Target:
+    """One architecture a command works on: its display name, its graph, and its zoo record if any."""
+
+    name: str
+    graph: Any  # ArchGraph
+    zoo_model: Any = None  # ZooModel when the target is a zoo name
+
+
+def looks_like_a_name(text: str) -> bool:
+    """Whether `text` names a zoo model rather than a file (no model-file suffix, not a path)."""
+    return Path(text).suffix.lower() not in KINDS and not text.startswith((".", "/", "~"))
+
+
+def resolve_targets(text: str, options: ScanOptions | None = None, zoo: Any = None) -> list[Target]:
+    """The graphs `text` names: one zoo model, or every model a file defines (scanned, cached)."""
+    path = Path(text)
+    if not path.exists() and looks_like_a_name(text):
+        from narcli.zoo.store import Zoo
+
+        zoo = zoo or Zoo()
+        model = zoo.resolve(text)
+        return [Target(model.id, zoo.graph(model), model)]
+    from narcli.scan.scanner import scan_file
+
+    records, graphs = scan_file(path, options, want_graphs=True)
+    return [Target(f"{path.name}:{r.name}" if len(records) > 1 else path.name, g)
+            for r, g in zip(records, graphs)]

@@ -1,0 +1,138 @@
+"""Read an ONNX model into a `RawGraph`, with shapes from ONNX shape inference."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from narcli.errors import LoadError
+from narcli.graph.canonical import RawGraph, RawOp
+from narcli.graph.vocab import canonical_onnx, pool_type
+from narcli.trace.inputs import DTYPES
+from narcli.trace.torch_ops import conv_attrs
+
+# Initializers that are running statistics, not trainable parameters: (op type, input index).
+_STATISTICS = {("BatchNormalization", 3), ("BatchNormalization", 4)}
+
+
+def load_onnx(path: Path) -> Any:
+    """The ONNX model at `path`, shape-inferred; LoadError when it is not a readable ONNX model."""
+    import onnx
+    from google.protobuf.message import DecodeError
+
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except (DecodeError, ValueError, RuntimeError, OSError) as exc:
+        raise LoadError(f"{path}: not a readable ONNX model ({type(exc).__name__})") from exc
+    if not model.graph.node:
+        raise LoadError(f"{path}: ONNX model has no operators (truncated or not an ONNX file?)")
+    try:
+        model = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # inference is a bonus: graphs with custom ops still trace without it
+        pass
+    return model
+
+
+def trace_onnx(model: Any) -> RawGraph:
+    """RawGraph of a loaded ONNX model."""
+    from onnx import TensorProto, helper
+
+    graph = model.graph
+    initializers = {t.name: tuple(int(d) for d in t.dims) for t in graph.initializer}
+    floating = {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE}
+    statistics = {node.input[i] for node in graph.node for op, i in _STATISTICS
+                  if node.op_type == op and len(node.input) > i}
+    tensors = list(graph.initializer)
+    for node in graph.node:  # exporters sometimes inline weights as Constant nodes
+        value = _attr(node, "value") if node.op_type == "Constant" else None
+        if value is not None and hasattr(value, "dims"):
+            value.name = node.output[0]
+            initializers[value.name] = tuple(int(d) for d in value.dims)
+            tensors.append(value)
+    param_shapes = {t.name: initializers[t.name] for t in tensors
+                    if t.data_type in floating and len(t.dims) >= 1 and t.name not in statistics}
+
+    shapes: dict[str, tuple[int, ...] | None] = dict(initializers)
+    for info in list(graph.input) + list(graph.value_info) + list(graph.output):
+        dims = info.type.tensor_type.shape.dim
+        if info.type.tensor_type.HasField("shape"):
+            shapes[info.name] = tuple(d.dim_value if d.HasField("dim_value") else 1 for d in dims)
+
+    data_inputs = [(i.name, shapes.get(i.name)) for i in graph.input
+                   if i.name not in initializers]
+    ops = []
+    for node in graph.node:
+        op, attrs = _describe(node, shapes, param_shapes)
+        inputs = [v for v in node.input if v]
+        ops.append(RawOp(op, inputs, list(node.output), attrs,
+                         shapes.get(node.output[0]) if node.output else None,
+                         [shapes.get(v) for v in inputs], _scope(node.name)))
+    dtypes = {}
+    for i in graph.input:
+        if i.name not in initializers and i.type.tensor_type.elem_type:
+            name = helper.tensor_dtype_to_string(i.type.tensor_type.elem_type).split(".")[-1].lower()
+            dtypes[i.name] = DTYPES.get(name, name)  # ONNX FLOAT -> float32, as --input-dtype says it
+    # exporters merge initializers with equal values (fresh LayerNorm weights, say), so a
+    # parameter is counted at each use rather than once
+    return RawGraph(data_inputs, ops, [o.name for o in graph.output], param_shapes,
+                    count_params_per_use=True, input_dtypes=dtypes)
+
+
+def _attr(node: Any, name: str, default: Any = None) -> Any:
+    from onnx import helper
+
+    for a in node.attribute:
+        if a.name == name:
+            return helper.get_attribute_value(a)
+    return default
+
+
+def _describe(node: Any, shapes: dict, params: dict) -> tuple[str, dict[str, Any]]:
+    kind = node.op_type
+    if kind in ("Conv", "ConvTranspose") and len(node.input) > 1 and shapes.get(node.input[1]):
+        weight = shapes[node.input[1]]
+        rank = len(weight) - 2
+        pads = _attr(node, "pads", [0] * (2 * rank))
+        return conv_attrs(weight, _attr(node, "strides", 1), list(pads[:rank]),
+                          _attr(node, "dilations", 1), _attr(node, "group", 1),
+                          transposed=kind == "ConvTranspose")
+    if kind == "Gemm" and len(node.input) > 1:
+        weight = shapes.get(node.input[1])
+        if node.input[1] not in params or not weight:
+            return "matmul", {}
+        out_f, in_f = weight if _attr(node, "transB", 0) else weight[::-1]
+        return "linear", {"in_features": int(in_f), "out_features": int(out_f)}
+    if kind == "Gather" and len(node.input) > 1:
+        if node.input[0] in params and len(params[node.input[0]]) == 2:
+            table = params[node.input[0]]
+            return "embedding", {"in_features": int(table[0]), "out_features": int(table[1])}
+        return ("gather" if shapes.get(node.input[1]) else "slice"), {}
+    if kind in ("MaxPool", "AveragePool"):
+        kernel = [int(k) for k in _attr(node, "kernel_shape", [1])]
+        stride = [int(s) for s in _attr(node, "strides", [1] * len(kernel))]
+        return pool_type("max" if kind == "MaxPool" else "avg", len(kernel)), \
+            {"kernel": kernel, "stride": stride}
+    if kind in ("Resize", "Upsample"):
+        mode = _attr(node, "mode", b"nearest")
+        mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+        return ("upsample_nearest" if mode == "nearest" else "upsample_linear"), {}
+    if kind in ("LayerNormalization", "BatchNormalization", "InstanceNormalization",
+                "GroupNormalization", "RMSNormalization", "SimplifiedLayerNormalization"):
+        scale = shapes.get(node.input[1]) if len(node.input) > 1 else None
+        attrs = {"features": int(math.prod(scale))} if scale else {}
+        if kind == "GroupNormalization":
+            attrs["groups"] = int(_attr(node, "num_groups", 1))
+        return canonical_onnx(kind, node.domain), attrs
+    return canonical_onnx(kind, node.domain), {}
+
+
+def _scope(name: str) -> str:
+    """`/layer1/layer1.0/conv1/Conv` -> `layer1.0.conv1` (the legacy exporter's naming)."""
+    parts = [p for p in name.split("/") if p][:-1]
+    if not parts:
+        return ""
+    scope = parts[0]
+    for part in parts[1:]:
+        scope = part if part.startswith(scope + ".") else f"{scope}.{part}"
+    return scope

@@ -1,0 +1,178 @@
+"""Name and attributes of one PyTorch operator call, shared by every PyTorch tracer.
+
+ATen ops, `torch.nn.functional` calls and Tensor methods mostly share names and argument order,
+so one function describes them all. Tensors appear here as `TensorArg`s, never real tensors, so
+this module imports no torch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from narcli.graph.vocab import (
+    FOLDED,
+    MODULE_ALIASES,
+    NON_DATA,
+    bare_name,
+    canonical_torch,
+    conv_type,
+)
+
+Shape = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class TensorArg:
+    """A tensor argument: its value id, shape, and whether it is a trainable parameter."""
+
+    value: str
+    shape: Shape | None
+    is_param: bool = False
+
+
+def _ints(value: Any, rank: int) -> list[int]:
+    if isinstance(value, (list, tuple)):
+        out = [int(v) for v in value]
+        return out * rank if len(out) == 1 and rank > 1 else out
+    return [int(value)] * rank
+
+
+def _arg(args: list[Any], kwargs: dict[str, Any], pos: int, name: str, default: Any) -> Any:
+    if name in kwargs:
+        return kwargs[name]
+    return args[pos] if len(args) > pos and args[pos] is not None else default
+
+
+def conv_attrs(weight: Shape, stride: Any, padding: Any, dilation: Any, groups: int,
+               transposed: bool = False) -> tuple[str, dict[str, Any]]:
+    """Canonical type and attributes of a convolution from its weight shape and hyper-parameters."""
+    rank = len(weight) - 2
+    groups = int(groups)
+    if transposed:
+        in_ch, out_ch = int(weight[0]), int(weight[1]) * groups
+    else:
+        out_ch, in_ch = int(weight[0]), int(weight[1]) * groups
+    attrs: dict[str, Any] = {
+        "in_channels": in_ch,
+        "out_channels": out_ch,
+        "kernel": [int(k) for k in weight[2:]],
+        "stride": _ints(stride, rank),
+        "dilation": _ints(dilation, rank),
+        "groups": groups,
+    }
+    if not isinstance(padding, str):
+        attrs["padding"] = _ints(padding, rank)
+    return conv_type(rank, groups, in_ch, out_ch, transposed), attrs
+
+
+def _pool(name: str, args: list[Any], kwargs: dict[str, Any], rank: int) -> tuple[str, dict[str, Any]]:
+    kernel = _ints(_arg(args, kwargs, 1, "kernel_size", 1), rank)
+    stride = _arg(args, kwargs, 2, "stride", kernel) or kernel
+    return name, {"kernel": kernel, "stride": _ints(stride, rank)}
+
+
+def _adaptive(kind: str, args: list[Any], kwargs: dict[str, Any], rank: int) -> tuple[str, dict[str, Any]]:
+    size = _ints(_arg(args, kwargs, 1, "output_size", 1), rank)
+    if all(s == 1 for s in size):
+        return f"global_{kind}_pool", {}
+    return f"adaptive_{kind}_pool{rank}d", {}
+
+
+def describe_call(name: str, args: list[Any], kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Canonical type (or a FOLDED / NON_DATA name) and key attributes of one operator call."""
+    name = bare_name(name)
+    tensors = [a for a in list(args) + list(kwargs.values()) if isinstance(a, TensorArg)]
+    params = [t for t in tensors if t.is_param and t.shape is not None]
+
+    if name in ("conv1d", "conv2d", "conv3d", "convolution", "_convolution", "conv_transpose1d",
+                "conv_transpose2d", "conv_transpose3d"):
+        weight = args[1].shape if len(args) > 1 and isinstance(args[1], TensorArg) else None
+        if weight is None:
+            return f"unknown:{name}", {}
+        if name in ("convolution", "_convolution"):
+            transposed = bool(_arg(args, kwargs, 6, "transposed", False))
+            groups = _arg(args, kwargs, 8, "groups", 1)
+            return conv_attrs(weight, _arg(args, kwargs, 3, "stride", 1),
+                              _arg(args, kwargs, 4, "padding", 0),
+                              _arg(args, kwargs, 5, "dilation", 1), groups, transposed)
+        if name.startswith("conv_transpose"):
+            return conv_attrs(weight, _arg(args, kwargs, 3, "stride", 1),
+                              _arg(args, kwargs, 4, "padding", 0),
+                              _arg(args, kwargs, 7, "dilation", 1),
+                              _arg(args, kwargs, 6, "groups", 1), transposed=True)
+        return conv_attrs(weight, _arg(args, kwargs, 3, "stride", 1),
+                          _arg(args, kwargs, 4, "padding", 0), _arg(args, kwargs, 5, "dilation", 1),
+                          _arg(args, kwargs, 6, "groups", 1))
+
+    if name in ("linear", "addmm"):
+        # linear(x, W[out, in], b); addmm(b, x, W[in, out])
+        pos = 1 if name == "linear" else 2
+        w = tensors[pos].shape if len(tensors) > pos else None
+        if w is None or len(w) != 2:
+            return "linear", {}
+        out_f, in_f = (w[0], w[1]) if name == "linear" else (w[1], w[0])
+        return "linear", {"in_features": int(in_f), "out_features": int(out_f)}
+
+    if name in ("embedding", "embedding_bag"):
+        tables = [t.shape for t in params if len(t.shape) == 2]
+        if tables:
+            return "embedding", {"in_features": int(tables[0][0]), "out_features": int(tables[0][1])}
+        return "embedding", {}
+
+    if name in ("max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
+                "max_pool2d_with_indices", "max_pool1d_with_indices", "max_pool3d_with_indices"):
+        rank = int(name.split("pool")[1][0])
+        return _pool(name.split("_with")[0], args, kwargs, rank)
+    if name.startswith("adaptive_") or name == "_adaptive_avg_pool2d":
+        rank = int(name.split("pool")[1][0])
+        return _adaptive("max" if "max" in name else "avg", args, kwargs, rank)
+
+    if name in ("layer_norm", "native_layer_norm", "rms_norm"):
+        shape = _arg(args, kwargs, 1, "normalized_shape", [])
+        return canonical_torch(name), {"features": int(math.prod(_ints(shape, 1)))}
+    if name in ("group_norm", "native_group_norm"):
+        feats = [t.shape[0] for t in params if len(t.shape) == 1]
+        attrs = {"groups": int(_arg(args, kwargs, 1, "num_groups", 1))}
+        if feats:
+            attrs["features"] = int(feats[0])
+        return "group_norm", attrs
+    if name in ("batch_norm", "instance_norm", "_native_batch_norm_legit_no_training",
+                "native_batch_norm", "_native_batch_norm_legit"):
+        feats = [t.shape[0] for t in params if len(t.shape) == 1]
+        return canonical_torch(name), ({"features": int(feats[0])} if feats else {})
+
+    if name in ("multi_head_attention_forward",):
+        return "attention", {}
+    return canonical_torch(name), {}
+
+
+def describe_module(module: Any) -> tuple[str, dict[str, Any]] | None:
+    """Canonical type and attributes of a leaf `nn.Module`, or None when it is not a known leaf."""
+    cls = type(module).__name__
+    weight = getattr(module, "weight", None)
+    if cls.startswith(("Conv", "LazyConv")) and weight is not None:
+        return conv_attrs(tuple(weight.shape), module.stride, module.padding, module.dilation,
+                          module.groups, transposed="Transpose" in cls)
+    if cls in ("MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d"):
+        rank = int(cls[-2])
+        kernel = _ints(module.kernel_size, rank)
+        return MODULE_ALIASES[cls], {"kernel": kernel, "stride": _ints(module.stride or kernel, rank)}
+    if cls.startswith("Adaptive"):
+        kind = "max" if "Max" in cls else "avg"
+        return _adaptive(kind, [None, module.output_size], {}, int(cls[-2]))
+    if cls not in MODULE_ALIASES:
+        return None
+    op = MODULE_ALIASES[cls]
+    if op in FOLDED or op in NON_DATA:
+        return op, {}
+    attrs: dict[str, Any] = {}
+    if weight is not None and hasattr(weight, "shape") and len(weight.shape) == 2:
+        if op == "linear":
+            attrs = {"in_features": int(weight.shape[1]), "out_features": int(weight.shape[0])}
+        elif op == "embedding":
+            attrs = {"in_features": int(weight.shape[0]), "out_features": int(weight.shape[1])}
+    elif op.endswith("_norm") and weight is not None and hasattr(weight, "shape"):
+        attrs = {"features": int(math.prod(weight.shape))}
+    return op, attrs

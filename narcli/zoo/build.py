@@ -1,0 +1,348 @@
+"""`nar zoo build`: trace every model of the chosen sources into a zoo database, resumably.
+
+One process owns the database (a lock file keeps a second build out); models are built and traced
+in worker processes (`pool.py`), and each result is committed as it arrives, so an interrupted
+build loses only the models in flight and the next run picks up where it stopped.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import fnmatch
+import json
+import signal
+import sqlite3
+import time
+import zlib
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Protocol
+
+from narcli import IR_VERSION
+from narcli.errors import NarError, UsageError, ZooError
+from narcli.trace.pool import TaskResult, run_pool
+from narcli.zoo.labels import label
+from narcli.zoo.sources import ZooEntry, ZooSource
+from narcli.zoo.store import SCHEMA, SCHEMA_VERSION, rebuild_hint
+
+TOP_OPS = 8
+# torch.export rescues few zoo models and takes minutes on the largest; the zoo does without it
+ZOO_TRACERS = ("runtime", "fx")
+
+
+@dataclass
+class BuildOptions:
+    db: Path
+    sources: list[str] | None = None
+    patterns: list[str] | None = None  # globs on model names
+    limit: int | None = None  # per source
+    jobs: int = 1
+    timeout: float = 300.0
+    retry_failed: bool = False
+    log: Path | None = None
+
+
+@dataclass
+class SourceReport:
+    source: str
+    listed: int = 0
+    already: int = 0
+    ok: int = 0
+    failed: int = 0
+    skipped: int = 0  # listed, but not something the source can build (ZooEntry.unsupported)
+    new_architectures: int = 0
+    seconds: float = 0.0
+    reasons: Counter = field(default_factory=Counter)
+
+
+class Progress(Protocol):
+    def start(self, source: str, total: int) -> None: ...
+    def advance(self, source: str, result: TaskResult) -> None: ...
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+# -- work done in the worker processes ------------------------------------------------------------
+def _staged(exc: BaseException, stage: str) -> BaseException:
+    try:
+        exc.stage = stage  # type: ignore[attr-defined]
+    except AttributeError:
+        pass
+    return exc
+
+
+def list_entries(source: ZooSource) -> list[ZooEntry]:
+    return list(source.list_models())
+
+
+def trace_entry(source: ZooSource, entry: ZooEntry) -> dict[str, Any]:
+    """Build one zoo model on meta and trace it (runs in a worker)."""
+    from narcli.errors import TraceError
+    from narcli.graph.canonical import build_graph
+    from narcli.trace.torch_tracer import trace_module
+
+    try:
+        built = source.build(entry)
+    except Exception as exc:
+        raise _staged(exc, "build") from None
+    try:
+        raw, tracer = trace_module(built.module, list(built.inputs), ZOO_TRACERS)
+    except TraceError as exc:
+        raise _staged(exc.__cause__ or exc, "trace") from None
+    inputs = [{"shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch.")} for t in built.inputs]
+    if built.input_names:
+        for spec, name in zip(inputs, built.input_names):
+            spec["name"] = name
+    graph = build_graph(raw, {"source": f"{source.id_prefix}/{entry.name}", "tracer": tracer, "inputs": inputs})
+    return {"graph": graph.to_dict(), "tracer": tracer, "inputs": inputs, "family": built.family}
+
+
+# -- the database ---------------------------------------------------------------------------------
+class ZooWriter:
+    """The zoo database opened for writing by one build."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = open(f"{path}.lock", "a+")
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock.close()
+            raise ZooError(f"another `nar zoo build` is writing {path}; wait for it to finish") from None
+        try:
+            self.conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+            self.conn.execute("pragma journal_mode = wal")
+            self.conn.executescript(SCHEMA)
+            found = self.conn.execute("select value from meta where key = 'schema_version'").fetchone()
+            if found is not None and int(found[0]) != SCHEMA_VERSION:
+                raise ZooError(f"zoo database {path} has schema {found[0]}, this nar writes {SCHEMA_VERSION}; "
+                               "remove it and build again")
+            self.set_meta(schema_version=SCHEMA_VERSION, ir_version=IR_VERSION)
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            raise ZooError(f"zoo database {path} is unreadable ({exc}); {rebuild_hint(path)}") from None
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if hasattr(self, "conn"):
+            self.conn.close()
+        self._lock.close()
+
+    def set_meta(self, **values: Any) -> None:
+        with self.conn:
+            for key, value in values.items():
+                self.conn.execute("insert or replace into meta values (?, ?)", (key, str(value)))
+
+    def add_source(self, source: ZooSource) -> None:
+        with self.conn:
+            self.conn.execute("insert or replace into sources values (?, ?, ?, ?, ?, ?)",
+                              (source.name, source.id_prefix, source.rank, source.description,
+                               source.version(), int(source.bundled)))
+
+    def statuses(self, source: str) -> dict[str, str]:
+        return dict(self.conn.execute("select id, status from models where source = ?", (source,)))
+
+    def has_graph(self, graph_hash: str) -> bool:
+        return self.conn.execute("select 1 from graphs where hash = ?", (graph_hash,)).fetchone() is not None
+
+    def store(self, row: dict[str, Any], graph_json: str | None = None) -> None:
+        columns = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        with self.conn:
+            if graph_json is not None:
+                self.conn.execute("insert or ignore into graphs values (?, ?)",
+                                  (row["graph_hash"], zlib.compress(graph_json.encode(), 9)))
+            self.conn.execute(f"insert or replace into models ({columns}) values ({marks})", tuple(row.values()))
+
+    def store_embeddings(self, encoder: str, rows: list[tuple[str, bytes, Any, Any]]) -> None:
+        """Store `rows` (graph hash, float32 vector, family prediction, motif summary) from
+        `encoder`; drop those of other encoders."""
+        with self.conn:
+            self.conn.execute("delete from embeddings where encoder != ?", (encoder,))
+            self.conn.execute("delete from annotations where encoder != ?", (encoder,))
+            self.conn.executemany("insert or replace into embeddings values (?, ?, ?)",
+                                  [(h, encoder, vector) for h, vector, _, _ in rows])
+            self.conn.executemany("insert or replace into annotations values (?, ?, ?, ?)",
+                                  [(h, encoder, json.dumps(prediction), json.dumps(motifs))
+                                   for h, _, prediction, motifs in rows])
+
+    def embedded(self, encoder: str) -> set[str]:
+        """Hashes with an embedding and annotations from `encoder`."""
+        return {h for (h,) in self.conn.execute("select e.hash from embeddings e join annotations a on a.hash = e.hash "
+                                                "where e.encoder = ? and a.encoder = ?", (encoder, encoder))}
+
+    def record_build(self, started: str, options: BuildOptions, reports: list[SourceReport]) -> None:
+        summary = [{**{k: v for k, v in r.__dict__.items() if k != "reasons"}, "reasons": dict(r.reasons)}
+                   for r in reports]
+        opts = {"limit": options.limit, "jobs": options.jobs, "timeout": options.timeout,
+                "patterns": options.patterns, "retry_failed": options.retry_failed}
+        with self.conn:
+            self.conn.execute("insert into builds (started, finished, sources, options, summary) values (?, ?, ?, ?, ?)",
+                              (started, _now(), json.dumps([r.source for r in reports]), json.dumps(opts),
+                               json.dumps(summary)))
+
+    def compact(self) -> None:
+        """Fold the write-ahead log in and shrink the file, so it can ship read-only."""
+        self.conn.execute("pragma wal_checkpoint(truncate)")
+        self.conn.execute("pragma journal_mode = delete")
+        self.conn.execute("vacuum")
+
+
+# -- the build ------------------------------------------------------------------------------------
+def _result_row(source: ZooSource, entry: ZooEntry, result: TaskResult) -> tuple[dict[str, Any], str | None]:
+    from narcli.graph.arch_graph import ArchGraph
+
+    row: dict[str, Any] = {"id": f"{source.id_prefix}/{entry.name}", "source": source.name, "name": entry.name,
+                           "source_family": entry.family, "task": entry.task, "seconds": round(result.seconds, 3),
+                           "built_at": _now()}
+    if not result.ok:
+        family, coarse, reviewed = label(source.name, entry.family, {})
+        row.update(family=family, coarse=coarse, labelled_by="table" if reviewed else "structure",
+                   status="failed", reason=result.reason, message=result.message)
+        return row, None
+    payload = result.value
+    graph = ArchGraph.from_dict(payload["graph"])
+    key = payload.get("family") or entry.family
+    row["source_family"] = key
+    counts = graph.op_histogram()
+    family, coarse, reviewed = label(source.name, key, counts)
+    summary = graph.summary()
+    row.update(family=family, coarse=coarse, labelled_by="table" if reviewed else "structure", status="ok",
+               reason=None, message=None, graph_hash=summary["hash"], params=summary["params"],
+               macs=summary["macs"], nodes=summary["nodes"], edges=summary["edges"], depth=summary["depth"],
+               tracer=payload["tracer"], inputs=json.dumps(payload["inputs"]),
+               top_ops=json.dumps([[op, n] for op, n in graph.top_ops(TOP_OPS)]))
+    return row, graph.to_json()
+
+
+def _selected(entries: list[ZooEntry], patterns: list[str] | None) -> list[ZooEntry]:
+    if not patterns:
+        return entries
+    return [e for e in entries if any(fnmatch.fnmatchcase(e.name.lower(), p.lower()) for p in patterns)]
+
+
+def build_zoo(options: BuildOptions, progress: Progress | None = None) -> list[SourceReport]:
+    """Trace the models of `options.sources` that the database at `options.db` lacks."""
+    from narcli.trace.isolation import run_isolated
+    from narcli.zoo.plugins import get_sources
+
+    if options.limit is not None and options.limit < 0:
+        raise UsageError("--limit must be at least 0")
+    if options.timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    if options.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    sources = get_sources(options.sources, bundled_only=True)
+    for source in sources:
+        reason = source.missing()
+        if reason:
+            raise UsageError(f"zoo source {source.name!r} cannot run here: {reason}")
+    writer = ZooWriter(options.db)
+    started = _now()
+    previous = _stop_on_sigterm()
+    reports: list[SourceReport] = []
+    log = str(options.log or f"{options.db}.log")
+    try:
+        for source in sources:
+            report = SourceReport(source.name)
+            reports.append(report)
+            clock = time.perf_counter()
+            entries = _selected(run_isolated(list_entries, (source,), 900, f"listing the {source.name} models"),
+                                options.patterns)
+            writer.add_source(source)
+            report.listed = len(entries)
+            done = writer.statuses(source.name)
+            finished = ("ok", "skipped") if options.retry_failed else ("ok", "skipped", "failed")
+            todo = [e for e in entries if done.get(f"{source.id_prefix}/{e.name}") not in finished]
+            report.already = len(entries) - len(todo)
+            if options.limit is not None:
+                todo = todo[:options.limit]
+            for entry in [e for e in todo if e.unsupported]:
+                family, coarse, reviewed = label(source.name, entry.family, {})
+                writer.store({"id": f"{source.id_prefix}/{entry.name}", "source": source.name, "name": entry.name,
+                              "family": family, "source_family": entry.family, "coarse": coarse,
+                              "task": entry.task, "labelled_by": "table" if reviewed else "structure",
+                              "status": "skipped", "reason": entry.unsupported, "built_at": _now()})
+                report.skipped += 1
+            todo = [e for e in todo if not e.unsupported]
+            by_key = {e.name: e for e in todo}
+            if progress:
+                progress.start(source.name, len(todo))
+
+            def on_result(result: TaskResult, source: ZooSource = source, report: SourceReport = report,
+                          by_key: dict[str, ZooEntry] = by_key) -> None:
+                row, graph_json = _result_row(source, by_key[result.key], result)
+                if graph_json is not None and writer.has_graph(row["graph_hash"]):
+                    graph_json = None
+                elif graph_json is not None:
+                    report.new_architectures += 1
+                writer.store(row, graph_json)
+                if result.ok:
+                    report.ok += 1
+                else:
+                    report.failed += 1
+                    report.reasons[result.reason] += 1
+                if progress:
+                    progress.advance(source.name, result)
+
+            run_pool(trace_entry, [(e.name, (source, e)) for e in todo], on_result,
+                     jobs=options.jobs, timeout=options.timeout, log_path=log)
+            report.seconds = time.perf_counter() - clock
+        writer.record_build(started, options, reports)
+        writer.compact()
+    except sqlite3.DatabaseError as exc:
+        raise NarError(f"writing the zoo {options.db} failed: {exc}") from None
+    finally:
+        writer.close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    return reports
+
+
+def _stop_on_sigterm() -> Any:
+    """Let `kill` stop a build as Ctrl-C does (workers stopped, finished results kept)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, stop)
+
+
+def relabel_zoo(db: Path) -> Counter:
+    """Apply the current family table to every model of `db` without tracing again."""
+    from narcli.graph.arch_graph import ArchGraph
+
+    if not db.exists():
+        raise ZooError(f"zoo database {db} is missing; build it with `nar zoo build --db {db}`")
+    writer = ZooWriter(db)
+    changed: Counter = Counter()
+    try:
+        rows = writer.conn.execute("select id, source, source_family, graph_hash, family, coarse from models").fetchall()
+        counts: dict[str, Counter] = {}
+        with writer.conn:
+            for model_id, source, key, graph_hash, old_family, old_coarse in rows:
+                if graph_hash and graph_hash not in counts:
+                    data = writer.conn.execute("select data from graphs where hash = ?", (graph_hash,)).fetchone()
+                    counts[graph_hash] = ArchGraph.from_json(zlib.decompress(data[0]).decode()).op_histogram()
+                family, coarse, reviewed = label(source, key, counts.get(graph_hash, Counter()))
+                if (family, coarse) != (old_family, old_coarse):
+                    changed["changed"] += 1
+                changed["table" if reviewed else "structure"] += 1
+                writer.conn.execute("update models set family = ?, coarse = ?, labelled_by = ? where id = ?",
+                                    (family, coarse, "table" if reviewed else "structure", model_id))
+        writer.compact()
+    finally:
+        writer.close()
+    return changed
+

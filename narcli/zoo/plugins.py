@@ -1,0 +1,84 @@
+"""Load plugins from entry points and collect the zoo sources they provide."""
+
+from __future__ import annotations
+
+import difflib
+import os
+from typing import Any
+
+import pluggy
+
+from narcli import hookspecs
+from narcli.errors import UsageError
+from narcli.zoo.sources import ZooSource
+
+_manager: pluggy.PluginManager | None = None
+
+
+def plugin_manager() -> pluggy.PluginManager:
+    """The process-wide plugin manager; entry points load on first use (not with NAR_NO_PLUGINS=1)."""
+    global _manager
+    if _manager is None:
+        manager = pluggy.PluginManager("nar")
+        manager.add_hookspecs(hookspecs)
+        if os.environ.get("NAR_NO_PLUGINS", "") not in ("1", "true"):
+            manager.load_setuptools_entrypoints("nar")
+        _manager = manager
+    return _manager
+
+
+def register(plugin: Any, name: str | None = None) -> None:
+    """Register a plugin object or module by hand (tests, notebooks, embedding nar)."""
+    plugin_manager().register(plugin, name=name)
+
+
+def unregister(name: str) -> None:
+    plugin_manager().unregister(name=name)
+
+
+def zoo_sources() -> dict[str, ZooSource]:
+    """Every registered zoo source by name, in rank order."""
+    found: dict[str, ZooSource] = {}
+    for batch in plugin_manager().hook.nar_zoo_sources():
+        for source in batch or []:
+            found.setdefault(source.name, source)
+    return dict(sorted(found.items(), key=lambda item: (item[1].rank, item[0])))
+
+
+def get_sources(names: list[str] | None, *, bundled_only: bool = False) -> list[ZooSource]:
+    """The named sources (all bundled ones when `names` is empty); UsageError for unknown names."""
+    sources = zoo_sources()
+    if not names:
+        chosen = [s for s in sources.values() if s.bundled or not bundled_only]
+        if not chosen:
+            raise UsageError("no zoo sources are installed; install one, e.g. `pip install ./plugins/nar-timm`")
+        return chosen
+    chosen = []
+    for name in names:
+        if name not in sources:
+            close = difflib.get_close_matches(name, list(sources), n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            known = ", ".join(sources) or "none installed"
+            raise UsageError(f"unknown zoo source {name!r}{hint} (known: {known})")
+        chosen.append(sources[name])
+    return chosen
+
+
+def plugin_list() -> list[dict[str, Any]]:
+    """What `nar plugins` shows: each plugin with its version, hooks and sources."""
+    manager = plugin_manager()
+    dists = {id(plugin): dist for plugin, dist in manager.list_plugin_distinfo()}
+    out = []
+    for name, plugin in manager.list_name_plugin():
+        if plugin is hookspecs:
+            continue
+        dist = dists.get(id(plugin))
+        hooks = sorted(h.name for h in manager.get_hookcallers(plugin) or [])
+        sources = []
+        if "nar_zoo_sources" in hooks:
+            for source in plugin.nar_zoo_sources() or []:
+                sources.append({"name": source.name, "description": source.description,
+                                "missing": source.missing()})
+        out.append({"name": name, "package": dist.project_name if dist else "",
+                    "version": dist.version if dist else "", "hooks": hooks, "sources": sources})
+    return sorted(out, key=lambda p: p["name"])
