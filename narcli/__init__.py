@@ -8,7 +8,7 @@ from pathlib import Path
 __version__ = "0.1.0"
 
 # Bumped whenever the canonical graph changes meaning, so stale cache entries are not reused.
-IR_VERSION = 2
+IR_VERSION = 3
 
 # The bundled zoo, family table, encoder weights and zoo index (package data).
 DATA_DIR = Path(__file__).parent / "data"

@@ -10,6 +10,7 @@ from .conftest import FIXTURES
 
 GOOD = """
     from torch import nn
+    from torch.nn import Linear
     class Tiny(nn.Module):
         def __init__(self):
             super().__init__()
@@ -28,6 +29,11 @@ BAD_FILES = {
     "forward_fails": ("shapes.py", [], "--input-shape"),
     "bad_spec": ("tiny.py", ["--model", "Tiny("], "bad --model"),
     "unknown_model": ("tiny.py", ["--model", "Nope"], "no 'Nope'"),
+    "spec_attribute": ("tiny.py", ["--model", "Tiny(x=os.environ)"], "attribute access is not allowed"),
+    "spec_lambda": ("tiny.py", ["--model", "Tiny(f=lambda: 0)"], "lambdas are not allowed"),
+    "spec_operator": ("tiny.py", ["--model", "Tiny(n=2 ** 99)"], "operators are not allowed"),
+    "spec_imported_name": ("tiny.py", ["--model", "Tiny(nn.Linear(2, 2))"], "attribute access"),
+    "spec_import_call": ("tiny.py", ["--model", "Linear(2, 2)"], "not a class or function defined in tiny.py"),
     "bad_shape": ("tiny.py", ["--input-shape", "1,x"], "bad input shape"),
     "truncated_onnx": ("model.onnx", [], "ONNX"),
     "not_onnx": ("text.onnx", [], "ONNX"),
@@ -83,6 +89,8 @@ def test_bad_input_is_one_line_nonzero_and_leaves_cache(case, cli, write, tmp_pa
     result = cli("scan", path, *extra)
 
     assert result.exit_code != 0
+    if case.startswith("spec_") or case == "bad_spec":
+        assert result.exit_code == 2  # a usage error
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("error:") and message in lines[0], lines[0]

@@ -2,6 +2,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 import torch
 from torch import nn
 
@@ -97,3 +98,30 @@ def test_scan_directory_reports_each_file(cli, write, tmp_path):
     assert "missing dependency" in files["broken.py"]["error"]
     table = cli("scan", tmp_path / "proj")
     assert "2 model(s)" in table.stdout and "1 failed" in table.stdout
+
+
+@pytest.mark.parametrize("command", ["scan", "similar", "compare", "check", "motifs"])
+def test_every_command_that_takes_a_model_file_takes_the_same_model_options(command):
+    import typer.main
+
+    from narcli.cli.app import app
+
+    group = typer.main.get_command(app)
+    options = {opt for param in group.commands[command].params for opt in param.opts}
+    assert {"--model", "--input-shape", "--input-dtype", "--timeout"} <= options
+
+
+def test_motifs_of_a_file_with_model_and_input_options(cli, write):
+    path = write("two.py", """
+        from torch import nn
+        class A(nn.Module):
+            def __init__(self, width):
+                super().__init__()
+                self.body = nn.Sequential(*[nn.Linear(width, width) for _ in range(3)])
+            def forward(self, x):
+                return self.body(x)
+    """)
+    result = cli("motifs", path, "--model", "A(width=6)", "--input-shape", "2,6", "--json")
+    assert result.exit_code == 0, result.output
+    [report] = json.loads(result.stdout)
+    assert report["nodes"] == 5  # input, three linears, output

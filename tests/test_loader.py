@@ -1,7 +1,7 @@
 import pytest
 
 from narcli.errors import LoadError, NoModelError, UsageError
-from narcli.trace.loader import build_models, parse_model_spec
+from narcli.trace.loader import SpecCall, build_models, parse_model_spec
 
 MODELS = """
     import torch
@@ -43,9 +43,68 @@ def test_parse_model_spec():
     assert parse_model_spec("Net") == ("Net", (), {})
     assert parse_model_spec("resnet(depth=18, widths=[1, 2])") == ("resnet", (), {"depth": 18, "widths": [1, 2]})
     assert parse_model_spec(" Wide(16) ") == ("Wide", (16,), {})
-    for bad in ("Net(", "a.b()", "Net(x=open('f'))", "1 + 2"):
+    assert parse_model_spec("GPT(GPTConfig(n_layer=2), dropout=0.0)") == (
+        "GPT", (SpecCall("GPTConfig", (), {"n_layer": 2}),), {"dropout": 0.0})
+    for bad in ("Net(", "a.b()", "Net(x=a.b)", "1 + 2", "Net(x=lambda: 1)", "Net(x=2 * 3)", "Net(x=y)",
+                "Tiny(**{'a': 1})", "-" * 50_000 + "1"):
         with pytest.raises(UsageError):
             parse_model_spec(bad)
+
+
+CONFIG_MODEL = """
+    from dataclasses import dataclass
+    import torch
+    from torch import nn
+    from torch.nn import Linear
+
+    @dataclass
+    class GPTConfig:
+        n_layer: int = 3
+        n_embd: int = 16
+
+    class GPT(nn.Module):
+        def __init__(self, config: GPTConfig):
+            super().__init__()
+            self.blocks = nn.Sequential(*[nn.Linear(config.n_embd, config.n_embd) for _ in range(config.n_layer)])
+
+        def forward(self, x):
+            return self.blocks(x)
+"""
+
+
+def test_a_model_built_from_a_config_object(write):
+    path = write("gpt.py", CONFIG_MODEL)
+    [(name, model)] = build_models(path, "GPT(GPTConfig(n_layer=5))")
+    assert name == "GPT(GPTConfig(n_layer=5))" and len(model.blocks) == 5
+    [(name, model)] = build_models(path, "GPT(config=GPTConfig())")
+    assert len(model.blocks) == 3
+
+
+def test_a_config_that_constructs_with_defaults_is_assumed_and_named(write):
+    path = write("gpt.py", CONFIG_MODEL)
+    [(name, model)] = build_models(path, None)
+    assert name == "GPT(GPTConfig())" and len(model.blocks) == 3
+
+
+def test_only_names_defined_in_the_file_may_be_called(write):
+    path = write("gpt.py", CONFIG_MODEL)
+    for spec in ("GPT(Linear(2, 2))", "Linear(2, 2)", "GPT(open('f'))"):
+        with pytest.raises(UsageError, match="defined in gpt.py|no 'open'"):
+            build_models(path, spec)
+
+
+def test_a_config_whose_defaults_fail_gives_its_own_error(write):
+    path = write("bad_config.py", """
+        from torch import nn
+        class Config:
+            def __init__(self, width=4):
+                raise ValueError("width must be set in the environment")
+        class Net(nn.Module):
+            def __init__(self, config: Config):
+                super().__init__()
+    """)
+    with pytest.raises(LoadError, match="ValueError: width must be set in the environment"):
+        build_models(path, "Net(Config())")
 
 
 def test_collects_top_level_models_and_factories_not_blocks_or_helpers(write):

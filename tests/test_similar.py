@@ -102,6 +102,19 @@ def test_a_scanned_model_is_found_among_your_models(cli, write):
     assert again["query"]["name"] == "first.py:Net"
 
 
+def test_a_model_cached_by_nar_scan_is_usable_as_cache_name_and_exact_case_wins(cli, write):
+    upper = write("upper.py", mlp_source(16, 32, 4).replace("class Net", "class NET").replace("Net", "NET"))
+    lower = write("lower.py", mlp_source(8, 8, 2))
+    assert cli("scan", upper, "-i", "1,16").exit_code == 0
+    assert cli("scan", lower, "-i", "1,8").exit_code == 0
+    [found] = similar_json(cli, "cache:NET", "-k", "2")  # embedded now, on first use
+    assert found["query"]["name"] == "upper.py:NET" and found["query"]["params"] == 16 * 32 + 32 + 32 * 4 + 4
+    [found] = similar_json(cli, "cache:Net", "-k", "2")
+    assert found["query"]["name"] == "lower.py:Net"
+    result = cli("similar", "cache:net")  # no exact match, and two regardless of case
+    assert result.exit_code == 2 and "ambiguous" in result.output
+
+
 @pytest.mark.parametrize("args, message", [
     (["resnt"], "did you mean resnet"),
     (["resnet1"], "is ambiguous"),
@@ -176,3 +189,23 @@ def test_novelty_calibration_keeps_95_percent_of_known_queries():
     train = [i for i in range(100) if i not in test]
     result = calibrate_novelty(vectors, families, train, test)
     assert result["known_kept"] >= 0.95 and result["new_flagged"] > 0.9
+
+
+def test_novelty_calibrated_on_rewritten_copies_keeps_them_known():
+    from narcli.search.family import calibrate_novelty
+
+    rng = np.random.default_rng(1)
+    centres = rng.standard_normal((20, 16))
+    vectors = np.concatenate([c + 0.1 * rng.standard_normal((5, 16)) for c in centres])
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    families = [str(i // 5) for i in range(100)]
+    test = list(range(0, 100, 5))
+    train = [i for i in range(100) if i not in test]
+    # rewritten copies sit further from their family than the zoo's own members do
+    copies = np.stack([vectors[q] + 0.35 * rng.standard_normal(16) for q in test])
+    copies /= np.linalg.norm(copies, axis=1, keepdims=True)
+    plain = calibrate_novelty(vectors, families, train, test)
+    rewritten = calibrate_novelty(vectors, families, train, test, (copies, [families[q] for q in test]))
+    assert rewritten["novelty_threshold"] < plain["novelty_threshold"]
+    assert rewritten["rewritten_kept"] >= 0.95 and rewritten["rewritten_queries"] == len(test)
+    assert rewritten["known_kept"] == 1.0

@@ -59,9 +59,11 @@ def open_zoo() -> Any:
     return Zoo()
 
 
-def scan_options(model: str | None, input_shape: list[str] | None, timeout: float, no_cache: bool) -> Any:
+def scan_options(model: str | None, input_shape: list[str] | None, timeout: float, no_cache: bool,
+                 input_dtype: list[str] | None = None) -> Any:
     from narcli.scan.scanner import ScanOptions
 
     if timeout <= 0:
         fail("--timeout must be positive", 2)
-    return ScanOptions(model=model, input_shapes=input_shape, timeout=timeout, use_cache=not no_cache)
+    return ScanOptions(model=model, input_shapes=input_shape, input_dtypes=input_dtype, timeout=timeout,
+                       use_cache=not no_cache)

@@ -24,7 +24,7 @@ def _ks(text: str) -> tuple[int, ...]:
     return ks
 
 
-def _train_config(seed: int, epochs: int, ce_weight: float, device: str) -> Any:
+def _train_config(seed: int, epochs: int, ce_weight: float, device: str, augment: int = 0) -> Any:
     """The training recipe that `nar train encoder` and `nar eval retrieval` share, checked."""
     from narcli.encode.training import TrainConfig
 
@@ -32,7 +32,9 @@ def _train_config(seed: int, epochs: int, ce_weight: float, device: str) -> Any:
         fail("--epochs must be at least 1", 2)
     if ce_weight < 0:
         fail("--ce-weight must not be negative", 2)
-    return TrainConfig(seed=seed, epochs=epochs, ce_weight=ce_weight, device=_device(device))
+    if not 0 <= augment <= 16:
+        fail("--augment must be between 0 and 16", 2)
+    return TrainConfig(seed=seed, epochs=epochs, ce_weight=ce_weight, device=_device(device), augment=augment)
 
 
 @eval_app.command("retrieval")
@@ -46,6 +48,9 @@ def eval_retrieval(
     methods: str = typer.Option("GCN,GAT,NAR", "--methods", help="Learned methods to train, comma-separated."),
     ce_weight: float = typer.Option(0.0, "--ce-weight",
                                     help="Weight of the family cross-entropy in each learned method's loss (0: contrast only)."),
+    augment: int = typer.Option(0, "--augment",
+                                help="Edited variants of each training architecture (CIFAR stem, no stem pool, "
+                                     "activation, head, resolution) added to its family in training."),
     device: str = typer.Option("", "--device", help="cpu or cuda (default: cuda when available)."),
     out: Path = typer.Option(None, "--out", help="Also write the results as JSON to this file."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
@@ -55,7 +60,7 @@ def eval_retrieval(
 
     if split not in ("random", "ood"):
         fail(f"--split must be random or ood, not {split!r}", 2)
-    config = _train_config(seed, epochs, ce_weight, device)
+    config = _train_config(seed, epochs, ce_weight, device, augment)
     ks = _ks(k)
     chosen = _methods(methods)
     console = stderr_console()
@@ -109,6 +114,9 @@ def train_encoder_command(
     seed: int = typer.Option(0, "--seed", help="Seed of the split and of training."),
     ce_weight: float = typer.Option(0.0, "--ce-weight",
                                     help="Weight of the family cross-entropy in the encoder's loss (0: contrast only)."),
+    augment: int = typer.Option(0, "--augment",
+                                help="Edited variants of each training architecture (CIFAR stem, no stem pool, "
+                                     "activation, head, resolution) added to its family in training."),
     device: str = typer.Option("", "--device", help="cpu or cuda (default: cuda when available)."),
     methods: str = typer.Option("GCN,GAT,NAR", "--methods",
                                 help="Learned methods to train beside NAR for the card's table, comma-separated."),
@@ -117,7 +125,7 @@ def train_encoder_command(
     from narcli.encode.retrieval_eval import train_and_save
     from narcli.encode.weights import bundled_weights_path
 
-    config = _train_config(seed, epochs, ce_weight, device)
+    config = _train_config(seed, epochs, ce_weight, device, augment)
     path = out or bundled_weights_path()
     chosen = _methods(methods)
     console = stderr_console()

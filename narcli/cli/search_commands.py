@@ -20,6 +20,8 @@ def similar_command(
     source: str | None = typer.Option(None, "--source", "-s", help="Only neighbours from this source (or 'cache')."),
     model: str | None = typer.Option(None, "--model", "-m", help="Model class or factory in a .py file."),
     input_shape: list[str] | None = typer.Option(None, "--input-shape", "-i", help="Example input shape of a .py model."),
+    input_dtype: list[str] | None = typer.Option(None, "--input-dtype",
+                                                    help="Input dtype of a .py model: float32 (default), long for token ids, ..."),
     timeout: float = typer.Option(120.0, "--timeout", help="Seconds to allow importing and tracing one file."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Trace again, and store nothing."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
@@ -28,7 +30,7 @@ def similar_command(
     from narcli.search.similar import check_k, find_similar
 
     run(check_k, k)
-    options = scan_options(model, input_shape, timeout, no_cache)
+    options = scan_options(model, input_shape, timeout, no_cache, input_dtype)
     console = stderr_console()
     results = run(find_similar, target, k, family, task, source, options,
                    report=lambda line: console.print(f"[dim]{line}[/]"))
@@ -43,13 +45,17 @@ def similar_command(
 def compare_command(
     a: str = typer.Argument(..., help="First model: zoo name, model file or cache:NAME."),
     b: str = typer.Argument(..., help="Second model."),
+    model: str | None = typer.Option(None, "--model", "-m", help="Model class or factory in a .py file."),
+    input_shape: list[str] | None = typer.Option(None, "--input-shape", "-i", help="Example input shape of a .py model."),
+    input_dtype: list[str] | None = typer.Option(None, "--input-dtype",
+                                                    help="Input dtype of a .py model: float32 (default), long for token ids, ..."),
     timeout: float = typer.Option(120.0, "--timeout", help="Seconds to allow importing and tracing one file."),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """Two architectures side by side: figures, op counts, motifs, cosine."""
     from narcli.search.compare import compare
 
-    result = run(compare, a, b, scan_options(None, None, timeout, False))
+    result = run(compare, a, b, scan_options(model, input_shape, timeout, False, input_dtype))
     if as_json:
         print(json.dumps(result.to_json(), indent=2))
         return
@@ -63,13 +69,18 @@ def check_command(
     threshold: float | None = typer.Option(None, "--threshold",
                                            help="Cosine at or above which a model is a known one (default 0.99)."),
     strict: bool = typer.Option(False, "--strict", help="Also fail when a file cannot be scanned."),
+    model: str | None = typer.Option(None, "--model", "-m", help="Model class or factory in a .py file."),
+    input_shape: list[str] | None = typer.Option(None, "--input-shape", "-i", help="Example input shape of a .py model."),
+    input_dtype: list[str] | None = typer.Option(None, "--input-dtype",
+                                                    help="Input dtype of a .py model: float32 (default), long for token ids, ..."),
     timeout: float = typer.Option(120.0, "--timeout", help="Seconds to allow importing and tracing one file."),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """For pre-commit: fail when a model file is (nearly) a known zoo architecture."""
     from narcli.search.check import check_models
 
-    report = run(check_models, list(paths or []), threshold, strict, scan_options(None, None, timeout, False))
+    report = run(check_models, list(paths or []), threshold, strict,
+                 scan_options(model, input_shape, timeout, False, input_dtype))
     if as_json:
         print(json.dumps(report.to_json(), indent=2))
     else:
@@ -115,6 +126,11 @@ def motifs_command(
     steps: int = typer.Option(1, "--steps", help="Neighbour-encoding steps before finding repeats."),
     max_size: int = typer.Option(64, "--max-size", help="Nodes in one motif at most."),
     limit: int = typer.Option(20, "--limit", help="Show at most this many motif types (0: all)."),
+    model: str | None = typer.Option(None, "--model", "-m", help="Model class or factory in a .py file."),
+    input_shape: list[str] | None = typer.Option(None, "--input-shape", "-i", help="Example input shape of a .py model."),
+    input_dtype: list[str] | None = typer.Option(None, "--input-dtype",
+                                                    help="Input dtype of a .py model: float32 (default), long for token ids, ..."),
+    timeout: float = typer.Option(120.0, "--timeout", help="Seconds to allow importing and tracing one file."),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """Show the repeated motifs a model is built from (e.g. a bottleneck block x 12)."""
@@ -122,7 +138,8 @@ def motifs_command(
 
     if steps < 0 or max_size < 1 or limit < 0:
         fail("--steps must be >= 0, --max-size >= 1 and --limit >= 0", 2)
-    reports = run(motif_report, target, steps=steps, max_size=max_size)
+    reports = run(motif_report, target, steps=steps, max_size=max_size,
+                  options=scan_options(model, input_shape, timeout, False, input_dtype))
     if as_json:
         print(json.dumps(reports, indent=2))
         return

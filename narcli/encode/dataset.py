@@ -8,6 +8,7 @@ Featurising the bundled zoo takes a few minutes, so the result is cached under `
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import pickle
 import random
@@ -87,6 +88,48 @@ def map_in_processes(fn: Callable[[Any], Any], inputs: list, label: str, progres
     return out
 
 
+def augmented_items(items: list[Item], train: list[int], count: int, seed: int, zoo=None, progress: bool = False,
+                    jobs: int = 2) -> list[Item]:
+    """`count` edited variants (`encode.augment`) of each training architecture, with its labels;
+    for training only, never for evaluation. Cached like the zoo's features."""
+    from narcli.zoo.store import Zoo
+
+    zoo = zoo or Zoo()
+    chosen = [items[i] for i in train]
+    digest = hashlib.sha256(json.dumps([sorted(i.graph_hash for i in chosen), count, seed]).encode()).hexdigest()[:16]
+
+    def build() -> list[list[EncodedGraph]]:
+        tasks = [(zoo.graph_blob(item.graph_hash), count, _variant_seed(item.graph_hash, seed)) for item in chosen]
+        return map_in_processes(_encode_variants, tasks, "featurising edited variants", progress, jobs)
+
+    encoded = cached_features(f"zoo-augmented-{digest}", build)
+    return [Item(f"{item.graph_hash}~{j}", item.name, item.family, item.coarse, e)
+            for item, variants in zip(chosen, encoded) for j, e in enumerate(variants)]
+
+
+def _variant_seed(graph_hash: str, seed: int) -> int:
+    return int(hashlib.sha256(f"{graph_hash}:{seed}".encode()).hexdigest()[:8], 16)
+
+
+def _encode_variants(task: tuple[bytes, int, int]) -> list[EncodedGraph]:
+    import zlib
+
+    from narcli.encode.augment import variants
+    from narcli.encode.features import GraphTooLarge, encode_graph
+    from narcli.graph.arch_graph import ArchGraph
+    from narcli.graph.idioms import normalise_idioms
+
+    blob, count, seed = task
+    graph = normalise_idioms(ArchGraph.from_json(zlib.decompress(blob).decode()))
+    out = []
+    for variant in variants(graph, count, seed):
+        try:
+            out.append(encode_graph(variant))
+        except GraphTooLarge:
+            pass
+    return out
+
+
 def _featurise(zoo, hashes: list[str], progress: bool, jobs: int) -> dict[str, EncodedGraph]:
     blobs = [(h, zoo.graph_blob(h)) for h in hashes]
     encoded = map_in_processes(_encode_blob, blobs, "featurising the zoo", progress, jobs)
@@ -98,9 +141,10 @@ def _encode_blob(item: tuple[str, bytes]) -> EncodedGraph | None:
 
     from narcli.encode.features import GraphTooLarge, encode_graph
     from narcli.graph.arch_graph import ArchGraph
+    from narcli.graph.idioms import normalise_idioms
 
-    try:
-        return encode_graph(ArchGraph.from_json(zlib.decompress(item[1]).decode()))
+    try:  # zoo graphs traced before an idiom rule existed get it here
+        return encode_graph(normalise_idioms(ArchGraph.from_json(zlib.decompress(item[1]).decode())))
     except GraphTooLarge:
         return None
 

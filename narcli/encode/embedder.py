@@ -46,7 +46,9 @@ class Embedder:
     def embed(self, graphs: list[ArchGraph]) -> list[Embedding]:
         """One Embedding per graph (featurised here, motifs sampled once)."""
         from narcli.encode.features import encode_graph
+        from narcli.graph.idioms import normalise_idioms
 
+        graphs = [normalise_idioms(g) for g in graphs]  # stored graphs may predate an idiom rule
         motif_sets = [sample_motifs(g) for g in graphs]
         encoded = [encode_graph(g, m) for g, m in zip(graphs, motif_sets)]
         vectors, predictions = self.embed_encoded(encoded)

@@ -96,12 +96,23 @@ def evaluate_retrieval(split: str = "random", ks: tuple[int, ...] = (20, 50, 100
     chosen = {name: changes for name, changes in LEARNED.items() if methods is None or name in methods}
     if ablations:
         chosen.update(ABLATIONS)
+    train_items, train_index = items, train
+    if config.augment > 0:
+        from narcli.encode.dataset import augmented_items
+
+        if data != "zoo":
+            raise ValueError("augmentation edits zoo graphs; the DARTS set is trained without it")
+        report(f"adding {config.augment} edited variants of each training architecture")
+        extra = augmented_items(items, train, config.augment, seed, progress=True)
+        train_items = items + extra
+        train_index = train + list(range(len(items), len(train_items)))
+        results["augmented"] = len(extra)
     for name, changes in chosen.items():
         began = time.perf_counter()
         report(f"training {name}")
         method_config = replace(config, **changes)
-        trained = train_encoder(items, train, method_config,
-                                checkpoint=checkpoint_path(f"{data}-{split}", method_config, items, train),
+        trained = train_encoder(train_items, train_index, method_config,
+                                checkpoint=checkpoint_path(f"{data}-{split}", method_config, train_items, train_index),
                                 on_epoch=lambda e, n=name: report(f"  {n} epoch {e['epoch']} {e['stage']} loss {e['loss']}"))
         score(name, embed_items(trained.model, graphs), time.perf_counter() - began)
         if name == "NAR":

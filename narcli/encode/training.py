@@ -49,6 +49,8 @@ class TrainConfig:
     cl_weight: float = 1.0
     max_nodes: int = 20_000  # graphs larger than this are left out of training batches (not of evaluation)
     device: str = "cpu"
+    # edited variants (`encode.augment`) of each training architecture added to its family in training
+    augment: int = 0
 
 
 # read-out settings: they change how a trained model's vector is read, not the training itself
@@ -57,7 +59,7 @@ READ_OUT = ("wl_mix", "sketch_labels")
 
 # settings added after checkpoints existed, with the value that reproduces the earlier training:
 # left out of the key at that value, so those checkpoints still match
-ADDED_LATER = {"full_graph": "none"}
+ADDED_LATER = {"full_graph": "none", "augment": 0}
 
 
 def training_key(config: TrainConfig) -> dict:

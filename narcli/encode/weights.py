@@ -26,8 +26,11 @@ def encoder_id(weights: Path) -> str:
     """Names the weights, and the model card settings that shape vectors, that made an embedding,
     so a changed encoder is noticed (the card's read-out settings change the vectors of unchanged
     weights; its metrics and log do not)."""
+    from narcli.encode.features import FEATURES_VERSION
+
     weights = Path(weights)
     digest = hashlib.sha256(weights.read_bytes())
+    digest.update(f"features {FEATURES_VERSION}".encode())  # what the encoder reads changed too
     card = weights.with_suffix(".json")
     if card.exists():
         fields = json.loads(card.read_text())

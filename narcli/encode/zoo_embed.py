@@ -46,6 +46,7 @@ def _motif_summary_of_blob(blob: bytes) -> list[dict[str, Any]]:
     from narcli.encode.embedder import motif_summary
     from narcli.encode.motifs import sample_motifs
     from narcli.graph.arch_graph import ArchGraph
+    from narcli.graph.idioms import normalise_idioms
 
-    graph = ArchGraph.from_json(zlib.decompress(blob).decode())
+    graph = normalise_idioms(ArchGraph.from_json(zlib.decompress(blob).decode()))
     return motif_summary(graph, sample_motifs(graph))

@@ -9,7 +9,9 @@ rules that make graphs from different tracers agree live here, once:
   after it belongs to it, `matmul -> softmax -> matmul` is `attention`, several slices of one
   tensor are one `split`, a mean over all spatial positions is `global_avg_pool`;
 - a batch norm right after a convolution or linear layer is folded into it (its parameters
-  included), as ONNX exporters and inference graphs do.
+  included), as ONNX exporters and inference graphs do;
+- hand-written idioms take their canonical form (`idioms.py`: the rule table for activations,
+  norms, global pools, 1×1 convs on 1×1 maps and patch embeddings).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from narcli.graph.arch_graph import ArchGraph, Node
+from narcli.graph.idioms import normalise_idioms
 from narcli.graph.vocab import FOLDED, NON_DATA
 
 Shape = tuple[int, ...]
@@ -126,6 +129,9 @@ def build_graph(raw: RawGraph, meta: dict[str, Any] | None = None) -> ArchGraph:
     for node in work:
         node.macs = node.macs or _macs(node)  # fused attention already knows its MACs
     graph = _assemble(work, raw.param_shapes)
+    normal = normalise_idioms(graph)
+    if normal is not graph:
+        graph = normal.canonicalize()
     graph.meta.update(meta or {})
     if raw.guessed_values:
         graph.meta["guessed_values"] = raw.guessed_values

@@ -107,6 +107,20 @@ class Cache:
         finally:
             conn.close()
 
+    def records(self) -> list[ModelRecord]:
+        """Every cached model record (scanned by `nar scan` or by a search), oldest first."""
+        conn = self._read()
+        if conn is None:
+            return []
+        try:
+            rows = conn.execute("select record from models order by created, id").fetchall()
+        finally:
+            conn.close()
+        records = [ModelRecord(**json.loads(row[0])) for row in rows]
+        for record in records:
+            record.cached = True
+        return records
+
     def graph(self, graph_key: str) -> Any:
         """The ArchGraph stored under `graph_key` (see `ModelRecord.graph_key`), or None."""
         from narcli.graph.arch_graph import ArchGraph

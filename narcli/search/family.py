@@ -83,29 +83,40 @@ def predict_family(prediction: dict[str, Any] | None, neighbours: list[tuple[str
 KNOWN_KEPT = 0.95  # the threshold keeps this share of known-family queries "known"
 
 
-def calibrate_novelty(vectors: np.ndarray, families: list[str], train: list[int], test: list[int]) -> dict[str, Any]:
+def calibrate_novelty(vectors: np.ndarray, families: list[str], train: list[int], test: list[int],
+                      variants: tuple[np.ndarray, list[str]] | None = None) -> dict[str, Any]:
     """The nearest-neighbour cosine below which a design is called new.
 
-    Each test architecture is a query against the training architectures twice: as they are (its
-    family is known) and with its whole family removed (as if it were new). The threshold is the
-    cosine that 95 % of the known queries reach, so a known design is rarely called new; the share
-    of "new" queries below it is reported beside it (related families, e.g. ResNeXt for a ResNet,
-    stay close, so not every removed family looks new).
+    Each test architecture is a query against the training architectures twice: as it is (its
+    family is known) and with its whole family removed (as if it were new). With `variants`
+    (vectors of edited copies of test architectures, as authors rewrite a known design, and their
+    families), those are the known queries instead: users bring rewritten designs, not the zoo's
+    own graphs. The threshold is the cosine that 95 % of the known queries reach, so a known design
+    is rarely called new; the share of "new" queries below it is reported beside it (related
+    families, e.g. ResNeXt for a ResNet, stay close, so not every removed family looks new).
     """
     train_vectors = vectors[train]
     train_families = np.array([families[i] for i in train])
-    known, new = [], []
-    for q in test:
-        cosines = train_vectors @ vectors[q]
-        same = train_families == families[q]
+
+    def best(query: np.ndarray, family: str) -> tuple[float, float] | None:
+        cosines = train_vectors @ query
+        same = train_families == family
         if not same.any():
-            continue  # a family with no training member: not a "known" query
-        known.append(float(cosines.max()))
-        if (~same).any():
-            new.append(float(cosines[~same].max()))
-    known_a, new_a = np.array(known), np.array(new)
-    threshold = float(np.floor(np.quantile(known_a, 1 - KNOWN_KEPT) * 1000) / 1000) if len(known_a) else \
+            return None  # a family with no training member: not a "known" query
+        return float(cosines.max()), float(cosines[~same].max()) if (~same).any() else float("nan")
+
+    pairs = [p for q in test if (p := best(vectors[q], families[q])) is not None]
+    known = [k for k, _ in pairs]
+    new = [n for _, n in pairs if not np.isnan(n)]
+    rewritten = [p[0] for v, f in zip(*variants) if (p := best(v, f)) is not None] if variants else []
+    reference = np.array(rewritten or known)
+    threshold = float(np.floor(np.quantile(reference, 1 - KNOWN_KEPT) * 1000) / 1000) if len(reference) else \
         DEFAULT_NOVELTY_COSINE
-    return {"novelty_threshold": threshold, "known_queries": len(known), "new_queries": len(new),
-            "known_kept": round(float((known_a >= threshold).mean()), 4) if len(known_a) else None,
-            "new_flagged": round(float((new_a < threshold).mean()), 4) if len(new_a) else None}
+    known_a, new_a = np.array(known), np.array(new)
+    out = {"novelty_threshold": threshold, "known_queries": len(known), "new_queries": len(new),
+           "known_kept": round(float((known_a >= threshold).mean()), 4) if len(known_a) else None,
+           "new_flagged": round(float((new_a < threshold).mean()), 4) if len(new_a) else None}
+    if variants:
+        out["rewritten_queries"] = len(rewritten)
+        out["rewritten_kept"] = round(float((np.array(rewritten) >= threshold).mean()), 4) if rewritten else None
+    return out

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from narcli.encode.motifs import MAX_SIZE, STEPS, describe, sample_motifs
 from narcli.search.targets import resolve_targets
 
 
-def motif_report(target: str, steps: int = STEPS, max_size: int = MAX_SIZE) -> list[dict]:
-    """For each model `target` names (zoo name or file): its motif types and macro-graph size."""
+def motif_report(target: str, steps: int = STEPS, max_size: int = MAX_SIZE, options: Any = None) -> list[dict]:
+    """For each model `target` names (zoo name or file, scanned with `options`): its motif types and
+    macro-graph size."""
     reports = []
-    for found in resolve_targets(target):
+    for found in resolve_targets(target, options):
         motifs = sample_motifs(found.graph, steps, max_size)
         reports.append({"name": found.name, "nodes": found.graph.num_nodes,
                         "instances": len(motifs.instances), "types": len(motifs.types()),

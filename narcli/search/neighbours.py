@@ -43,9 +43,10 @@ def _zoo_vectors(db: Path) -> tuple[list[str], np.ndarray, set[str]]:
     return hashes, _matrix(blobs), encoders
 
 
-def zoo_calibration(db: Path, hashes: list[str], vectors: np.ndarray) -> dict[str, Any]:
-    """The novelty threshold of this zoo's embeddings, on the encoder card's split (see family.py)."""
-    from narcli.encode.dataset import Item, split_random, zoo_labels
+def zoo_calibration(db: Path, hashes: list[str], vectors: np.ndarray, variants: int = 2) -> dict[str, Any]:
+    """The novelty threshold of this zoo's embeddings, on the encoder card's split (see family.py),
+    set on edited copies of the test architectures (`encode.augment`) when `variants` > 0."""
+    from narcli.encode.dataset import Item, augmented_items, split_random, zoo_labels
     from narcli.encode.weights import bundled_weights_path
     from narcli.search.family import calibrate_novelty
     from narcli.zoo.store import Zoo
@@ -53,11 +54,19 @@ def zoo_calibration(db: Path, hashes: list[str], vectors: np.ndarray) -> dict[st
     card = json.loads(bundled_weights_path().with_suffix(".json").read_text())
     with Zoo([db]) as zoo:
         labelled = zoo_labels(zoo)
-    position = {h: i for i, h in enumerate(hashes)}
-    items = [Item(h, *labelled[h], None) for h in labelled if h in position]
-    train, test = split_random(items, seed=card["config"]["seed"])
+        position = {h: i for i, h in enumerate(hashes)}
+        items = [Item(h, *labelled[h], None) for h in labelled if h in position]
+        train, test = split_random(items, seed=card["config"]["seed"])
+        edited = None
+        if variants > 0:
+            from narcli.encode.embedder import Embedder
+
+            copies = augmented_items(items, test, variants, card["config"]["seed"] + 1, zoo=zoo)
+            if copies:
+                copy_vectors, _ = Embedder().embed_encoded([c.encoded for c in copies])
+                edited = (copy_vectors, [c.family for c in copies])
     ordered = vectors[[position[item.graph_hash] for item in items]]
-    return calibrate_novelty(ordered, [item.family for item in items], train, test)
+    return calibrate_novelty(ordered, [item.family for item in items], train, test, edited)
 
 
 def build_zoo_index(db: Path, path: Path, report: Callable[[str], None] = lambda line: None) -> VectorIndex:

@@ -135,26 +135,51 @@ def _file_query(path: Path, record: Any, count: int, vector: np.ndarray, predict
 
 
 def _cached_query(name: str) -> Query:
-    """`cache:NAME`: a model scanned (and embedded) before, by model name, file name or graph key."""
+    """`cache:NAME`: a model scanned before (by `nar scan` or a search), by model name, file name,
+    `file:model` or graph key prefix; an exact match first (case-sensitive, then not); a model not yet
+    embedded is embedded now and stored."""
     from narcli.scan.cache import Cache
 
-    entries = Cache().embeddings(current_encoder())
-    key = name.strip().lower()
-    if not key:
+    cache = Cache()
+    encoder = current_encoder()
+    text = name.strip()
+    if not text:
         raise UsageError("empty name after cache:")
-    found = [e for e in entries if key in (e["name"].lower(), Path(e["path"]).name.lower(),
-                                           f"{Path(e['path']).name}:{e['name']}".lower())
-             or e["graph_key"].startswith(key)]
+    entries = {e["model_id"]: e for e in cache.embeddings(encoder)}
+    candidates = [(r.id, r.name, Path(r.source).name, r.graph_key) for r in cache.records() if r.graph_key]
+    seen = {c[0] for c in candidates}
+    candidates += [(i, e["name"], Path(e["path"]).name, e["graph_key"]) for i, e in entries.items() if i not in seen]
+
+    def names(candidate: tuple) -> tuple[str, ...]:
+        return candidate[1], candidate[2], f"{candidate[2]}:{candidate[1]}"
+
+    found = [c for c in candidates if text in names(c)]
+    found = found or [c for c in candidates if text.lower() in (n.lower() for n in names(c))]
+    found = found or [c for c in candidates if c[3].startswith(text.lower())]
     if not found:
-        names = sorted({e["name"].lower() for e in entries} | {Path(e["path"]).name.lower() for e in entries})
-        close = difflib.get_close_matches(key, names, n=5, cutoff=0.5)
+        known = sorted({n.lower() for c in candidates for n in names(c)[:2]})
+        close = difflib.get_close_matches(text.lower(), known, n=5, cutoff=0.5)
         hint = f"; did you mean {', '.join('cache:' + c for c in close)}?" if close else \
-            "; `nar similar FILE` scans and caches a model first"
+            "; `nar scan FILE` or `nar similar FILE` caches a model first"
         raise UsageError(f"no cached model {name!r}{hint}")
     if len(found) > 1:
-        shown = ", ".join(f"cache:{Path(e['path']).name}:{e['name']}" for e in found[:8])
+        shown = ", ".join(f"cache:{c[2]}:{c[1]}" for c in found[:8])
         raise UsageError(f"cache:{name} is ambiguous: {shown}")
-    e = found[0]
+    model_id = found[0][0]
+    if model_id not in entries:
+        _embed_cached(cache, model_id, encoder)
+        entries = {e["model_id"]: e for e in cache.embeddings(encoder)}
+    e = entries[model_id]
     return Query(f"{Path(e['path']).name}:{e['name']}", "cache", e["graph_hash"],
                  np.frombuffer(e["vector"], dtype=np.float32), e["prediction"], e["motifs"], e["params"] or 0,
                  e["macs"] or 0, graph_key=e["graph_key"], path=e["path"], extra={"model_id": e["model_id"]})
+
+
+def _embed_cached(cache: Any, model_id: str, encoder: str) -> None:
+    """Embed a model that `nar scan` cached without an embedding, and store it (on first use only)."""
+    record = next(r for r in cache.records() if r.id == model_id)
+    graph = cache.graph(record.graph_key)
+    if graph is None:
+        raise ZooError(f"the cached graph of {record.name} is missing; scan {record.source} again")
+    [embedding] = _embedder().embed([graph])
+    cache.store_embedding(record, encoder, embedding.vector.tobytes(), embedding.prediction, embedding.motifs)

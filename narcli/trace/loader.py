@@ -10,6 +10,7 @@ import importlib.util
 import inspect
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,22 +19,97 @@ from narcli.errors import LoadError, NoModelError, UsageError
 SKIPPED_FUNCTIONS = {"main", "train", "evaluate", "run", "cli", "setup"}
 
 
+SPEC_HELP = "expected NAME or NAME(arg=value, ...), with literals or calls of names defined in the file"
+
+
+@dataclass
+class SpecCall:
+    """A call inside a `--model` spec, e.g. the `GPTConfig(n_layer=4)` of `GPT(GPTConfig(n_layer=4))`;
+    its name is looked up in the model file when the model is built."""
+
+    name: str
+    args: tuple = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
 def parse_model_spec(spec: str) -> tuple[str, tuple, dict[str, Any]]:
-    """`"resnet(depth=18)"` -> `("resnet", (), {"depth": 18})`; arguments must be literals."""
+    """`"resnet(depth=18)"` -> `("resnet", (), {"depth": 18})`. Arguments are literals, or calls of
+    names (`GPT(GPTConfig(n_layer=4))`), parsed with `ast` and never evaluated."""
+    if len(spec) > 10_000:
+        raise UsageError(f"bad --model: {len(spec):,} characters is not a model spec")
     try:
         tree = ast.parse(spec.strip(), mode="eval").body
-    except SyntaxError:
-        raise UsageError(f"bad --model {spec!r}: expected NAME or NAME(arg=value, ...)") from None
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        raise UsageError(f"bad --model {_short(spec)}: {SPEC_HELP}") from None
     if isinstance(tree, ast.Name):
         return tree.id, (), {}
-    if not (isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name)):
-        raise UsageError(f"bad --model {spec!r}: expected NAME or NAME(arg=value, ...)")
+    if not isinstance(tree, ast.Call):
+        raise UsageError(f"bad --model {_short(spec)}: {_not_allowed(tree)}; {SPEC_HELP}")
+    call = _spec_value(tree, spec)
+    return call.name, call.args, call.kwargs
+
+
+def _spec_value(node: ast.AST, spec: str) -> Any:
+    if isinstance(node, ast.Call):
+        if not isinstance(node.func, ast.Name):
+            raise UsageError(f"bad --model {_short(spec)}: {_not_allowed(node.func)}; {SPEC_HELP}")
+        if any(k.arg is None for k in node.keywords) or any(isinstance(a, ast.Starred) for a in node.args):
+            raise UsageError(f"bad --model {_short(spec)}: * and ** unpacking are not supported; "
+                             f"write the arguments out")
+        return SpecCall(node.func.id, tuple(_spec_value(a, spec) for a in node.args),
+                        {k.arg: _spec_value(k.value, spec) for k in node.keywords})
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        items = [_spec_value(e, spec) for e in node.elts]
+        return {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)](items)
+    if isinstance(node, ast.Dict) and all(k is not None for k in node.keys):
+        return {_spec_value(k, spec): _spec_value(v, spec) for k, v in zip(node.keys, node.values)}
     try:
-        args = tuple(ast.literal_eval(a) for a in tree.args)
-        kwargs = {k.arg: ast.literal_eval(k.value) for k in tree.keywords if k.arg}
-    except ValueError:
-        raise UsageError(f"bad --model {spec!r}: arguments must be literals (numbers, strings, lists)") from None
-    return tree.func.id, args, kwargs
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        raise UsageError(f"bad --model {_short(spec)}: {_not_allowed(node)}; {SPEC_HELP}") from None
+
+
+def _not_allowed(node: ast.AST) -> str:
+    if isinstance(node, ast.Attribute):
+        return "attribute access is not allowed"
+    if isinstance(node, ast.Lambda):
+        return "lambdas are not allowed"
+    if isinstance(node, (ast.BinOp, ast.BoolOp, ast.Compare, ast.UnaryOp)):
+        return "operators are not allowed"
+    if isinstance(node, ast.Name):
+        return f"a bare name ({node.id}) as an argument: call it, {node.id}(), or quote it"
+    return f"{type(node).__name__.lower()} expressions are not allowed"
+
+
+def _short(spec: str) -> str:
+    return repr(spec if len(spec) <= 80 else spec[:77] + "...")
+
+
+def _defined_here(module: Any, name: str, path: Path) -> Any:
+    """The class or function `name` defined in the model file itself (never an imported name)."""
+    target = vars(module).get(name)
+    if target is None:
+        return None
+    if not (inspect.isclass(target) or inspect.isfunction(target)) or \
+            getattr(target, "__module__", None) != module.__name__:
+        raise UsageError(f"--model: {name} is not a class or function defined in {path.name}; "
+                         f"only those can be called")
+    return target
+
+
+def _resolve(value: Any, module: Any, path: Path) -> Any:
+    """Build the nested calls of a spec's arguments (config objects, blocks) from the file's names."""
+    if isinstance(value, SpecCall):
+        target = _defined_here(module, value.name, path)
+        if target is None:
+            raise UsageError(f"--model: no {value.name!r} in {path.name}")
+        return target(*(_resolve(a, module, path) for a in value.args),
+                      **{k: _resolve(v, module, path) for k, v in value.kwargs.items()})
+    if isinstance(value, (list, tuple, set)):
+        return type(value)(_resolve(v, module, path) for v in value)
+    if isinstance(value, dict):
+        return {k: _resolve(v, module, path) for k, v in value.items()}
+    return value
 
 
 def import_file(path: Path) -> Any:
@@ -65,17 +141,16 @@ def _required(fn: Callable) -> list[str]:
 
 def build_models(path: Path, spec: str | None) -> list[tuple[str, Any]]:
     """`(name, model)` pairs on the meta device: the one `spec` names, or every candidate in the file."""
-    import torch
     from torch import nn
 
     module = import_file(path)
     if spec:
         name, args, kwargs = parse_model_spec(spec)
-        target = getattr(module, name, None)
+        target = _defined_here(module, name, path)
         if target is None:
             found = ", ".join(n for n, _ in _candidates(module, nn.Module)) or "none"
             raise LoadError(f"{path}: no {name!r} in the file (models found: {found})")
-        model = _construct(target, args, kwargs, spec, path, torch)
+        model = _construct(target, args, kwargs, spec.strip(), path, module)
         if not isinstance(model, nn.Module):
             raise LoadError(f"{path}: {spec} returned {type(model).__name__}, not an nn.Module")
         return [(spec.strip(), model)]
@@ -84,12 +159,16 @@ def build_models(path: Path, spec: str | None) -> list[tuple[str, Any]]:
     needs_args: list[str] = []
     for name, target in _candidates(module, nn.Module):
         required = _required(target)
-        if required:
+        config = _default_config(module, target, required)
+        if required and config is None:
             if inspect.isclass(target):
                 needs_args.append(f"{name}({', '.join(required)})")
             continue
+        args = (SpecCall(config),) if config else ()
+        if config:
+            name = f"{name}({config}())"  # what was assumed, shown as the model's name
         try:
-            model = _construct(target, (), {}, name, path, torch)
+            model = _construct(target, args, {}, name, path, module)
         except LoadError:
             if inspect.isclass(target):
                 raise
@@ -118,11 +197,36 @@ def _candidates(module: Any, base: type) -> list[tuple[str, Any]]:
     return found
 
 
-def _construct(target: Any, args: tuple, kwargs: dict, what: str, path: Path, torch: Any) -> Any:
+def _default_config(module: Any, target: Any, required: list[str]) -> str | None:
+    """The config class to build `target` with when its one required argument is a config object:
+    a class of the file that is not a model and constructs with defaults (by annotation, else the
+    file's only class whose name says config)."""
+    if len(required) != 1 or not inspect.isclass(target):
+        return None
+    from torch import nn
+
+    configs = {n: c for n, c in vars(module).items()
+               if inspect.isclass(c) and getattr(c, "__module__", None) == module.__name__
+               and not issubclass(c, nn.Module) and not _required(c)}
+    try:
+        annotation = inspect.signature(target).parameters[required[0]].annotation
+    except (TypeError, ValueError, KeyError):
+        annotation = inspect.Parameter.empty
+    name = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", None)
+    if name in configs:
+        return name
+    named = [n for n in configs if any(word in n.lower() for word in ("config", "args", "cfg", "params"))]
+    return named[0] if len(named) == 1 else None
+
+
+def _construct(target: Any, args: tuple, kwargs: dict, what: str, path: Path, module: Any) -> Any:
     from narcli.trace.meta import build_on_meta
 
     try:
-        return build_on_meta(lambda: target(*args, **kwargs))
+        return build_on_meta(lambda: target(*(_resolve(a, module, path) for a in args),
+                                            **{k: _resolve(v, module, path) for k, v in kwargs.items()}))
+    except UsageError:
+        raise
     except TypeError as exc:
         raise LoadError(f"{path}: {what} could not be constructed: {exc}") from exc
     except Exception as exc:

@@ -1,0 +1,119 @@
+"""Retrieval on models written by other people: the real-client validation set.
+
+    python benchmarks/bench_real_clients.py [--set benchmarks/real_clients] [--out NAME]
+
+Each `MANIFEST.csv` under the set folder lists model files written independently of timm,
+torchvision and transformers (`own/`: re-implementations written from the papers for this set;
+`public/<owner>__<repo>/`: permissively licensed public files, licence and origin beside them), with
+the `--model` spec, input shape and the expected zoo family. For each model this runs
+`nar similar FILE --json` (as a user would, in a fresh NAR_HOME) and prints: the nearest zoo
+architecture and its family, the predicted family, whether the expected family is in the 5 nearest
+zoo architectures, the cosine, and whether "no close family" was said. Overall: nearest-zoo family
+top-1, predicted-family accuracy, top-5 hit rate, and the rate of wrong "no close family".
+Writes benchmarks/results/<out>.json (default real-clients.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+from common import machine, nar_command
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def rows(folder: Path) -> list[dict]:
+    found = []
+    for manifest in sorted(folder.rglob("MANIFEST.csv")):
+        with open(manifest, newline="") as handle:
+            for row in csv.DictReader(handle):
+                row["path"] = str((manifest.parent / row["file"]).resolve())
+                parts = Path(row["path"]).relative_to(folder.resolve()).parts
+                row["set"] = "/".join(parts[:2]) if parts[0] == "public" else parts[0]  # one source each
+                found.append(row)
+    return found
+
+
+def run_one(nar: list[str], row: dict, env: dict, timeout: float) -> dict:
+    cmd = [*nar, "similar", row["path"], "--json", "-k", "20", "--timeout", str(int(timeout))]
+    if row.get("model"):
+        cmd += ["--model", row["model"]]
+    if row.get("input_shape"):
+        cmd += ["--input-shape", row["input_shape"]]
+    if row.get("input_dtype"):
+        cmd += ["--input-dtype", row["input_dtype"]]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout + 60)
+    if done.returncode == 2 and "--input-dtype" in done.stderr:
+        # a nar from before `similar --input-dtype`: let it guess the inputs (token ids for a model
+        # that starts with an embedding), as its users had to
+        drop = {"--input-dtype", "--input-shape"}
+        cmd = [c for i, c in enumerate(cmd) if c not in drop and (i == 0 or cmd[i - 1] not in drop)]
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout + 60)
+    out = {"file": os.path.relpath(row["path"], ROOT), "model": row.get("model", ""), "set": row["set"],
+           "expected": row["family"]}
+    if done.returncode != 0:
+        out["error"] = (done.stderr.strip().splitlines() or ["?"])[-1][:200]
+        return out
+    result = json.loads(done.stdout)["results"][0]
+    zoo = [n for n in result["neighbours"] if n["kind"] == "zoo"]
+    prediction = result["prediction"] or {}
+    out.update({
+        "nearest": zoo[0]["name"] if zoo else None,
+        "nearest_family": zoo[0]["family"] if zoo else None,
+        "cosine": zoo[0]["cosine"] if zoo else None,
+        "predicted": prediction.get("family"),
+        "novel": bool(prediction.get("novel")),
+        "top5": any(n["family"] == row["family"] for n in zoo[:5]),
+    })
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--set", type=Path, default=ROOT / "benchmarks" / "real_clients")
+    parser.add_argument("--out", default="real-clients")
+    parser.add_argument("--timeout", type=float, default=300)
+    args = parser.parse_args()
+    nar = nar_command()
+    items = rows(args.set)
+    results = []
+    with tempfile.TemporaryDirectory() as home:
+        env = {**os.environ, "NAR_HOME": home}
+        print(f"{'model':<58} {'expected':<14} {'nearest family':<14} {'cos':>5} {'predicted':<14} top5 new")
+        for row in items:
+            r = run_one(nar, row, env, args.timeout)
+            results.append(r)
+            name = (r["file"].split("real_clients/")[-1] + (f":{r['model']}" if r["model"] else ""))[-58:]
+            if "error" in r:
+                print(f"{name:<58} {r['expected']:<14} error: {r['error']}")
+                continue
+            print(f"{name:<58} {r['expected']:<14} {str(r['nearest_family']):<14} {r['cosine']:>5.2f} "
+                  f"{str(r['predicted']):<14} {'yes' if r['top5'] else 'no':<4} {'yes' if r['novel'] else ''}")
+    scored = [r for r in results if "error" not in r]
+    n = len(results)
+    summary = {
+        "models": n, "sources": len({r["set"] for r in results}), "failed_to_scan": n - len(scored),
+        # failures count as misses: a model we cannot read is not retrieved
+        "nearest_family_top1": round(sum(r["nearest_family"] == r["expected"] for r in scored) / n, 3),
+        "predicted_family": round(sum(r["predicted"] == r["expected"] for r in scored) / n, 3),
+        "top5_hit": round(sum(r["top5"] for r in scored) / n, 3),
+        "wrongly_novel": round(sum(r["novel"] for r in scored) / n, 3),
+        "mean_nearest_cosine": round(sum(r["cosine"] for r in scored) / max(len(scored), 1), 3),
+    }
+    print()
+    for key, value in summary.items():
+        print(f"{key:<22}{value}")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{args.out}.json").write_text(json.dumps({"summary": summary, "models": results,
+                                                           "machine": machine()}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,131 @@
+"""Edits that real authors make to a known architecture, as training augmentation for the encoder.
+
+A CIFAR re-implementation of ResNet-50 has a 3×3 stem without max-pool, 10 classes and 4×4 maps
+at the end; a hand-written MobileNet may use ReLU6 where the paper used h-swish. Each is still the
+same design. Training on such variants of every training architecture, labelled with its family,
+teaches the encoder that these edits do not change the family.
+
+Every edit is a pure function `(graph, rng) -> ArchGraph | None` (None: does not apply). Idiom
+spellings need no edit here: `graph.idioms` gives them one canonical form before the encoder sees them.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+
+from narcli.graph.arch_graph import ArchGraph, Node
+
+ACTIVATIONS = ("relu", "relu6", "silu", "gelu", "hard_swish", "leaky_relu")
+# input sizes authors trace or train at, as a factor of the zoo's 224 px: 32, 64, 128, 384 px
+RESOLUTIONS = (32 / 224, 64 / 224, 128 / 224, 384 / 224)
+STEM_NODES = 6  # how far from the input the stem's convolution and max-pool are looked for
+
+
+def _copy(graph: ArchGraph) -> ArchGraph:
+    nodes = [Node(n.op, list(n.shape) if n.shape is not None else None, dict(n.attrs), n.params, n.macs, n.scope)
+             for n in graph.nodes]
+    return ArchGraph(nodes, list(graph.edges), dict(graph.meta))
+
+
+def _without(graph: ArchGraph, drop: int) -> ArchGraph:
+    """`graph` without node `drop`, its parents wired to its children."""
+    parents = [s for s, d in graph.edges if d == drop]
+    children = [d for s, d in graph.edges if s == drop]
+    edges = {(s, d) for s, d in graph.edges if drop not in (s, d)} | {(p, c) for p in parents for c in children}
+    index = {old: new for new, old in enumerate(i for i in range(len(graph.nodes)) if i != drop)}
+    return ArchGraph([n for i, n in enumerate(graph.nodes) if i != drop],
+                     sorted((index[s], index[d]) for s, d in edges), dict(graph.meta))
+
+
+def cifar_stem(graph: ArchGraph, rng: random.Random) -> ArchGraph | None:
+    """The stem convolution as CIFAR code writes it: 3×3, stride 1."""
+    out = _copy(graph)
+    for node in out.nodes[:STEM_NODES]:
+        kernel = node.attrs.get("kernel")
+        if node.op.startswith("conv") and kernel and max(kernel) > 3:
+            per_tap = int(node.attrs.get("out_channels", 0)) * int(node.attrs.get("in_channels", 0)) \
+                // max(1, int(node.attrs.get("groups", 1)))
+            bias = max(0, node.params - per_tap * math.prod(kernel))
+            node.params = per_tap * 3 ** len(kernel) + bias
+            node.attrs["kernel"] = [3] * len(kernel)
+            node.attrs["stride"] = [1] * len(kernel)
+            node.attrs["padding"] = [1] * len(kernel)
+            return out
+    return None
+
+
+def no_stem_pool(graph: ArchGraph, rng: random.Random) -> ArchGraph | None:
+    """The stem's max-pool left out."""
+    for i, node in enumerate(graph.nodes[:STEM_NODES]):
+        if node.op.startswith("max_pool"):
+            return _without(graph, i)
+    return None
+
+
+def swap_activation(graph: ArchGraph, rng: random.Random) -> ArchGraph | None:
+    """Another activation throughout (ReLU6 for ReLU, SiLU for GELU, ...)."""
+    used = sorted({n.op for n in graph.nodes} & set(ACTIVATIONS))
+    if not used:
+        return None
+    old = rng.choice(used)
+    new = rng.choice([a for a in ACTIVATIONS if a != old])
+    out = _copy(graph)
+    for node in out.nodes:
+        if node.op == old:
+            node.op = new
+    return out
+
+
+def new_head(graph: ArchGraph, rng: random.Random) -> ArchGraph | None:
+    """A classifier for another number of classes (10 or 100 instead of 1000)."""
+    out = _copy(graph)
+    outputs = [i for i, n in enumerate(out.nodes) if n.op == "output"]
+    heads = {s for s, d in out.edges if d in outputs and out.nodes[s].op == "linear"}
+    if not heads:
+        return None
+    classes = rng.choice((10, 100))
+    for i in heads:
+        node = out.nodes[i]
+        width = node.attrs.get("in_features") or 0
+        node.attrs["out_features"] = classes
+        node.params = width * classes + classes
+        if node.shape:
+            node.shape[-1] = classes
+    return out
+
+
+def resolution(graph: ArchGraph, rng: random.Random) -> ArchGraph | None:
+    """The model traced at another input size: every feature map's height and width scaled."""
+    factor = rng.choice(RESOLUTIONS)
+    out = _copy(graph)
+    changed = False
+    for node in out.nodes:
+        if node.shape is not None and len(node.shape) == 4 and math.prod(node.shape[2:]) > 1:
+            node.shape[2:] = [max(1, round(d * factor)) for d in node.shape[2:]]
+            changed = True
+    return out if changed else None
+
+
+EDITS: dict[str, Callable[[ArchGraph, random.Random], ArchGraph | None]] = {
+    "cifar_stem": cifar_stem, "no_stem_pool": no_stem_pool, "swap_activation": swap_activation,
+    "new_head": new_head, "resolution": resolution,
+}
+
+
+def variants(graph: ArchGraph, count: int, seed: int) -> list[ArchGraph]:
+    """`count` edited copies of `graph`, each with one to three edits that apply (fewer copies when
+    no edit applies)."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        names = rng.sample(list(EDITS), rng.randint(1, 3))
+        edited, applied = graph, 0
+        for name in names:
+            result = EDITS[name](edited, rng)
+            if result is not None:
+                edited, applied = result, applied + 1
+        if applied:
+            out.append(edited)
+    return out

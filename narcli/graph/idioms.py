@@ -1,0 +1,239 @@
+"""One canonical form for idioms that compute the same thing: the rule table, applied to an `ArchGraph`.
+
+People write the same operation many ways: `x * torch.sigmoid(x)` or `nn.SiLU()`,
+`x * F.relu6(x + 3) / 6` or `nn.Hardswish()`, a LayerNorm by hand, an SE block with `Linear` or
+with a 1×1 `Conv2d`, a patch embedding as a strided conv or as reshape + `Linear`. The tracer sees
+different operators; the architecture is the same, so the canonical graph must be too.
+
+Rules come in two kinds:
+- **Regions** (`REGION_RULES`): a single-entry, single-exit group of elementwise/reduction nodes
+  (every node's inputs come from the group or from its one entry; only the exit is read from
+  outside) whose operation multiset is a known spelling of one operation becomes that operation.
+  Constants (the 3 and 6 of a hard sigmoid) are not graph nodes, so a region is recognised by its
+  operations alone; regions are small (at most `MAX_REGION` nodes).
+- **Single nodes** (`_rewrite_node`): a pooling over the whole feature map is `global_avg_pool`, a
+  1×1 convolution on a 1×1 map is `linear`, a `linear` applied to image patches of the model's input
+  is the strided convolution it computes.
+
+`normalise_idioms` applies both until nothing changes. It keeps a valid topological order, so it is
+safe on stored graphs as well as inside the canonicaliser (it is idempotent).
+
+| rule | written as | becomes |
+|---|---|---|
+| silu | `x * sigmoid(x)` | `silu` |
+| hard_sigmoid | `relu6(x + 3) / 6`, `hardtanh`/`clamp(x + 3, 0, 6) / 6` or `* (1/6)` | `hard_sigmoid` |
+| hard_swish | `x * hard_sigmoid(x)`, `x * relu6(x + 3) / 6` | `hard_swish` |
+| gelu | `0.5x(1 + tanh(√(2/π)(x + 0.044715x³)))`, `0.5x(1 + erf(x/√2))`, `x * sigmoid(1.702x)` | `gelu` |
+| mish | `x * tanh(softplus(x))` | `mish` |
+| layer_norm | `(x - mean) / sqrt(var + eps)` (any spelling), then `* w + b` | `layer_norm` (w, b absorbed) |
+| rms_norm | `x * rsqrt(mean(x²) + eps)` (any spelling), then `* w` | `rms_norm` (w absorbed) |
+| global pool | `avg_pool2d(x, k)` with k = map size, adaptive pool to 1 | `global_avg_pool` (also max) |
+| linear | 1×1 conv (groups 1) on a 1×1 map | `linear` |
+| patch embedding | reshape into k×k patches + `linear` on the input image | `conv2d` k×k, stride k |
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+from narcli.graph.arch_graph import ArchGraph, Node
+
+MAX_REGION = 12
+
+# Operations that appear inside hand-written activations and normalisations.
+IDIOM_OPS = frozenset(
+    "add sub mul div pow sqrt rsqrt reciprocal tanh erf sigmoid softplus relu6 hardtanh clamp "
+    "mean var global_avg_pool exp neg hard_sigmoid".split()
+)
+
+
+def _spellings(*forms: str) -> list[Counter]:
+    return [Counter(form.split()) for form in forms]
+
+
+# rule name -> (resulting op, the operation multisets that spell it). `mul2` (likewise add2, sub2,
+# div2) is a product of two tensors; plain `mul` scales one tensor by a constant. That is what
+# tells `relu6(x + 3) * (1/6)` (a hard sigmoid) from `x * relu6(x + 3)` (half a hard swish).
+REGION_RULES: dict[str, tuple[str, list[Counter]]] = {
+    "silu": ("silu", _spellings("sigmoid mul2")),
+    "hard_sigmoid": ("hard_sigmoid", _spellings(
+        "add relu6 div", "add relu6 mul", "add hardtanh div", "add hardtanh mul", "add clamp div",
+        "add clamp mul")),
+    "hard_swish": ("hard_swish", _spellings(
+        "hard_sigmoid mul2", "add relu6 mul2 div", "add relu6 mul2 mul", "add hardtanh mul2 div",
+        "add hardtanh mul2 mul", "add clamp mul2 div", "add clamp mul2 mul")),
+    "gelu": ("gelu", _spellings(
+        "mul pow mul add2 mul tanh add mul2",  # 0.5x(1 + tanh(c(x + 0.044715 x**3)))
+        "mul mul mul2 mul add2 mul tanh add mul2",  # the same with x * x * x
+        "mul div erf add mul2", "mul mul erf add mul2",  # 0.5x(1 + erf(x / sqrt 2)), or x * 0.7071
+        "div erf add mul2 div", "mul erf add mul2 div",  # x(1 + erf(...)) / 2
+        "div erf add mul2 mul", "mul erf add mul2 mul",  # x(1 + erf(...)) * 0.5
+        "mul sigmoid mul2")),  # quick GELU, x * sigmoid(1.702 x)
+    "mish": ("mish", _spellings("softplus tanh mul2")),
+}
+
+_REDUCTIONS = {"mean", "var", "global_avg_pool"}
+_ROOTS = {"sqrt", "rsqrt"}
+_NORM_OPS = {"mean", "var", "global_avg_pool", "sub", "pow", "mul", "add", "sqrt", "rsqrt", "div", "reciprocal"}
+
+
+def _norm_rule(signature: Counter, exit_: Node, entry: Node) -> str | None:
+    """A hand-written layer norm (centred) or RMS norm (not centred): a reduction and a root, ending
+    in the scaling of a tensor of the entry's shape (not in the statistics alone)."""
+    ops = Counter()
+    for op, count in signature.items():
+        ops[op.rstrip("2")] += count
+    if sum(ops.values()) < 4 or not set(ops) <= _NORM_OPS or exit_.op not in ("mul", "div"):
+        return None
+    if exit_.shape is None or exit_.shape != entry.shape:
+        return None
+    if not (set(ops) & _REDUCTIONS) or not (set(ops) & _ROOTS or "var" in ops):
+        return None
+    return "layer_norm" if ("sub" in ops or "var" in ops) else "rms_norm"
+
+
+def _match(ops: Counter, exit_: Node, entry: Node) -> str | None:
+    for op, spellings in REGION_RULES.values():
+        if ops in spellings:
+            return op
+    return _norm_rule(ops, exit_, entry)
+
+
+def normalise_idioms(graph: ArchGraph) -> ArchGraph:
+    """`graph` with every idiom of the rule table in its canonical form (the same object if none)."""
+    nodes = [Node(n.op, n.shape, dict(n.attrs), n.params, n.macs, n.scope) for n in graph.nodes]
+    parents: list[list[int]] = [[] for _ in nodes]
+    children: list[list[int]] = [[] for _ in nodes]
+    for s, d in graph.edges:
+        parents[d].append(s)
+        children[s].append(d)
+    alive = [True] * len(nodes)
+    changed = False
+    for i in range(len(nodes)):
+        changed |= _rewrite_node(i, nodes, parents)
+    again = True
+    while again:
+        again = False
+        for exit_ in range(len(nodes)):
+            if alive[exit_] and nodes[exit_].op in IDIOM_OPS and _rewrite_region(exit_, nodes, parents,
+                                                                                  children, alive):
+                again = changed = True
+    if not changed:
+        return graph
+    index = {old: new for new, old in enumerate(i for i in range(len(nodes)) if alive[i])}
+    edges = sorted({(index[p], index[i]) for i in index for p in parents[i] if p in index})
+    return ArchGraph([nodes[i] for i in index], edges, dict(graph.meta))
+
+
+def _rewrite_region(exit_: int, nodes: list[Node], parents: list[list[int]], children: list[list[int]],
+                    alive: list[bool]) -> bool:
+    """Grow a region upwards from `exit_`; at the first size with one entry whose ops match a rule,
+    replace it by one node (at the exit's place, so the order stays topological)."""
+    region = {exit_}
+    while len(region) <= MAX_REGION:
+        outside = {p for r in region for p in parents[r]} - region
+        # a split's children read different slices: `a * sigmoid(b)` of one split is a GLU, not a silu
+        entry = next(iter(outside)) if len(outside) == 1 else None
+        if entry is not None and len(region) >= 2 and nodes[entry].op != "split":
+            op = _match(Counter(_signature(r, nodes, parents) for r in region), nodes[exit_], nodes[entry])
+            if op is not None:
+                _collapse(exit_, region, entry, op, nodes, parents, children, alive)
+                return True
+        grow = {p for p in outside if nodes[p].op in IDIOM_OPS and set(children[p]) <= region}
+        if not grow:
+            return False
+        region |= grow
+    return False
+
+
+def _signature(i: int, nodes: list[Node], parents: list[list[int]]) -> str:
+    op = nodes[i].op
+    return f"{op}2" if op in ("add", "sub", "mul", "div") and len(parents[i]) >= 2 else op
+
+
+def _collapse(exit_: int, region: set[int], entry: int, op: str, nodes: list[Node], parents: list[list[int]],
+              children: list[list[int]], alive: list[bool]) -> None:
+    params = sum(nodes[r].params for r in region)
+    shape = nodes[exit_].shape
+    # a norm's width is a structural attribute of the library layers (`features`)
+    attrs = {"features": shape[-1]} if op in ("layer_norm", "rms_norm") and shape else {}
+    node = Node(op, shape, attrs, params, 0, nodes[exit_].scope)
+    for r in region - {exit_}:
+        alive[r] = False
+        parents[r] = []
+        children[r] = []
+    children[entry] = [c for c in children[entry] if c not in region] + [exit_]
+    parents[exit_] = [entry]
+    nodes[exit_] = node
+    if op in ("layer_norm", "rms_norm"):
+        _absorb_affine(exit_, nodes, parents, children, alive, ("mul", "add") if op == "layer_norm" else ("mul",))
+
+
+def _absorb_affine(norm: int, nodes: list[Node], parents: list[list[int]], children: list[list[int]],
+                   alive: list[bool], steps: tuple[str, ...]) -> None:
+    """The `* weight (+ bias)` right after a hand-written norm is that norm's affine part."""
+    for step in steps:
+        kids = children[norm]
+        if len(kids) != 1:
+            return
+        kid = kids[0]
+        if nodes[kid].op != step or parents[kid] != [norm] or not nodes[kid].params:
+            return
+        nodes[norm].params += nodes[kid].params
+        alive[kid] = False
+        children[norm] = children[kid]
+        for c in children[kid]:
+            parents[c] = [norm if p == kid else p for p in parents[c]]
+        parents[kid] = []
+        children[kid] = []
+
+
+_POOLS = {f"{kind}_pool{d}d": f"global_{kind.split('_')[-1]}_pool"
+          for kind in ("avg", "max", "adaptive_avg", "adaptive_max") for d in (1, 2, 3)}
+
+
+def _spatial(shape: list[int] | None) -> list[int] | None:
+    return list(shape[2:]) if shape is not None and len(shape) >= 3 else None
+
+
+def _rewrite_node(i: int, nodes: list[Node], parents: list[list[int]]) -> bool:
+    node = nodes[i]
+    source = nodes[parents[i][0]] if len(parents[i]) == 1 else None
+    before = _spatial(source.shape) if source is not None else None
+    after = _spatial(node.shape)
+    whole_map = before is not None and after is not None and len(before) == len(after) \
+        and math.prod(after) == 1 and math.prod(before) > 1
+    if whole_map and node.op in _POOLS:
+        nodes[i] = Node(_POOLS[node.op], node.shape, {},
+                        node.params, node.macs, node.scope)
+        return True
+    if node.op == "conv2d" and node.attrs.get("kernel") == [1, 1] and int(node.attrs.get("groups", 1)) == 1 \
+            and before is not None and math.prod(before) == 1:
+        nodes[i] = Node("linear", node.shape, {"in_features": node.attrs.get("in_channels"),
+                                                "out_features": node.attrs.get("out_channels")},
+                        node.params, node.macs, node.scope)
+        return True
+    if node.op == "linear" and source is not None and source.op == "input":
+        return _patch_embedding(i, node, source, nodes)
+    return False
+
+
+def _patch_embedding(i: int, node: Node, image: Node, nodes: list[Node]) -> bool:
+    """`linear` over k×k patches of an image input (reshape/rearrange + Linear) is a k×k, stride-k conv."""
+    if image.shape is None or len(image.shape) != 4 or node.shape is None or len(node.shape) != 3:
+        return False
+    batch, channels, height, width = image.shape
+    features = node.attrs.get("in_features")
+    if not features or features % channels:
+        return False
+    k = math.isqrt(features // channels)
+    if k < 2 or k * k * channels != features or height % k or width % k:
+        return False
+    if node.shape[1] != (height // k) * (width // k):
+        return False
+    out = node.attrs.get("out_features", node.shape[-1])
+    nodes[i] = Node("conv2d", [batch, out, height // k, width // k],
+                    {"in_channels": channels, "out_channels": out, "kernel": [k, k], "stride": [k, k],
+                     "dilation": [1, 1], "groups": 1, "padding": [0, 0]}, node.params, node.macs, node.scope)
+    return True

@@ -1,0 +1,69 @@
+"""Training augmentation: the edits real authors make, applied to canonical graphs."""
+
+import random
+
+from narcli.encode.augment import EDITS, variants
+from narcli.graph.arch_graph import ArchGraph, Node
+
+
+def imagenet_stem_net() -> ArchGraph:
+    """input -> 7x7/2 conv -> relu -> max-pool -> conv -> relu -> global pool -> linear(1000) -> output"""
+    conv = {"in_channels": 3, "out_channels": 8, "kernel": [7, 7], "stride": [2, 2], "padding": [3, 3], "groups": 1}
+    nodes = [
+        Node("input", [1, 3, 224, 224]),
+        Node("conv2d", [1, 8, 112, 112], conv, params=3 * 8 * 49 + 8),
+        Node("relu", [1, 8, 112, 112]),
+        Node("max_pool2d", [1, 8, 56, 56], {"kernel": [3, 3], "stride": [2, 2]}),
+        Node("conv2d", [1, 8, 56, 56], {**conv, "in_channels": 8, "kernel": [3, 3], "stride": [1, 1]}),
+        Node("relu", [1, 8, 56, 56]),
+        Node("global_avg_pool", [1, 8, 1, 1]),
+        Node("linear", [1, 1000], {"in_features": 8, "out_features": 1000}, params=8 * 1000 + 1000),
+        Node("output", [1, 1000]),
+    ]
+    return ArchGraph(nodes, [(i, i + 1) for i in range(len(nodes) - 1)])
+
+
+def test_cifar_stem_is_a_3x3_stride_1_convolution():
+    edited = EDITS["cifar_stem"](imagenet_stem_net(), random.Random(0))
+    stem = edited.nodes[1]
+    assert stem.attrs["kernel"] == [3, 3] and stem.attrs["stride"] == [1, 1]
+    assert stem.params == 3 * 8 * 9 + 8  # 3x3 weights, the same bias
+
+
+def test_no_stem_pool_removes_the_max_pool_and_keeps_the_chain():
+    edited = EDITS["no_stem_pool"](imagenet_stem_net(), random.Random(0))
+    assert [n.op for n in edited.nodes].count("max_pool2d") == 0
+    assert edited.edges == [(i, i + 1) for i in range(len(edited.nodes) - 1)]
+
+
+def test_swap_activation_changes_every_use_of_one_activation():
+    edited = EDITS["swap_activation"](imagenet_stem_net(), random.Random(0))
+    ops = [n.op for n in edited.nodes]
+    assert "relu" not in ops and len({ops[2], ops[5]}) == 1
+
+
+def test_new_head_changes_the_classes_and_its_parameters():
+    edited = EDITS["new_head"](imagenet_stem_net(), random.Random(0))
+    head = edited.nodes[7]
+    assert head.attrs["out_features"] in (10, 100) and head.params == 8 * head.attrs["out_features"] + head.attrs["out_features"]
+
+
+def test_resolution_scales_feature_maps_but_not_vectors():
+    edited = EDITS["resolution"](imagenet_stem_net(), random.Random(0))
+    assert edited.nodes[1].shape[2] != 112 and edited.nodes[6].shape == [1, 8, 1, 1]
+
+
+def test_edits_leave_the_original_alone_and_variants_are_seeded():
+    graph = imagenet_stem_net()
+    before = graph.to_json()
+    one, two = variants(graph, 4, seed=7), variants(graph, 4, seed=7)
+    assert graph.to_json() == before
+    assert [v.to_json() for v in one] == [v.to_json() for v in two]
+    assert len(one) == 4 and all(v.to_json() != before for v in one)
+
+
+def test_an_edit_that_does_not_apply_says_so():
+    graph = ArchGraph([Node("input", [1, 4]), Node("tanh", [1, 4]), Node("output", [1, 4])], [(0, 1), (1, 2)])
+    assert EDITS["cifar_stem"](graph, random.Random(0)) is None
+    assert EDITS["no_stem_pool"](graph, random.Random(0)) is None
+    assert variants(graph, 3, seed=0) == []

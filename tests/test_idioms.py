@@ -1,0 +1,258 @@
+"""Each rule of the idiom table: the idiom written two ways traces to the same canonical graph."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from narcli.graph.arch_graph import ArchGraph, Node
+from narcli.graph.canonical import build_graph
+from narcli.graph.idioms import normalise_idioms
+from narcli.trace.torch_tracer import trace_module
+
+
+def canonical(model: nn.Module, *shape: int, dtype=torch.float32) -> ArchGraph:
+    raw, _ = trace_module(model.to("meta"), [torch.empty(*shape, device="meta", dtype=dtype)])
+    return build_graph(raw)
+
+
+def ops(graph: ArchGraph) -> list[str]:
+    return [n.op for n in graph.nodes]
+
+
+class Wrap(nn.Module):
+    """conv -> f(x) -> conv, so the idiom sits between real layers as it does in models."""
+
+    def __init__(self, f, channels=8):
+        super().__init__()
+        self.f = f
+        self.a = nn.Conv2d(3, channels, 3)
+        self.b = nn.Conv2d(channels, channels, 1)
+
+    def forward(self, x):
+        return self.b(self.f(self.a(x)))
+
+
+def same_graph(f, g, *shape):
+    one, two = canonical(Wrap(f), *shape), canonical(Wrap(g), *shape)
+    assert ops(one) == ops(two)
+    assert one.content_hash() == two.content_hash()
+    return one
+
+
+ACTIVATIONS = {
+    "silu": (nn.SiLU(), lambda x: x * torch.sigmoid(x)),
+    "hard_sigmoid": (nn.Hardsigmoid(), lambda x: F.relu6(x + 3) / 6),
+    "hard_sigmoid (hardtanh, * 1/6)": (nn.Hardsigmoid(), lambda x: F.hardtanh(x + 3, 0, 6) * (1 / 6)),
+    "hard_swish": (nn.Hardswish(), lambda x: x * F.relu6(x + 3) / 6),
+    "hard_swish (x * hard_sigmoid)": (nn.Hardswish(), lambda x: x * F.hardsigmoid(x)),
+    "gelu (tanh)": (nn.GELU(approximate="tanh"),
+                    lambda x: 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * torch.pow(x, 3))))),
+    "gelu (erf)": (nn.GELU(), lambda x: x * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0)))),
+    "mish": (nn.Mish(), lambda x: x * torch.tanh(F.softplus(x))),
+}
+
+
+class Lambda(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+@pytest.mark.parametrize("name", list(ACTIVATIONS))
+def test_hand_written_activations_take_their_canonical_form(name):
+    library, by_hand = ACTIVATIONS[name]
+    graph = same_graph(library, Lambda(by_hand), 1, 3, 12, 12)
+    assert len(graph.nodes) == 5  # input, conv, activation, conv, output
+
+
+class HandLayerNorm(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.bias = nn.Parameter(torch.zeros(dim))
+
+    def forward(self, x):
+        mean = x.mean(-1, keepdim=True)
+        var = ((x - mean) ** 2).mean(-1, keepdim=True)
+        return (x - mean) / torch.sqrt(var + 1e-5) * self.weight + self.bias
+
+
+class HandRMSNorm(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight
+
+
+class Tokens(nn.Module):
+    def __init__(self, norm):
+        super().__init__()
+        self.a = nn.Linear(16, 32)
+        self.norm = norm
+        self.b = nn.Linear(32, 16)
+
+    def forward(self, x):
+        return self.b(self.norm(self.a(x)))
+
+
+@pytest.mark.parametrize("library, by_hand", [(nn.LayerNorm(32), HandLayerNorm(32)),
+                                              (nn.RMSNorm(32), HandRMSNorm(32))], ids=["layer_norm", "rms_norm"])
+def test_hand_written_norms_take_their_canonical_form_with_their_parameters(library, by_hand):
+    one, two = canonical(Tokens(library), 1, 5, 16), canonical(Tokens(by_hand), 1, 5, 16)
+    assert ops(one) == ops(two) == ["input", "linear", library_op(library), "linear", "output"]
+    assert one.content_hash() == two.content_hash()
+    assert one.nodes[2].params == two.nodes[2].params == sum(p.numel() for p in library.parameters())
+
+
+def library_op(module):
+    return "layer_norm" if isinstance(module, nn.LayerNorm) else "rms_norm"
+
+
+class Pool(nn.Module):
+    def __init__(self, how):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.how = how
+        self.head = nn.Linear(8, 10)
+
+    def forward(self, x):
+        x = self.conv(x)
+        if self.how == "avg_pool2d":
+            x = F.avg_pool2d(x, 4)  # CIFAR ResNets: the map is 4x4 here
+        elif self.how == "adaptive":
+            x = F.adaptive_avg_pool2d(x, 1)
+        elif self.how == "mean":
+            x = x.mean((2, 3))
+        elif self.how == "max_pool2d":
+            x = F.max_pool2d(x, 4)
+        elif self.how == "adaptive_max":
+            x = F.adaptive_max_pool2d(x, (1, 1))
+        return self.head(x.flatten(1))
+
+
+@pytest.mark.parametrize("how", ["avg_pool2d", "mean"])
+def test_pooling_over_the_whole_map_is_a_global_pool(how):
+    one, two = canonical(Pool("adaptive"), 1, 3, 4, 4), canonical(Pool(how), 1, 3, 4, 4)
+    assert ops(one) == ops(two) and "global_avg_pool" in ops(one)
+    assert one.content_hash() == two.content_hash()
+
+
+def test_max_pooling_over_the_whole_map_is_a_global_max_pool():
+    one, two = canonical(Pool("adaptive_max"), 1, 3, 4, 4), canonical(Pool("max_pool2d"), 1, 3, 4, 4)
+    assert ops(one) == ops(two) and "global_max_pool" in ops(one)
+
+
+def test_a_pool_that_leaves_a_map_is_not_global():
+    assert "avg_pool2d" in ops(canonical(Wrap(nn.AvgPool2d(4)), 1, 3, 10, 10))
+
+
+class SqueezeExcite(nn.Module):
+    def __init__(self, with_conv: bool, channels=16, reduced=4):
+        super().__init__()
+        self.with_conv = with_conv
+        if with_conv:
+            self.down, self.up = nn.Conv2d(channels, reduced, 1), nn.Conv2d(reduced, channels, 1)
+        else:
+            self.down, self.up = nn.Linear(channels, reduced), nn.Linear(reduced, channels)
+
+    def forward(self, x):
+        s = F.adaptive_avg_pool2d(x, 1)
+        if not self.with_conv:
+            s = s.flatten(1)
+        s = torch.sigmoid(self.up(F.relu(self.down(s))))
+        return x * s.view(x.shape[0], -1, 1, 1)
+
+
+def test_squeeze_excitation_with_linear_or_1x1_conv_agree():
+    one, two = canonical(SqueezeExcite(True), 1, 16, 7, 7), canonical(SqueezeExcite(False), 1, 16, 7, 7)
+    assert ops(one) == ops(two)
+    assert one.content_hash() == two.content_hash()
+    assert "conv2d" not in ops(one)
+
+
+def test_a_1x1_conv_on_a_feature_map_stays_a_conv():
+    assert ops(canonical(nn.Conv2d(3, 8, 1), 1, 3, 8, 8))[1] == "conv2d"
+
+
+class PatchEmbed(nn.Module):
+    def __init__(self, as_conv: bool, patch=8, dim=32):
+        super().__init__()
+        self.as_conv, self.patch = as_conv, patch
+        self.proj = nn.Conv2d(3, dim, patch, patch) if as_conv else nn.Linear(3 * patch * patch, dim)
+        self.norm = nn.LayerNorm(dim)
+
+    def forward(self, x):
+        if self.as_conv:
+            tokens = self.proj(x).flatten(2).transpose(1, 2)
+        else:
+            b, c, h, w = x.shape
+            p = self.patch
+            patches = x.reshape(b, c, h // p, p, w // p, p).permute(0, 2, 4, 3, 5, 1)
+            tokens = self.proj(patches.reshape(b, (h // p) * (w // p), p * p * c))
+        return self.norm(tokens)
+
+
+def test_patch_embedding_as_strided_conv_or_as_reshape_and_linear_agree():
+    one, two = canonical(PatchEmbed(True), 1, 3, 32, 32), canonical(PatchEmbed(False), 1, 3, 32, 32)
+    assert ops(one) == ops(two) == ["input", "conv2d", "layer_norm", "output"]
+    assert one.content_hash() == two.content_hash()
+
+
+class Glu(nn.Module):
+    def forward(self, x):
+        a, b = x.chunk(2, dim=1)
+        return a * torch.sigmoid(b)
+
+
+def test_a_gated_unit_over_two_halves_is_not_taken_for_a_silu():
+    assert "silu" not in ops(canonical(Glu(), 1, 8, 4, 4))
+
+
+def test_normalising_is_idempotent_and_keeps_edges_forward():
+    graph = canonical(Wrap(Lambda(ACTIVATIONS["gelu (tanh)"][1])), 1, 3, 12, 12)
+    again = normalise_idioms(graph)
+    assert again is graph  # nothing left to rewrite: the same object back
+    raw = ArchGraph([Node("input", [1, 4]), Node("sigmoid", [1, 4]), Node("mul", [1, 4]), Node("output", [1, 4])],
+                    [(0, 1), (0, 2), (1, 2), (2, 3)])
+    normal = normalise_idioms(raw)
+    assert ops(normal) == ["input", "silu", "output"]
+    assert all(s < d for s, d in normal.edges)
+
+
+def test_one_idiom_written_another_way_moves_the_embedding_by_less_than_0_02(monkeypatch):
+    """Stored graphs (the zoo's, traced before a rule existed) are normalised where the encoder reads
+    them, so the idiom and its library op embed alike."""
+    import numpy as np
+
+    from narcli.encode.embedder import Embedder
+    from narcli.graph import canonical as canonical_module
+
+    class Net(nn.Module):
+        def __init__(self, act):
+            super().__init__()
+            self.stem, self.act = nn.Conv2d(3, 16, 3, 2, 1), act
+            self.blocks = nn.Sequential(*[nn.Conv2d(16, 16, 3, 1, 1) for _ in range(4)])
+            self.head = nn.Linear(16, 10)
+
+        def forward(self, x):
+            x = self.act(self.stem(x))
+            for conv in self.blocks:
+                x = x + self.act(conv(x))
+            return self.head(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+    library = canonical(Net(nn.Hardswish()), 1, 3, 32, 32)
+    # the graph as the canonicaliser made it before the idiom rules: the hard swish decomposed
+    monkeypatch.setattr(canonical_module, "normalise_idioms", lambda graph: graph)
+    stored = canonical(Net(Lambda(ACTIVATIONS["hard_swish"][1])), 1, 3, 32, 32)
+    monkeypatch.undo()
+    assert "hard_swish" not in ops(stored) and "relu6" in ops(stored)
+    first, second = Embedder().embed([library, stored])
+    assert float(np.dot(first.vector, second.vector)) >= 0.98
