@@ -206,6 +206,55 @@ def test_patch_embedding_as_strided_conv_or_as_reshape_and_linear_agree():
     assert one.content_hash() == two.content_hash()
 
 
+class SelfAttention(nn.Module):
+    """One attention block: fused (`scaled_dot_product_attention`) or written out by hand."""
+
+    def __init__(self, how, dim=32, heads=4):
+        super().__init__()
+        self.how, self.heads = how, heads
+        self.norm = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.register_buffer("causal", torch.tril(torch.ones(16, 16, dtype=torch.bool)))
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.norm(x)).split(c, dim=-1)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        scale = 1 / math.sqrt(c // self.heads)
+        if self.how == "fused":
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        elif self.how == "matmul":
+            scores = (q @ k.transpose(-2, -1)) * scale
+            scores = scores.masked_fill(~self.causal[:t, :t], float("-inf"))
+            y = F.softmax(scores, dim=-1) @ v
+        else:  # q scaled first, einsum, additive mask
+            scores = torch.einsum("bhqd,bhkd->bhqk", q * scale, k)
+            scores = scores + torch.zeros(t, t).masked_fill(~self.causal[:t, :t], float("-inf"))
+            y = torch.einsum("bhqk,bhkd->bhqd", scores.softmax(dim=-1), v)
+        return x + self.proj(y.transpose(1, 2).reshape(b, t, c))
+
+
+@pytest.mark.parametrize("how", ["matmul", "einsum"])
+def test_hand_written_attention_is_the_fused_attention(how):
+    fused, by_hand = canonical(SelfAttention("fused"), 1, 16, 32), canonical(SelfAttention(how), 1, 16, 32)
+    assert "attention" in ops(by_hand) and "softmax" not in ops(by_hand)
+    assert ops(by_hand) == ops(fused)
+    assert by_hand.content_hash() == fused.content_hash()
+
+
+def test_a_softmax_that_is_not_attention_stays():
+    class Head(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 4)
+
+        def forward(self, x):
+            return self.fc(x).softmax(dim=-1)
+
+    assert ops(canonical(Head(), 1, 8))[-2] == "softmax"
+
+
 class Glu(nn.Module):
     def forward(self, x):
         a, b = x.chunk(2, dim=1)

@@ -15,7 +15,12 @@ Rules come in two kinds:
   1×1 convolution on a 1×1 map is `linear`, a `linear` applied to image patches of the model's input
   is the strided convolution it computes.
 
-`normalise_idioms` applies both until nothing changes. It keeps a valid topological order, so it is
+- **Attention** (`_fuse_attention`): `matmul(q, kᵀ)`, then scaling/masking (`* scale`, `/ √d`,
+  `+ mask`, `masked_fill`, `where`), `softmax`, then `matmul(·, v)` is the fused `attention` that
+  `scaled_dot_product_attention` and `nn.MultiheadAttention` trace to. A `* scale` applied to q
+  alone right before the first matmul is part of it too.
+
+`normalise_idioms` applies all three until nothing changes. It keeps a valid topological order, so it is
 safe on stored graphs as well as inside the canonicaliser (it is idempotent).
 
 | rule | written as | becomes |
@@ -30,6 +35,7 @@ safe on stored graphs as well as inside the canonicaliser (it is idempotent).
 | global pool | `avg_pool2d(x, k)` with k = map size, adaptive pool to 1 | `global_avg_pool` (also max) |
 | linear | 1×1 conv (groups 1) on a 1×1 map | `linear` |
 | patch embedding | reshape into k×k patches + `linear` on the input image | `conv2d` k×k, stride k |
+| attention | `softmax(q @ kᵀ / √d + mask) @ v` (matmul, bmm or einsum; any scaling/masking) | `attention` |
 """
 
 from __future__ import annotations
@@ -112,6 +118,9 @@ def normalise_idioms(graph: ArchGraph) -> ArchGraph:
     changed = False
     for i in range(len(nodes)):
         changed |= _rewrite_node(i, nodes, parents)
+    for i in range(len(nodes)):
+        if nodes[i].op == "softmax" and alive[i]:
+            changed |= _fuse_attention(i, nodes, parents, children, alive)
     again = True
     while again:
         again = False
@@ -236,4 +245,53 @@ def _patch_embedding(i: int, node: Node, image: Node, nodes: list[Node]) -> bool
     nodes[i] = Node("conv2d", [batch, out, height // k, width // k],
                     {"in_channels": channels, "out_channels": out, "kernel": [k, k], "stride": [k, k],
                      "dilation": [1, 1], "groups": 1, "padding": [0, 0]}, node.params, node.macs, node.scope)
+    return True
+
+
+_PRODUCTS = {"matmul", "bmm", "einsum"}
+# what authors put between q·kᵀ and the softmax: scale, additive mask/bias, masked_fill, where
+_SCORE_STEPS = {"mul", "div", "add", "sub", "masked_fill", "where"}
+
+
+def _fuse_attention(soft: int, nodes: list[Node], parents: list[list[int]], children: list[list[int]],
+                    alive: list[bool]) -> bool:
+    """`softmax(scores(q @ kᵀ)) @ v` -> one `attention` node, at the place of the second product."""
+    if len(children[soft]) != 1 or len(parents[soft]) != 1:
+        return False
+    out = children[soft][0]
+    if nodes[out].op not in _PRODUCTS:
+        return False
+    chain, extra = [], []  # chain: the score nodes from q·kᵀ to the softmax; extra: masks/biases read
+    at = parents[soft][0]
+    while nodes[at].op in _SCORE_STEPS and len(children[at]) == 1 and len(chain) < 4:
+        chain.append(at)
+        main = max(parents[at], default=None)  # the score path is the latest parent (topological order)
+        if main is None:
+            return False
+        extra += [p for p in parents[at] if p != main]
+        at = main
+    first = at
+    if nodes[first].op not in _PRODUCTS or len(children[first]) != 1:
+        return False
+    inputs = list(parents[first])
+    for k, p in enumerate(inputs):  # q * scale right before q·kᵀ
+        if nodes[p].op in ("mul", "div") and len(parents[p]) == 1 and children[p] == [first] and not nodes[p].params:
+            alive[p] = False
+            inputs[k] = parents[p][0]
+            children[parents[p][0]] = [c for c in children[parents[p][0]] if c != p] + [out]
+            parents[p] = children[p] = []
+    inputs += extra + [p for p in parents[out] if p != soft]
+    gone = {first, soft, *chain}
+    for g in gone:
+        alive[g] = False
+        for p in parents[g]:
+            children[p] = [c for c in children[p] if c != g]
+        parents[g] = children[g] = []
+    merged = list(dict.fromkeys(p for p in inputs if alive[p]))
+    for p in merged:
+        if out not in children[p]:
+            children[p].append(out)
+    parents[out] = merged
+    node = nodes[out]
+    nodes[out] = Node("attention", node.shape, {}, node.params + sum(nodes[g].params for g in gone), 0, node.scope)
     return True
