@@ -15,7 +15,7 @@ cache_app = typer.Typer(help="Inspect or clear the scan cache.", no_args_is_help
 
 
 def scan(
-    path: Path = typer.Argument(..., help="A .py, .onnx or .pt2 file, a directory to scan, or a zoo model name."),
+    path: Path = typer.Argument(..., help="A .py, .onnx or .pt2 file, pkg.module:Class, a directory to scan, or a zoo model name."),
     model: str | None = typer.Option(None, "--model", "-m",
                                         help="Model class or factory in a .py file, e.g. 'resnet(depth=18)'."),
     input_shape: list[str] | None = typer.Option(None, "--input-shape", "-i",
@@ -35,11 +35,16 @@ def scan(
     from narcli.search.targets import looks_like_a_name
 
     as_json = as_json or graph
-    if not path.exists() and looks_like_a_name(str(path)):
-        _scan_zoo_name(str(path), as_json, graph)
-        return
     options = ScanOptions(model=model, input_shapes=input_shape, input_dtypes=input_dtype,
                           timeout=timeout, use_cache=not no_cache)
+    from narcli.scan.scanner import module_target
+
+    found = run(module_target, str(path), options)
+    if found is not None:  # pkg.module:Class
+        path, options = found
+    elif not path.exists() and looks_like_a_name(str(path)):
+        _scan_zoo_name(str(path), as_json, graph)
+        return
     if path.is_dir():
         _scan_directory(path, options, as_json)
         return

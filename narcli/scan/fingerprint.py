@@ -10,27 +10,44 @@ import ast
 import hashlib
 from pathlib import Path
 
+from narcli.trace.packages import package_layout
+
 
 def _local_imports(path: Path, source: bytes) -> list[Path]:
+    """Files of the project's own modules that `path` imports: relative imports from its package,
+    absolute ones looked up from its folder, its import root and its project root."""
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
-    names: list[str] = []
+    layout = package_layout(path)
+    roots = list(dict.fromkeys([path.parent.resolve(), layout.import_root,
+                                *([layout.project_root] if layout.project_root else [])]))
+    wanted: list[tuple[Path, str]] = []  # (folder to look in, dotted name below it)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names += [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.append(node.module)
-            names += [f"{node.module}.{a.name}" for a in node.names]
+            wanted += [(root, a.name) for a in node.names for root in roots]
         elif isinstance(node, ast.ImportFrom) and node.level:
-            names += [a.name for a in node.names]
+            base = path.resolve().parent
+            for _ in range(node.level - 1):
+                base = base.parent
+            prefix = f"{node.module}." if node.module else ""
+            wanted += [(base, node.module)] if node.module else []
+            wanted += [(base, f"{prefix}{a.name}") for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            for root in roots:
+                wanted.append((root, node.module))
+                wanted += [(root, f"{node.module}.{a.name}") for a in node.names]
     found = []
-    for name in names:
-        base = path.parent.joinpath(*name.split("."))
+    for folder, name in wanted:
+        base = folder.joinpath(*name.split("."))
         for candidate in (base.with_suffix(".py"), base / "__init__.py"):
             if candidate.is_file():
                 found.append(candidate)
+        # importing pkg.mod runs pkg/__init__.py as well
+        for parent in list(base.parents)[: name.count(".")]:
+            if (parent / "__init__.py").is_file():
+                found.append(parent / "__init__.py")
     return found
 
 

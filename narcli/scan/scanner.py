@@ -169,6 +169,26 @@ def _check_file(path: Path) -> str:
     return kind
 
 
+def module_target(text: str, options: ScanOptions | None = None) -> tuple[Path, ScanOptions] | None:
+    """`pkg.module:Class(args)` -> (the module's file, options whose model is `Class(args)`); None
+    when `text` is a path, a zoo name or `cache:NAME`. Naming the model twice is a usage error."""
+    from dataclasses import replace
+
+    from narcli.trace.packages import resolve_module_target
+
+    try:
+        found = resolve_module_target(text)
+    except FileNotFoundError as exc:
+        raise UsageError(f"{text}: {exc}") from None
+    if found is None:
+        return None
+    path, spec = found
+    options = options or ScanOptions()
+    if options.model:
+        raise UsageError(f"{text} names the model already; drop --model {options.model!r}")
+    return path, replace(options, model=spec)
+
+
 def scan_file(path: Path, options: ScanOptions | None = None, cache: Cache | None = None,
               want_graphs: bool = False) -> tuple[list[ModelRecord], list[Any]]:
     """Records (and, with `want_graphs`, ArchGraphs) of the models in one file.

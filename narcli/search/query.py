@@ -58,8 +58,13 @@ def resolve_queries(target: str, options: Any = None, zoo: Any = None) -> list[Q
     """The architectures `target` names, each with its embedding (one per model a file defines)."""
     from narcli.search.targets import looks_like_a_name
 
+    from narcli.scan.scanner import module_target
+
     if target.startswith(CACHE_PREFIX):
         return [_cached_query(target[len(CACHE_PREFIX):])]
+    found = module_target(target, options)
+    if found is not None:  # pkg.module:Class
+        return file_queries(*found)
     if not Path(target).exists() and looks_like_a_name(target):
         from narcli.zoo.store import Zoo
 

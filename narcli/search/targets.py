@@ -25,8 +25,13 @@ def looks_like_a_name(text: str) -> bool:
 
 def resolve_targets(text: str, options: ScanOptions | None = None, zoo: Any = None) -> list[Target]:
     """The graphs `text` names: one zoo model, or every model a file defines (scanned, cached)."""
+    from narcli.scan.scanner import module_target
+
     path = Path(text)
-    if not path.exists() and looks_like_a_name(text):
+    found = module_target(text, options)
+    if found is not None:  # pkg.module:Class
+        path, options = found
+    elif not path.exists() and looks_like_a_name(text):
         from narcli.zoo.store import Zoo
 
         zoo = zoo or Zoo()

@@ -113,20 +113,50 @@ def _resolve(value: Any, module: Any, path: Path) -> Any:
 
 
 def import_file(path: Path) -> Any:
-    """Import a Python file by path; its folder goes on sys.path so its sibling modules import."""
+    """Import a model file the way its project does (`trace.packages`): under its dotted name when it
+    is part of a package, so relative and absolute self-imports work, with its import root, its
+    folder, the project root and the working directory on sys.path; a lone script by path."""
+    from narcli.trace.packages import install_hint, is_local_module, package_layout
+
+    layout = package_layout(path)
+    for root in reversed(layout.search_path()):
+        if str(root) in sys.path:
+            sys.path.remove(str(root))
+        sys.path.insert(0, str(root))
+    top = layout.module.split(".")[0] if layout.module else None
+    clash = top is not None and top in sys.modules and not _under(sys.modules[top], layout.import_root)
+    try:
+        if layout.module and not clash:
+            module = importlib.import_module(layout.module)
+        else:
+            module = _import_by_path(path)
+    except SyntaxError as exc:
+        raise LoadError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from exc
+    except ModuleNotFoundError as exc:
+        if exc.name and not is_local_module(exc.name, layout):
+            raise LoadError(f"{path}: needs the module {exc.name!r}, which is not installed here "
+                            f"(try: {install_hint(exc.name)})") from exc
+        raise LoadError(f"{path}: importing it raised ModuleNotFoundError: {exc}") from exc
+    except LoadError:
+        raise
+    except BaseException as exc:
+        raise LoadError(f"{path}: importing it raised {type(exc).__name__}: {exc}") from exc
+    return module
+
+
+def _under(module: Any, root: Path) -> bool:
+    locations = [getattr(module, "__file__", None), *list(getattr(module, "__path__", []) or [])]
+    return any(loc and Path(loc).resolve().is_relative_to(root) for loc in locations)
+
+
+def _import_by_path(path: Path) -> Any:
     name = f"nar_user_{abs(hash(str(path.resolve())))}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise LoadError(f"{path}: cannot be imported as a Python module")
     module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(path.resolve().parent))
     sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except SyntaxError as exc:
-        raise LoadError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from exc
-    except BaseException as exc:
-        raise LoadError(f"{path}: importing it raised {type(exc).__name__}: {exc}") from exc
+    spec.loader.exec_module(module)
     return module
 
 
