@@ -70,7 +70,7 @@ def test_an_embedding_batch_must_carry_the_sketch_features():
     from narcli.encode.encoder import collate
     from narcli.encode.training import TrainConfig, model_for
 
-    model = model_for(TrainConfig(hidden=8, dim=8), families=2)
+    model = model_for(TrainConfig(hidden=8, dim=8, robust_mix=0.0), families=2)  # the width sketch last
     graphs = [encode_graph(mlp_graph(2, 64)), encode_graph(mlp_graph(2, 1024))]
     with pytest.raises(ValueError, match="sketch_labels"):
         model.embed(collate(graphs))
@@ -83,6 +83,50 @@ def test_an_embedding_batch_must_carry_the_sketch_features():
     # the two MLPs differ only in width: one sketch under operation labels, two under width labels
     assert np.allclose(by_ops[0], by_ops[1], atol=1e-6)
     assert not np.allclose(by_width[0], by_width[1], atol=1e-3)
+
+
+def activation_mlp(activation, width):
+    nodes = [Node("input", [1, width])] + [Node(op, [1, width]) for _ in range(3) for op in ("linear", activation)]
+    nodes += [Node("batch_norm", [1, width]), Node("output", [1, width])]
+    return ArchGraph(nodes, [(i, i + 1) for i in range(len(nodes) - 1)])
+
+
+def test_coarse_labels_ignore_the_activation_the_norm_and_the_width_but_not_the_kernel():
+    from narcli.encode.features import coarse_labels, wl_dense
+
+    relu, relu6, gelu_wide = (encode_graph(activation_mlp(a, w)) for a, w in (("relu", 64), ("hardtanh", 64),
+                                                                                ("gelu", 1024)))
+    assert coarse_labels(relu).tolist() == coarse_labels(relu6).tolist() == coarse_labels(gelu_wide).tolist()
+    assert wl_dense(relu, "coarse") @ wl_dense(gelu_wide, "coarse") == pytest.approx(1.0)
+    assert wl_dense(relu, "ops+width") @ wl_dense(gelu_wide, "ops+width") < 0.5
+    gated = encode_graph(activation_mlp("sigmoid", 64))  # a gate is not an activation to swap
+    assert coarse_labels(gated).tolist() != coarse_labels(relu).tolist()
+    k1, k3 = (encode_graph(ArchGraph([Node("input", [1, 3, 8, 8]), Node("conv2d", [1, 8, 8, 8], {"kernel": [k, k]})],
+                                     [(0, 1)])) for k in (1, 3))
+    assert coarse_labels(k1).tolist() != coarse_labels(k3).tolist()
+
+
+def test_the_robust_sketch_takes_its_share_from_the_learned_part():
+    pytest.importorskip("torch")
+    from narcli.encode.encoder import collate
+    from narcli.encode.training import TrainConfig, model_for
+
+    plain = model_for(TrainConfig(hidden=8, dim=8, robust_mix=0.0), families=2)
+    robust = model_for(TrainConfig(hidden=8, dim=8, robust_mix=0.3), families=2)
+    robust.load_state_dict(plain.state_dict())  # the projections are buffers: same weights, new read-out
+    assert robust.embedding_dim == plain.embedding_dim + 256
+    graphs = [encode_graph(activation_mlp("relu", 64)), encode_graph(activation_mlp("gelu", 1024))]
+    with pytest.raises(ValueError, match="robust"):
+        robust.embed(collate(graphs, robust.sketch_labels))
+    vectors = robust.embed(collate(graphs, robust.sketch_labels, robust=True)).detach().numpy()
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    learned = 2 * 8  # two branches of dim 8
+    assert np.linalg.norm(vectors[0, :learned]) ** 2 == pytest.approx(0.9 - 0.3, abs=1e-4)
+    assert np.linalg.norm(vectors[0, -256:]) ** 2 == pytest.approx(0.3, abs=1e-4)
+    # the two MLPs differ in activation and width only: one robust sketch
+    assert np.allclose(vectors[0, -256:], vectors[1, -256:], atol=1e-6)
+    with pytest.raises(ValueError, match="robust_mix"):
+        model_for(TrainConfig(hidden=8, dim=8, robust_mix=0.95), families=2)
 
 
 def test_wl_features_do_not_depend_on_node_order():

@@ -183,15 +183,20 @@ def test_a_1x1_conv_on_a_feature_map_stays_a_conv():
 
 
 class PatchEmbed(nn.Module):
-    def __init__(self, as_conv: bool, patch=8, dim=32):
+    def __init__(self, as_conv: bool, patch=8, dim=32, unfold=False):
         super().__init__()
-        self.as_conv, self.patch = as_conv, patch
+        self.as_conv, self.patch, self.unfold = as_conv, patch, unfold
         self.proj = nn.Conv2d(3, dim, patch, patch) if as_conv else nn.Linear(3 * patch * patch, dim)
         self.norm = nn.LayerNorm(dim)
 
     def forward(self, x):
         if self.as_conv:
             tokens = self.proj(x).flatten(2).transpose(1, 2)
+        elif self.unfold:  # Tensor.unfold windows, as some CIFAR ViTs cut their patches
+            b, c, h, w = x.shape
+            p = self.patch
+            patches = x.unfold(2, p, p).unfold(3, p, p).permute(0, 2, 3, 4, 5, 1)
+            tokens = self.proj(patches.reshape(b, (h // p) * (w // p), -1))
         else:
             b, c, h, w = x.shape
             p = self.patch
@@ -200,8 +205,9 @@ class PatchEmbed(nn.Module):
         return self.norm(tokens)
 
 
-def test_patch_embedding_as_strided_conv_or_as_reshape_and_linear_agree():
-    one, two = canonical(PatchEmbed(True), 1, 3, 32, 32), canonical(PatchEmbed(False), 1, 3, 32, 32)
+@pytest.mark.parametrize("unfold", [False, True], ids=["reshape", "unfold"])
+def test_patch_embedding_as_strided_conv_or_as_reshape_and_linear_agree(unfold):
+    one, two = canonical(PatchEmbed(True), 1, 3, 32, 32), canonical(PatchEmbed(False, unfold=unfold), 1, 3, 32, 32)
     assert ops(one) == ops(two) == ["input", "conv2d", "layer_norm", "output"]
     assert one.content_hash() == two.content_hash()
 

@@ -24,7 +24,7 @@ def _ks(text: str) -> tuple[int, ...]:
     return ks
 
 
-def _train_config(seed: int, epochs: int, ce_weight: float, device: str, augment: int = 0) -> Any:
+def _train_config(seed: int, epochs: int, ce_weight: float, device: str, augment: int | None = None) -> Any:
     """The training recipe that `nar train encoder` and `nar eval retrieval` share, checked."""
     from narcli.encode.training import TrainConfig
 
@@ -32,6 +32,8 @@ def _train_config(seed: int, epochs: int, ce_weight: float, device: str, augment
         fail("--epochs must be at least 1", 2)
     if ce_weight < 0:
         fail("--ce-weight must not be negative", 2)
+    if augment is None:
+        augment = TrainConfig.augment  # the shipped recipe
     if not 0 <= augment <= 16:
         fail("--augment must be between 0 and 16", 2)
     return TrainConfig(seed=seed, epochs=epochs, ce_weight=ce_weight, device=_device(device), augment=augment)
@@ -48,9 +50,10 @@ def eval_retrieval(
     methods: str = typer.Option("GCN,GAT,NAR", "--methods", help="Learned methods to train, comma-separated."),
     ce_weight: float = typer.Option(0.0, "--ce-weight",
                                     help="Weight of the family cross-entropy in each learned method's loss (0: contrast only)."),
-    augment: int = typer.Option(0, "--augment",
-                                help="Edited variants of each training architecture (CIFAR stem, no stem pool, "
-                                     "activation, head, resolution) added to its family in training."),
+    augment: int | None = typer.Option(None, "--augment",
+                                       help="Edited variants of each training architecture (CIFAR stem, no stem "
+                                            "pool, activation, head, resolution) added to its family in training "
+                                            "(default: 2, the shipped recipe).", show_default=False),
     device: str = typer.Option("", "--device", help="cpu or cuda (default: cuda when available)."),
     out: Path = typer.Option(None, "--out", help="Also write the results as JSON to this file."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
@@ -60,7 +63,9 @@ def eval_retrieval(
 
     if split not in ("random", "ood"):
         fail(f"--split must be random or ood, not {split!r}", 2)
-    config = _train_config(seed, epochs, ce_weight, device, augment)
+    if nas and augment:
+        fail("--augment edits zoo graphs; the DARTS set (--nas) is trained without it", 2)
+    config = _train_config(seed, epochs, ce_weight, device, 0 if nas else augment)
     ks = _ks(k)
     chosen = _methods(methods)
     console = stderr_console()
@@ -114,9 +119,10 @@ def train_encoder_command(
     seed: int = typer.Option(0, "--seed", help="Seed of the split and of training."),
     ce_weight: float = typer.Option(0.0, "--ce-weight",
                                     help="Weight of the family cross-entropy in the encoder's loss (0: contrast only)."),
-    augment: int = typer.Option(0, "--augment",
-                                help="Edited variants of each training architecture (CIFAR stem, no stem pool, "
-                                     "activation, head, resolution) added to its family in training."),
+    augment: int | None = typer.Option(None, "--augment",
+                                       help="Edited variants of each training architecture (CIFAR stem, no stem "
+                                            "pool, activation, head, resolution) added to its family in training "
+                                            "(default: 2, the shipped recipe).", show_default=False),
     device: str = typer.Option("", "--device", help="cpu or cuda (default: cuda when available)."),
     methods: str = typer.Option("GCN,GAT,NAR", "--methods",
                                 help="Learned methods to train beside NAR for the card's table, comma-separated."),

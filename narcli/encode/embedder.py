@@ -66,7 +66,8 @@ class Embedder:
         predictions: list[dict] = []
         for group in node_batches(encoded, batch_nodes):
             with torch.no_grad():
-                vector, family, coarse = self.model.embed_and_classify(collate(group, self.model.sketch_labels))
+                vector, family, coarse = self.model.embed_and_classify(collate(group, self.model.sketch_labels,
+                                                                               self.model.robust_mix > 0))
             vectors.append(vector.numpy().astype(np.float32))
             for f, c in zip(torch.softmax(family, 1), torch.softmax(coarse, 1)):
                 predictions.append({"family": _top(f, self.families), "coarse": _top(c, list(COARSE))})

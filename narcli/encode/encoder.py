@@ -42,17 +42,19 @@ class Batch:
     wl: torch.Tensor  # (graphs, WL_DIM) WL subtree features, log counts, unit length
     num_graphs: int
     sketch_wl: torch.Tensor | None = None  # (graphs, WL_DIM) the WL features the retrieval sketch reads
+    robust_wl: torch.Tensor | None = None  # (graphs, WL_DIM) the coarse-label WL features of the robust sketch
 
     def to(self, device: str) -> Batch:
         return Batch(*(getattr(self, f).to(device) for f in
                        ("ops", "numeric", "edges", "inner_edges", "motif_of", "macro_edges", "motif_graph",
                         "node_graph", "wl")), self.num_graphs,
-                     None if self.sketch_wl is None else self.sketch_wl.to(device))
+                     *(None if t is None else t.to(device) for t in (self.sketch_wl, self.robust_wl)))
 
 
-def collate(graphs: list[EncodedGraph], sketch_labels: str | None = None) -> Batch:
+def collate(graphs: list[EncodedGraph], sketch_labels: str | None = None, robust: bool = False) -> Batch:
     """One batch of `graphs`; `sketch_labels` ("ops" or "ops+width"): also the WL features that a
-    retrieval embedding's sketch reads (embedding needs them, training does not)."""
+    retrieval embedding's sketch reads, and with `robust` those of its robust sketch (embedding
+    needs them, training does not)."""
     ops, numeric, edges, inner, motif_of, macro, motif_graph, node_graph = ([] for _ in range(8))
     node_offset = motif_offset = 0
     for index, g in enumerate(graphs):
@@ -81,7 +83,8 @@ def collate(graphs: list[EncodedGraph], sketch_labels: str | None = None) -> Bat
     return Batch(torch.from_numpy(np.concatenate(ops)), torch.from_numpy(np.concatenate(numeric)),
                  both_ways(edges), both_ways(inner), torch.from_numpy(np.concatenate(motif_of)),
                  both_ways(macro), torch.from_numpy(np.concatenate(motif_graph)),
-                 torch.from_numpy(np.concatenate(node_graph)), op_wl, len(graphs), sketch_wl)
+                 torch.from_numpy(np.concatenate(node_graph)), op_wl, len(graphs), sketch_wl,
+                 wl("coarse") if robust else None)
 
 
 def node_batches(graphs: list[EncodedGraph], batch_nodes: int) -> Iterator[list[EncodedGraph]]:
@@ -154,7 +157,8 @@ class NAREncoder(nn.Module):
 
     def __init__(self, families: int, coarse: int, hidden: int = 128, dim: int = 256, layers: int = 3,
                  use_motifs: bool = True, kind: str = "gcn", use_wl: bool = True, wl_mix: float = 1.0,
-                 sketch_dim: int = 256, full_graph: str = "none", sketch_labels: str = "ops"):
+                 sketch_dim: int = 256, full_graph: str = "none", sketch_labels: str = "ops",
+                 robust_mix: float = 0.0):
         super().__init__()
         self.use_motifs = use_motifs
         # The retrieval embedding joins the learned vector (weight wl_mix) with a fixed random
@@ -166,12 +170,23 @@ class NAREncoder(nn.Module):
         # projection.
         if sketch_labels not in SKETCH_LABELS:
             raise ValueError(f"unknown sketch labels {sketch_labels!r}; use one of {', '.join(SKETCH_LABELS)}")
+        # A robust sketch (weight robust_mix, taken from the learned part's share) reads WL features
+        # over coarse labels (`features.coarse_labels`: any activation is "activation", any norm is
+        # "normalization", no widths): the near-neighbours it finds survive the edits authors make
+        # when they rewrite a design, which the learned part and the width sketch do not (README).
+        if not 0.0 <= robust_mix <= wl_mix:
+            raise ValueError(f"robust_mix must be between 0 and wl_mix ({wl_mix}), not {robust_mix}")
         self.wl_mix = wl_mix
+        self.robust_mix = robust_mix
         self.sketch_labels = sketch_labels
         if wl_mix < 1.0:
             rng = np.random.default_rng(0)
             sketch = (rng.standard_normal((WL_DIM, sketch_dim)) / np.sqrt(sketch_dim)).astype(np.float32)
             self.register_buffer("sketch", torch.from_numpy(sketch), persistent=False)
+        if robust_mix > 0.0:
+            rng = np.random.default_rng(1)
+            robust = (rng.standard_normal((WL_DIM, sketch_dim)) / np.sqrt(sketch_dim)).astype(np.float32)
+            self.register_buffer("robust_sketch", torch.from_numpy(robust), persistent=False)
         # WL subtree features, projected, beside the pooled graph embedding: the learned model then
         # starts from what hashing already knows (without them it lost to WL hashing)
         self.wl = nn.Linear(WL_DIM, hidden) if use_wl else None
@@ -188,7 +203,8 @@ class NAREncoder(nn.Module):
             self.ff_input = NodeInput(hidden)
             self.ff_out = nn.Sequential(nn.Linear(2 * hidden, dim), nn.ELU(), nn.Linear(dim, dim))
         self.branches = 2 if self.ff is not None else 1
-        self.embedding_dim = dim * self.branches + (sketch_dim if wl_mix < 1.0 else 0)
+        self.embedding_dim = dim * self.branches + (sketch_dim if wl_mix < 1.0 else 0) + \
+            (sketch_dim if robust_mix > 0.0 else 0)
         self.out = nn.Sequential(nn.Linear((3 if use_wl else 2) * hidden, dim), nn.ELU(), nn.Linear(dim, dim))
         self.motif_proj = nn.Linear(hidden, hidden)
         self.family_head = nn.Linear(dim * self.branches, families)
@@ -241,9 +257,15 @@ class NAREncoder(nn.Module):
 
     def _retrieval_vector(self, z: torch.Tensor, batch: Batch, learned_only: bool) -> torch.Tensor:
         learned = torch.cat([F.normalize(v, dim=1) for v in self.branch_vectors(z)], dim=1) / self.branches ** 0.5
-        if self.wl_mix >= 1.0 or learned_only:
+        if learned_only or (self.wl_mix >= 1.0 and self.robust_mix == 0.0):
             return learned
-        if batch.sketch_wl is None:
-            raise ValueError("collate the batch with sketch_labels=model.sketch_labels to embed it")
-        sketch = F.normalize(batch.sketch_wl @ self.sketch, dim=1)
-        return torch.cat([learned * self.wl_mix ** 0.5, sketch * (1 - self.wl_mix) ** 0.5], dim=1)
+        parts = [learned * (self.wl_mix - self.robust_mix) ** 0.5]
+        if self.wl_mix < 1.0:
+            if batch.sketch_wl is None:
+                raise ValueError("collate the batch with sketch_labels=model.sketch_labels to embed it")
+            parts.append(F.normalize(batch.sketch_wl @ self.sketch, dim=1) * (1 - self.wl_mix) ** 0.5)
+        if self.robust_mix > 0.0:
+            if batch.robust_wl is None:
+                raise ValueError("collate the batch with robust=True to embed it with the robust sketch")
+            parts.append(F.normalize(batch.robust_wl @ self.robust_sketch, dim=1) * self.robust_mix ** 0.5)
+        return torch.cat(parts, dim=1)

@@ -69,7 +69,7 @@ def encode_graph(graph: ArchGraph, motifs: MotifSet | None = None) -> EncodedGra
 
 WL_DIM = 4096
 WL_ROUNDS = 3
-FEATURES_VERSION = 4  # bump when what encode_graph produces changes: cached features are keyed by it (4: attention idiom)
+FEATURES_VERSION = 5  # bump when what encode_graph produces changes: cached features are keyed by it (5: attention, unfold idioms)
 
 _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 _PARENT, _CHILD = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xD6E8FEB86659FD93)
@@ -107,7 +107,7 @@ def wl_features(labels: np.ndarray, edges: np.ndarray, rounds: int = WL_ROUNDS,
     return index, count.astype(np.float32)
 
 
-SKETCH_LABELS = ("ops", "ops+width")  # node labels the WL features of a retrieval sketch may start from
+SKETCH_LABELS = ("ops", "ops+width", "coarse")  # node labels the WL features of a retrieval sketch may start from
 
 
 def wl_dense(graph: EncodedGraph, labels: str = "ops", dim: int = WL_DIM) -> np.ndarray:
@@ -117,6 +117,8 @@ def wl_dense(graph: EncodedGraph, labels: str = "ops", dim: int = WL_DIM) -> np.
         index, count = graph.wl_index, graph.wl_count
     elif labels == "ops+width":
         index, count = wl_features(width_labels(graph), graph.edges, dim=dim)
+    elif labels == "coarse":
+        index, count = wl_features(coarse_labels(graph), graph.edges, dim=dim)
     else:
         raise ValueError(f"unknown WL labels {labels!r}; use one of {', '.join(SKETCH_LABELS)}")
     out = np.zeros(dim, dtype=np.float32)
@@ -141,6 +143,40 @@ def width_labels(graph: EncodedGraph) -> np.ndarray:
     spatial = size > 1.5 * channels * last
     width = np.where(spatial, channels, last)
     return graph.ops * 1000 + np.rint(2 * np.log1p(width)).astype(np.int64)
+
+
+# Coarse operation classes for the robust sketch: what an author may swap without changing the
+# design (one activation for another, one normalisation for another, how a pool is spelled).
+_GATES = {"sigmoid": "sigmoid", "hard_sigmoid": "sigmoid", "softmax": "softmax", "log_softmax": "softmax",
+          "tanh": "tanh", "glu": "glu"}
+
+
+def _coarse_op(op: str) -> str:
+    category = OPS.get(op)
+    if category == "activation":
+        return _GATES.get(op, "activation")
+    if category == "normalization":
+        return "normalization"
+    if op.startswith("global_"):
+        return "global_pool"
+    if category == "pooling":
+        return "max_pool" if "max" in op else "avg_pool"
+    if op in ("matmul", "bmm", "einsum"):
+        return "matmul"
+    return op
+
+
+COARSE_OPS = sorted({_coarse_op(op) for op in OP_NAMES})
+_COARSE_OF = np.array([COARSE_OPS.index(_coarse_op(op)) for op in OP_NAMES], dtype=np.int64)
+_CONVOLUTIONS = np.array([OPS.get(op) == "convolution" for op in OP_NAMES])
+
+
+def coarse_labels(graph: EncodedGraph) -> np.ndarray:
+    """One label per node for the robust sketch: its coarse operation class (`_coarse_op`), and for
+    a convolution whether its kernel is 1 or larger; no widths, so a CIFAR-width or a 3-stage
+    re-implementation still shares most of its subtrees with the library design."""
+    kernel = np.rint(graph.numeric[:, 2] * 7) > 1
+    return _COARSE_OF[graph.ops] * 4 + np.where(_CONVOLUTIONS[graph.ops], 1 + kernel, 0)
 
 
 def _unknown_node():

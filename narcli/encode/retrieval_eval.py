@@ -14,8 +14,10 @@ from narcli.encode.training import TrainConfig
 
 # method name -> how it differs from the NAR recipe (every learned method gets the same recipe)
 LEARNED = {
-    "GCN": {"use_motifs": False, "use_wl": False, "wl_mix": 1.0, "motif_epochs": 0, "kind": "gcn", "full_graph": "none"},
-    "GAT": {"use_motifs": False, "use_wl": False, "wl_mix": 1.0, "motif_epochs": 0, "kind": "gat", "full_graph": "none"},
+    "GCN": {"use_motifs": False, "use_wl": False, "wl_mix": 1.0, "robust_mix": 0.0, "motif_epochs": 0, "kind": "gcn",
+            "full_graph": "none"},
+    "GAT": {"use_motifs": False, "use_wl": False, "wl_mix": 1.0, "robust_mix": 0.0, "motif_epochs": 0, "kind": "gat",
+            "full_graph": "none"},
     "NAR": {},
 }
 ABLATIONS = {

@@ -15,7 +15,8 @@ Rules come in two kinds:
   1×1 convolution on a 1×1 map is `linear`, a `linear` applied to image patches of the model's input
   is the strided convolution it computes.
 
-- **Attention** (`_fuse_attention`): `matmul(q, kᵀ)`, then scaling/masking (`* scale`, `/ √d`,
+- **Attention** (`_fuse_attention`; the canonicaliser fuses the plain two-operand form while it
+  builds a graph, this catches the rest, e.g. q and k read from one split, or einsum): `matmul(q, kᵀ)`, then scaling/masking (`* scale`, `/ √d`,
   `+ mask`, `masked_fill`, `where`), `softmax`, then `matmul(·, v)` is the fused `attention` that
   `scaled_dot_product_attention` and `nn.MultiheadAttention` trace to. A `* scale` applied to q
   alone right before the first matmul is part of it too.
@@ -34,7 +35,7 @@ safe on stored graphs as well as inside the canonicaliser (it is idempotent).
 | rms_norm | `x * rsqrt(mean(x²) + eps)` (any spelling), then `* w` | `rms_norm` (w absorbed) |
 | global pool | `avg_pool2d(x, k)` with k = map size, adaptive pool to 1 | `global_avg_pool` (also max) |
 | linear | 1×1 conv (groups 1) on a 1×1 map | `linear` |
-| patch embedding | reshape into k×k patches + `linear` on the input image | `conv2d` k×k, stride k |
+| patch embedding | reshape, rearrange or `unfold` into k×k patches + `linear` on the input image | `conv2d` k×k, stride k |
 | attention | `softmax(q @ kᵀ / √d + mask) @ v` (matmul, bmm or einsum; any scaling/masking) | `attention` |
 """
 
@@ -117,7 +118,12 @@ def normalise_idioms(graph: ArchGraph) -> ArchGraph:
     alive = [True] * len(nodes)
     changed = False
     for i in range(len(nodes)):
-        changed |= _rewrite_node(i, nodes, parents)
+        if nodes[i].op in _WINDOW_VIEWS and len(parents[i]) == 1:
+            _fold(i, parents, children, alive)
+            changed = True
+    for i in range(len(nodes)):
+        if alive[i]:
+            changed |= _rewrite_node(i, nodes, parents)
     for i in range(len(nodes)):
         if nodes[i].op == "softmax" and alive[i]:
             changed |= _fuse_attention(i, nodes, parents, children, alive)
@@ -196,6 +202,21 @@ def _absorb_affine(norm: int, nodes: list[Node], parents: list[list[int]], child
             parents[c] = [norm if p == kid else p for p in parents[c]]
         parents[kid] = []
         children[kid] = []
+
+
+# `Tensor.unfold` windows a tensor as a view; with the flattening after it, it is how some authors cut
+# an image into patches (ViT-CIFAR style), so it moves data like a reshape and folds away like one
+_WINDOW_VIEWS = {"unknown:unfold", "unfold"}
+
+
+def _fold(i: int, parents: list[list[int]], children: list[list[int]], alive: list[bool]) -> None:
+    """Remove node `i` (one parent), wiring its parent straight to its children."""
+    (parent,) = parents[i]
+    children[parent] = [c for c in children[parent] if c != i] + [c for c in children[i] if c not in children[parent]]
+    for c in children[i]:
+        parents[c] = list(dict.fromkeys(parent if p == i else p for p in parents[c]))
+    alive[i] = False
+    parents[i], children[i] = [], []
 
 
 _POOLS = {f"{kind}_pool{d}d": f"global_{kind.split('_')[-1]}_pool"
@@ -293,5 +314,6 @@ def _fuse_attention(soft: int, nodes: list[Node], parents: list[list[int]], chil
             children[p].append(out)
     parents[out] = merged
     node = nodes[out]
-    nodes[out] = Node("attention", node.shape, {}, node.params + sum(nodes[g].params for g in gone), 0, node.scope)
+    nodes[out] = Node("attention", node.shape, {}, node.params + sum(nodes[g].params for g in gone),
+                      node.macs + sum(nodes[g].macs for g in gone), node.scope)
     return True

@@ -80,7 +80,9 @@ def predict_family(prediction: dict[str, Any] | None, neighbours: list[tuple[str
                             families[1:4])
 
 
-KNOWN_KEPT = 0.95  # the threshold keeps this share of known-family queries "known"
+# the threshold keeps this share of the known-family queries (edited copies of held-out designs)
+# "known": 0.95 called 37 % of the real-client validation set new; 0.99 calls 10 % (README)
+KNOWN_KEPT = 0.99
 
 
 def calibrate_novelty(vectors: np.ndarray, families: list[str], train: list[int], test: list[int],
@@ -91,7 +93,7 @@ def calibrate_novelty(vectors: np.ndarray, families: list[str], train: list[int]
     family is known) and with its whole family removed (as if it were new). With `variants`
     (vectors of edited copies of test architectures, as authors rewrite a known design, and their
     families), those are the known queries instead: users bring rewritten designs, not the zoo's
-    own graphs. The threshold is the cosine that 95 % of the known queries reach, so a known design
+    own graphs. The threshold is the cosine that 99 % of the known queries reach, so a known design
     is rarely called new; the share of "new" queries below it is reported beside it (related
     families, e.g. ResNeXt for a ResNet, stay close, so not every removed family looks new).
     """
