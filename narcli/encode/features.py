@@ -69,7 +69,8 @@ def encode_graph(graph: ArchGraph, motifs: MotifSet | None = None) -> EncodedGra
 
 WL_DIM = 4096
 WL_ROUNDS = 3
-FEATURES_VERSION = 5  # bump when what encode_graph produces changes: cached features are keyed by it (5: attention, unfold idioms)
+# bump when what encode_graph produces changes: cached features are keyed by it (5: attention, unfold idioms)
+FEATURES_VERSION = 5
 
 _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 _PARENT, _CHILD = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xD6E8FEB86659FD93)

@@ -201,7 +201,8 @@ def embed_items(model: NAREncoder, graphs: list, batch_nodes: int = 40_000, lear
     """Normalised embeddings of encoded graphs, batched by node count, on the model's device."""
     model.eval()
     device = str(next(model.parameters()).device)
-    rows = [model.embed(collate(group, model.sketch_labels, model.robust_mix > 0).to(device), learned_only).cpu().numpy()
+    rows = [model.embed(collate(group, model.sketch_labels, model.robust_mix > 0).to(device),
+                        learned_only).cpu().numpy()
             for group in node_batches(graphs, batch_nodes)]
     out = np.concatenate(rows) if rows else np.zeros((0, model.embedding_dim))
     return out.astype(np.float32)

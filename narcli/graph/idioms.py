@@ -15,13 +15,16 @@ Rules come in two kinds:
   1×1 convolution on a 1×1 map is `linear`, a `linear` applied to image patches of the model's input
   is the strided convolution it computes.
 
-- **Attention** (`_fuse_attention`; the canonicaliser fuses the plain two-operand form while it
-  builds a graph, this catches the rest, e.g. q and k read from one split, or einsum): `matmul(q, kᵀ)`, then scaling/masking (`* scale`, `/ √d`,
+- **Attention** (`_fuse_attention`): `matmul(q, kᵀ)`, then scaling/masking (`* scale`, `/ √d`,
   `+ mask`, `masked_fill`, `where`), `softmax`, then `matmul(·, v)` is the fused `attention` that
   `scaled_dot_product_attention` and `nn.MultiheadAttention` trace to. A `* scale` applied to q
-  alone right before the first matmul is part of it too.
+  alone right before the first matmul is part of it too. The canonicaliser already fuses the plain
+  two-operand form while it builds a graph; this catches the rest (q and k read from one split,
+  einsum) and graphs stored before.
+- **Window views**: `Tensor.unfold` folds away like a reshape (patches cut with it, then a
+  `Linear`, are a patch embedding).
 
-`normalise_idioms` applies all three until nothing changes. It keeps a valid topological order, so it is
+`normalise_idioms` applies them all until nothing changes. It keeps a valid topological order, so it is
 safe on stored graphs as well as inside the canonicaliser (it is idempotent).
 
 | rule | written as | becomes |
