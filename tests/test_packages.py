@@ -118,6 +118,7 @@ def test_module_targets_name_a_file_and_a_model(tmp_path, monkeypatch):
     path, options = module_target("pkg.model:Net")
     assert path == (root / "pkg" / "model.py").resolve() and options.model == "Net"
     assert resolve_module_target("pkg.model:Net(width=4)")[1] == "Net(width=4)"
+    (root / "cache.py").write_text("")
     assert module_target("cache:Net") is None  # cache:NAME and zoo names are not module targets
     assert module_target("resnet50") is None
     with pytest.raises(UsageError, match="no module 'pkg.missing'"):

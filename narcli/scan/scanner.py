@@ -176,6 +176,8 @@ def module_target(text: str, options: ScanOptions | None = None) -> tuple[Path, 
 
     from narcli.trace.packages import resolve_module_target
 
+    if text.startswith("cache:"):  # a cached model's name, even where a cache.py exists
+        return None
     try:
         found = resolve_module_target(text)
     except FileNotFoundError as exc:

@@ -56,9 +56,8 @@ def _embedder() -> Any:
 
 def resolve_queries(target: str, options: Any = None, zoo: Any = None) -> list[Query]:
     """The architectures `target` names, each with its embedding (one per model a file defines)."""
-    from narcli.search.targets import looks_like_a_name
-
     from narcli.scan.scanner import module_target
+    from narcli.search.targets import looks_like_a_name
 
     if target.startswith(CACHE_PREFIX):
         return [_cached_query(target[len(CACHE_PREFIX):])]
