@@ -49,17 +49,15 @@ def rows(folder: Path) -> list[dict]:
 def zoo_families() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
     """graph hash -> the families labelling it; family -> the families that label an identical graph
     somewhere in the zoo (itself included)."""
-    import sqlite3
     from collections import defaultdict
 
     from narcli.zoo.store import Zoo
 
     by_hash: dict[str, set[str]] = defaultdict(set)
-    for db in Zoo().paths:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-            for graph_hash, family in conn.execute(
-                    "SELECT graph_hash, family FROM models WHERE status = 'ok' AND graph_hash IS NOT NULL"):
-                by_hash[graph_hash].add(family)
+    with Zoo() as zoo:
+        for model in zoo.models():  # the models that traced
+            if model.graph_hash:
+                by_hash[model.graph_hash].add(model.family)
     out: dict[str, set[str]] = defaultdict(set)
     for families in by_hash.values():
         for family in families:

@@ -152,6 +152,12 @@ def _mean_max(values: torch.Tensor, index: torch.Tensor, size: int) -> torch.Ten
     return torch.cat([_mean(values, index, size), _max(values, index, size)], dim=1)
 
 
+def _projection(seed: int, dim: int) -> torch.Tensor:
+    """A fixed random projection of WL features to `dim` (the same seed gives the same matrix)."""
+    rng = np.random.default_rng(seed)
+    return torch.from_numpy((rng.standard_normal((WL_DIM, dim)) / np.sqrt(dim)).astype(np.float32))
+
+
 class NAREncoder(nn.Module):
     """Motifs -> macro graph -> embedding; heads for family and coarse class."""
 
@@ -180,13 +186,9 @@ class NAREncoder(nn.Module):
         self.robust_mix = robust_mix
         self.sketch_labels = sketch_labels
         if wl_mix < 1.0:
-            rng = np.random.default_rng(0)
-            sketch = (rng.standard_normal((WL_DIM, sketch_dim)) / np.sqrt(sketch_dim)).astype(np.float32)
-            self.register_buffer("sketch", torch.from_numpy(sketch), persistent=False)
+            self.register_buffer("sketch", _projection(0, sketch_dim), persistent=False)
         if robust_mix > 0.0:
-            rng = np.random.default_rng(1)
-            robust = (rng.standard_normal((WL_DIM, sketch_dim)) / np.sqrt(sketch_dim)).astype(np.float32)
-            self.register_buffer("robust_sketch", torch.from_numpy(robust), persistent=False)
+            self.register_buffer("robust_sketch", _projection(1, sketch_dim), persistent=False)
         # WL subtree features, projected, beside the pooled graph embedding: the learned model then
         # starts from what hashing already knows (without them it lost to WL hashing)
         self.wl = nn.Linear(WL_DIM, hidden) if use_wl else None

@@ -20,6 +20,7 @@ from typing import Any
 from narcli.errors import NarError
 
 BUSY_TIMEOUT_MS = 30_000
+CACHE_PREFIX = "cache:"  # `cache:NAME` names a model in this cache on the command line
 
 
 def nar_home() -> Path:

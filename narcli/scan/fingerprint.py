@@ -10,7 +10,7 @@ import ast
 import hashlib
 from pathlib import Path
 
-from narcli.trace.packages import package_layout
+from narcli.trace.packages import package_layout, relative_import_depth
 
 
 def _local_imports(path: Path, source: bytes) -> list[Path]:
@@ -20,7 +20,7 @@ def _local_imports(path: Path, source: bytes) -> list[Path]:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
-    layout = package_layout(path)
+    layout = package_layout(path, relative_import_depth(tree))
     roots = list(dict.fromkeys([path.parent.resolve(), layout.import_root,
                                 *([layout.project_root] if layout.project_root else [])]))
     wanted: list[tuple[Path, str]] = []  # (folder to look in, dotted name below it)

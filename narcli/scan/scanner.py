@@ -12,7 +12,7 @@ from typing import Any
 
 from narcli import IR_VERSION
 from narcli.errors import LoadError, NarError, NoModelError, TraceError, UsageError
-from narcli.scan.cache import Cache, ModelRecord
+from narcli.scan.cache import CACHE_PREFIX, Cache, ModelRecord
 from narcli.scan.fingerprint import file_fingerprint
 from narcli.trace.inputs import InputSpec, describe, parse_inputs
 
@@ -176,7 +176,7 @@ def module_target(text: str, options: ScanOptions | None = None) -> tuple[Path, 
 
     from narcli.trace.packages import resolve_module_target
 
-    if text.startswith("cache:"):  # a cached model's name, even where a cache.py exists
+    if text.startswith(CACHE_PREFIX):  # a cached model's name, even where a cache.py exists
         return None
     try:
         found = resolve_module_target(text)

@@ -16,8 +16,7 @@ from typing import Any
 import numpy as np
 
 from narcli.errors import UsageError, ZooError
-
-CACHE_PREFIX = "cache:"
+from narcli.scan.cache import CACHE_PREFIX
 
 
 @dataclass

@@ -57,34 +57,43 @@ class PackageLayout:
 
 
 def project_root(path: Path) -> Path | None:
-    """The nearest ancestor folder of `path` that holds a project marker."""
-    for folder in Path(path).resolve().parents:
+    """The nearest folder holding a project marker: `path` itself when it is a folder, else (and
+    then) its ancestors."""
+    path = Path(path).resolve()
+    for folder in ([path] if path.is_dir() else []) + list(path.parents):
         if any((folder / marker).exists() for marker in PROJECT_MARKERS):
             return folder
     return None
 
 
-def relative_import_depth(source: str | bytes) -> int:
-    """The deepest relative import in a file's source (`from ..x import y` -> 2; none -> 0)."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return 0
+def relative_import_depth(source: str | bytes | ast.AST) -> int:
+    """The deepest relative import in a file's source or parsed tree (`from ..x import y` -> 2; none -> 0)."""
+    if isinstance(source, ast.AST):
+        tree = source
+    else:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return 0
     return max((node.level for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)), default=0)
 
 
-def package_layout(path: Path) -> PackageLayout:
-    """The import root and dotted module name of `path` (see the module docstring)."""
+def package_layout(path: Path, relative_depth: int | None = None) -> PackageLayout:
+    """The import root and dotted module name of `path` (see the module docstring); `relative_depth`:
+    its deepest relative import, when the caller has parsed the file already."""
     file = Path(path).resolve()
     parts = [file.stem] if file.name != "__init__.py" else []
     folder = file.parent
     while (folder / "__init__.py").is_file() and folder.parent != folder:
         parts.insert(0, folder.name)
         folder = folder.parent
-    try:
-        needed = relative_import_depth(file.read_bytes())
-    except OSError:
-        needed = 0
+    if relative_depth is not None:
+        needed = relative_depth
+    else:
+        try:
+            needed = relative_import_depth(file.read_bytes())
+        except OSError:
+            needed = 0
     packages = len(parts) - (0 if file.name == "__init__.py" else 1)
     top = project_root(file)
     while packages < needed and folder.parent != folder and folder != top and folder.name.isidentifier():
@@ -105,7 +114,7 @@ def resolve_module_target(target: str, cwd: Path | None = None) -> tuple[Path, s
         return None
     module, spec = match["module"], match["spec"].strip()
     base = Path(cwd or Path.cwd()).resolve()
-    top = project_root(base / "__probe__")
+    top = project_root(base)
     roots = list(dict.fromkeys([base, base / "src", *([top, top / "src"] if top else [])]))
     relative = Path(*module.split("."))
     for root in roots:
