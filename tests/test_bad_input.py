@@ -37,7 +37,10 @@ BAD_FILES = {
     "bad_shape": ("tiny.py", ["--input-shape", "1,x"], "bad input shape"),
     "truncated_onnx": ("model.onnx", [], "ONNX"),
     "not_onnx": ("text.onnx", [], "ONNX"),
-    "wrong_suffix": ("weights.bin", [], "not a model file"),
+    "wrong_suffix": ("weights.txt", [], "not a model file"),
+    "not_a_checkpoint": ("weights.bin", [], "not a readable PyTorch checkpoint"),
+    "truncated_safetensors": ("model.safetensors", [], "truncated"),
+    "safetensors_not_json": ("garbled.safetensors", [], "corrupt safetensors header"),
     "hang": ("hang.py", ["--timeout", "3"], "timed out after 3 s"),
     "segfault": ("crash.py", [], "crashed the Python interpreter"),
 }
@@ -66,6 +69,10 @@ SOURCES = {
     "tiny.py": GOOD,
     "text.onnx": "not protobuf at all\n",
     "weights.bin": "0000",
+    "weights.txt": "0000",
+    # a header that claims 4 KiB of JSON in a 40-byte file
+    "model.safetensors": (4096).to_bytes(8, "little") + b'{"w": {"dtype": "F32", "shape": [2]',
+    "garbled.safetensors": (8).to_bytes(8, "little") + b"\xff\xfe{[}]  ",
     "hang.py": "import time\nwhile True:\n    time.sleep(0.1)\n",
     "crash.py": "import ctypes\nctypes.string_at(0)\n",
 }

@@ -88,3 +88,39 @@ def print_cache_info(console: Console, info: dict[str, Any]) -> None:
     for key in ("scans", "models", "graphs"):
         grid.add_row(key, str(info[key]))
     console.print(grid)
+
+
+def print_identification(console: Console, found: Any) -> None:
+    """`nar scan x.safetensors`: what the checkpoint holds and which zoo architectures it matches."""
+    dtypes = ", ".join(f"{d}" + (f" ×{n}" if len(found.dtypes) > 1 else "") for d, n in found.dtypes.items())
+    shards = f" in {found.files} files" if found.files > 1 else ""
+    nested = f", weights under [bold]{found.nested_key}[/]" if found.nested_key else ""
+    console.print(f"[bold]{found.path}[/]: {found.format} checkpoint{shards}, {found.tensors:,} tensors, "
+                  f"{human(found.numel)} parameters ({dtypes}){nested}")
+    best = found.best
+    if best is None:
+        console.print("[yellow]no zoo signature to compare with[/]")
+        return
+    if found.identified:
+        verdict = "[bold green]exact match[/]" if best.exact else "[bold]identified[/]"
+        console.print(f"{verdict}: [bold]{best.id}[/] ({best.family}): {best.matched:,} of {best.zoo_tensors:,} "
+                      f"tensors match" + (f", {best.extra:,} extra in the checkpoint" if best.extra else ""))
+        if best.reshaped:
+            console.print(f"  {len(best.reshaped)} differ in shape (a new head or a resized embedding):")
+            for name, ckpt, zoo in best.reshaped[:6]:
+                console.print(f"    {name}  [dim]checkpoint[/] {tuple(ckpt)}  [dim]zoo[/] {tuple(zoo)}")
+        if best.same_as:
+            more = f" and {len(best.same_as) - 6} more" if len(best.same_as) > 6 else ""
+            console.print(f"  [dim]the same tensors as {', '.join(best.same_as[:6])}{more}[/]")
+    else:
+        console.print(f"[yellow]no zoo architecture matches[/]: the best shares {best.share:.0%} of its tensors. "
+                      "Scan the model's code for its architecture.")
+    table = Table(title=f"nearest of {found.signatures:,} zoo signatures ({found.seconds:.2f} s)",
+                  title_justify="left")
+    for column, justify in (("#", "right"), ("model", "left"), ("family", "left"), ("match", "right"),
+                            ("tensors", "right"), ("params", "right")):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for i, m in enumerate(found.matches, 1):
+        table.add_row(str(i), m.id + (f" [dim](+{len(m.same_as)})[/]" if m.same_as else ""), m.family,
+                      f"{m.share:.0%}", f"{m.matched}/{m.zoo_tensors}", human(m.params))
+    console.print(table)

@@ -15,7 +15,7 @@ cache_app = typer.Typer(help="Inspect or clear the scan cache.", no_args_is_help
 
 
 def scan(
-    path: Path = typer.Argument(..., help="A .py, .onnx or .pt2 file, pkg.module:Class, a directory to scan, or a zoo model name."),
+    path: Path = typer.Argument(..., help="A .py, .onnx or .pt2 file, pkg.module:Class, a checkpoint (.safetensors, .pt, .bin), a directory to scan, or a zoo model name."),
     model: str | None = typer.Option(None, "--model", "-m",
                                         help="Model class or factory in a .py file, e.g. 'resnet(depth=18)'."),
     input_shape: list[str] | None = typer.Option(None, "--input-shape", "-i",
@@ -45,6 +45,11 @@ def scan(
     elif not path.exists() and looks_like_a_name(str(path)):
         _scan_zoo_name(str(path), as_json, graph)
         return
+    from narcli.trace.checkpoint import is_checkpoint_path
+
+    if is_checkpoint_path(path):
+        _scan_checkpoint(path, options, as_json)
+        return
     if path.is_dir():
         _scan_directory(path, options, as_json)
         return
@@ -63,6 +68,21 @@ def scan(
     from narcli.cli.render_scan import print_records
 
     print_records(stdout(), records)
+
+
+def _scan_checkpoint(path: Path, options: Any, as_json: bool) -> None:
+    """`nar scan x.safetensors`: no code to trace; name the zoo architecture the tensors belong to."""
+    if options.model or options.input_shapes:
+        fail(f"{path}: --model and --input-shape apply to .py files only", 2)
+    from narcli.search.identify import identify_checkpoint
+
+    found = run(identify_checkpoint, path, 5, open_zoo())
+    if as_json:
+        print(json.dumps(found.to_json(), indent=2))
+        return
+    from narcli.cli.render_scan import print_identification
+
+    print_identification(stdout(), found)
 
 
 def _scan_zoo_name(name: str, as_json: bool, graph: bool) -> None:

@@ -77,6 +77,33 @@ def zoo_embed(
           f"(encoder {summary['encoder']})")
 
 
+@zoo_app.command("signatures")
+def zoo_signatures(
+    source: list[str] | None = typer.Option(None, "--source", "-s", help="Only these source(s)."),
+    limit: int | None = typer.Option(None, "--limit", help="At most this many models per source."),
+    jobs: int = typer.Option(1, "--jobs", "-j", help="Worker processes."),
+    timeout: float = typer.Option(300.0, "--timeout", help="Seconds to allow building one model."),
+    db: Path | None = typer.Option(None, "--db", help="Zoo database to complete (default: your zoo)."),
+) -> None:
+    """Store each zoo model's checkpoint signature (tensor names and shapes), for `nar scan x.safetensors`.
+
+    Builds the models on the meta device (no weights) and skips those that have one: resumable.
+    """
+    from narcli.cli.render_zoo import BuildProgress
+    from narcli.zoo.build import compute_signatures
+    from narcli.zoo.store import user_zoo_path
+
+    path = db or user_zoo_path()
+    with BuildProgress(stderr_console()) as progress:
+        reports = run(compute_signatures, path, _split(source), jobs, timeout, limit, progress)
+    if not reports:
+        print(f"{path}: every model has its signature")
+    for r in reports:
+        print(f"{r.source}: {r.ok} signatures stored, {r.failed} failed, of {r.missing} missing ({r.seconds:.0f} s)")
+    if any(r.failed and not r.ok for r in reports):
+        raise typer.Exit(1)
+
+
 @zoo_app.command("list")
 def zoo_list(
     pattern: str | None = typer.Argument(None, help="Glob on model names, e.g. 'resnet*' or 'hf/bert/*'."),

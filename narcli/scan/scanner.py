@@ -163,7 +163,8 @@ def _check_file(path: Path) -> str:
         raise LoadError(f"{path}: no such file or directory")
     kind = KINDS.get(path.suffix.lower())
     if kind is None:
-        raise LoadError(f"{path}: not a model file (expected .py, .onnx or .pt2)")
+        raise LoadError(f"{path}: not a model file (expected .py, .onnx or .pt2, a checkpoint "
+                        f"(.safetensors, .pt, .pth, .bin, .ckpt) or a model folder)")
     if path.stat().st_size == 0:
         raise LoadError(f"{path}: file is empty")
     return kind
@@ -279,7 +280,8 @@ def scan_directory(root: Path, options: ScanOptions | None = None, cache: Cache 
     """Scan every model file under `root`; one file's failure is recorded, not raised."""
     files = model_files(root)
     if not files:
-        raise LoadError(f"{root}: no .py, .onnx or .pt2 files under it")
+        raise LoadError(f"{root}: no model files under it (.py, .onnx, .pt2), no model config "
+                        f"(config.json) and no checkpoint (.safetensors, .pt, .bin)")
     results = []
     for i, path in enumerate(files):
         if on_file:

@@ -63,6 +63,10 @@ def resolve_queries(target: str, options: Any = None, zoo: Any = None) -> list[Q
     found = module_target(target, options)
     if found is not None:  # pkg.module:Class
         return file_queries(*found)
+    from narcli.trace.checkpoint import is_checkpoint_path
+
+    if is_checkpoint_path(Path(target)):
+        return [checkpoint_query(Path(target), zoo)]
     if not Path(target).exists() and looks_like_a_name(target):
         from narcli.zoo.store import Zoo
 
@@ -81,6 +85,20 @@ def zoo_query(model: Any, zoo: Any) -> Query:
     notes = zoo.annotations([model.graph_hash]).get(model.graph_hash, {})
     return Query(model.id, "zoo", model.graph_hash, np.frombuffer(vector, dtype=np.float32),
                  notes.get("prediction"), notes.get("motifs", []), model.params or 0, model.macs or 0, model)
+
+
+def checkpoint_query(path: Path, zoo: Any = None) -> Query:
+    """A checkpoint stands for the zoo architecture its tensors identify (it has no code to trace)."""
+    from narcli.search.identify import identified_model
+    from narcli.zoo.store import Zoo
+
+    zoo = zoo or Zoo()
+    model, best = identified_model(path, zoo)
+    query = zoo_query(model, zoo)
+    query.name = f"{path.name} = {best.id}"
+    query.extra["checkpoint"] = {"path": str(path), "matched": best.matched, "zoo_tensors": best.zoo_tensors,
+                                 "reshaped": len(best.reshaped), "extra": best.extra, "exact": best.exact}
+    return query
 
 
 def file_queries(path: Path, options: Any = None) -> list[Query]:

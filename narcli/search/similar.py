@@ -54,7 +54,8 @@ class SimilarResult:
     def to_json(self) -> dict[str, Any]:
         q = self.query
         return {"query": {"name": q.name, "kind": q.kind, "graph_hash": q.graph_hash, "params": q.params,
-                          "macs": q.macs, "path": q.path or None},
+                          "macs": q.macs, "path": q.path or None,
+                          **({"checkpoint": q.extra["checkpoint"]} if "checkpoint" in q.extra else {})},
                 "prediction": self.prediction.to_json(), "identical": self.identical, "filters": self.filters,
                 "neighbours": [n.to_json() for n in self.neighbours]}
 

@@ -23,6 +23,12 @@ def looks_like_a_name(text: str) -> bool:
     return Path(text).suffix.lower() not in KINDS and not text.startswith((".", "/", "~"))
 
 
+def _is_checkpoint(path: Path) -> bool:
+    from narcli.trace.checkpoint import is_checkpoint_path
+
+    return is_checkpoint_path(path)
+
+
 def resolve_targets(text: str, options: ScanOptions | None = None, zoo: Any = None) -> list[Target]:
     """The graphs `text` names: one zoo model, or every model a file defines (scanned, cached)."""
     from narcli.scan.scanner import module_target
@@ -31,6 +37,13 @@ def resolve_targets(text: str, options: ScanOptions | None = None, zoo: Any = No
     found = module_target(text, options)
     if found is not None:  # pkg.module:Class
         path, options = found
+    elif _is_checkpoint(path):  # no code: the zoo architecture its tensors identify
+        from narcli.search.identify import identified_model
+        from narcli.zoo.store import Zoo
+
+        zoo = zoo or Zoo()
+        model, best = identified_model(path, zoo)
+        return [Target(f"{path.name} = {best.id}", zoo.graph(model), model)]
     elif not path.exists() and looks_like_a_name(text):
         from narcli.zoo.store import Zoo
 

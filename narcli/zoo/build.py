@@ -24,6 +24,7 @@ from narcli import IR_VERSION
 from narcli.errors import NarError, UsageError, ZooError
 from narcli.trace.pool import TaskResult, run_pool
 from narcli.zoo.labels import label
+from narcli.zoo.signatures import signature_entry, store_signature
 from narcli.zoo.sources import ZooEntry, ZooSource
 from narcli.zoo.store import SCHEMA, SCHEMA_VERSION, rebuild_hint
 
@@ -98,7 +99,19 @@ def trace_entry(source: ZooSource, entry: ZooEntry) -> dict[str, Any]:
         for spec, name in zip(inputs, built.input_names):
             spec["name"] = name
     graph = build_graph(raw, {"source": f"{source.id_prefix}/{entry.name}", "tracer": tracer, "inputs": inputs})
-    return {"graph": graph.to_dict(), "tracer": tracer, "inputs": inputs, "family": built.family}
+    return {"graph": graph.to_dict(), "tracer": tracer, "inputs": inputs, "family": built.family,
+            "signature": _signature(built)}
+
+
+def _signature(built: Any) -> list | None:
+    """The checkpoint signature of a built model; None if its state dict cannot be read (the
+    trace is still worth keeping, and `nar zoo signatures` says why)."""
+    from narcli.trace.checkpoint import module_signature
+
+    try:
+        return module_signature(built.weights if built.weights is not None else built.module)
+    except Exception:  # noqa: BLE001 - a custom state_dict() that fails on meta tensors
+        return None
 
 
 # -- the database ---------------------------------------------------------------------------------
@@ -284,6 +297,9 @@ def build_zoo(options: BuildOptions, progress: Progress | None = None) -> list[S
                 elif graph_json is not None:
                     report.new_architectures += 1
                 writer.store(row, graph_json)
+                if result.ok and result.value.get("signature") is not None:
+                    with writer.conn:
+                        store_signature(writer.conn, row["id"], result.value["signature"])
                 if result.ok:
                     report.ok += 1
                 else:
@@ -303,6 +319,72 @@ def build_zoo(options: BuildOptions, progress: Progress | None = None) -> list[S
         writer.close()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+    return reports
+
+
+# -- signatures of models already traced ------------------------------------------------------
+@dataclass
+class SignatureReport:
+    source: str
+    missing: int = 0
+    ok: int = 0
+    failed: int = 0
+    seconds: float = 0.0
+
+
+def compute_signatures(db: Path, sources: list[str] | None = None, jobs: int = 1, timeout: float = 300.0,
+                       limit: int | None = None, progress: Any = None) -> list[SignatureReport]:
+    """Store the signature of every traced model of the zoo at `db` that lacks one, resumably."""
+    from narcli.trace.isolation import run_isolated
+    from narcli.zoo.plugins import get_sources
+
+    if jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    if limit is not None and limit < 0:
+        raise UsageError("--limit must be at least 0")
+    if not Path(db).exists():
+        raise ZooError(f"zoo database {db} is missing; build it with `nar zoo build --db {db}`")
+    writer = ZooWriter(Path(db))
+    reports = []
+    try:
+        for source in get_sources(sources, bundled_only=False):
+            done = {i for (i,) in writer.conn.execute("select id from signatures")}
+            wanted = {name for (name,) in writer.conn.execute(
+                "select name from models where source = ? and status = 'ok'", (source.name,))}
+            wanted = {n for n in wanted if f"{source.id_prefix}/{n}" not in done}
+            if not wanted:
+                continue
+            reason = source.missing()
+            if reason:
+                raise UsageError(f"zoo source {source.name!r} cannot run here: {reason}")
+            report = SignatureReport(source.name)
+            reports.append(report)
+            clock = time.perf_counter()
+            entries = [e for e in run_isolated(list_entries, (source,), 900, f"listing the {source.name} models")
+                       if e.name in wanted]
+            entries = entries[:limit] if limit is not None else entries
+            report.missing = len(entries)
+            if progress:
+                progress.start(source.name, len(entries))
+
+            def stored(result: Any, source: ZooSource = source, report: SignatureReport = report) -> None:
+                if result.ok:
+                    with writer.conn:
+                        store_signature(writer.conn, f"{source.id_prefix}/{result.key}", result.value)
+                    report.ok += 1
+                else:
+                    report.failed += 1
+                if progress:
+                    progress.advance(source.name, result)
+
+            run_pool(signature_entry, [(e.name, (source, e)) for e in entries], stored, jobs=jobs, timeout=timeout,
+                     log_path=f"{db}.log")
+            report.seconds = time.perf_counter() - clock
+        writer.compact()
+    except sqlite3.DatabaseError as exc:
+        raise NarError(f"writing the zoo {db} failed: {exc}") from None
+    finally:
+        writer.close()
     return reports
 
 

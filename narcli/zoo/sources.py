@@ -31,6 +31,9 @@ class BuiltModel:
     inputs: list[Any]  # meta tensors, positional
     family: str | None = None  # a refinement of the entry's family seen in the built model
     input_names: list[str] | None = None
+    # the module whose state_dict a checkpoint of this model holds, when `module` wraps it (a
+    # keyword-calling shim, say); None means `module` itself
+    weights: Any = None
 
 
 class ZooSource:

@@ -60,11 +60,11 @@ class TorchvisionSource(ZooSource):
 
         builder = models.get_model_builder(entry.name)
         no_weights = {k: None for k in ("weights", "weights_backbone") if k in inspect.signature(builder).parameters}
-        model = build_on_meta(lambda: builder(**no_weights))
+        model = weights = build_on_meta(lambda: builder(**no_weights))
         if entry.task == "object-detection":
             # detectors take a list of images, resize them and run NMS; trace the network proper
             model = _DetectorCore(model)
-        return BuiltModel(model, [torch.empty((1, *size), device="meta")], input_names=["images"])
+        return BuiltModel(model, [torch.empty((1, *size), device="meta")], input_names=["images"], weights=weights)
 
 
 def _DetectorCore(detector: object) -> object:

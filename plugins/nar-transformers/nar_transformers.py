@@ -92,7 +92,7 @@ class TransformersSource(ZooSource):
         if hasattr(model, "set_default_language") and getattr(config, "languages", None):
             model.set_default_language(config.languages[0])  # X-MOD routes through one adapter per language
         names, tensors = _inputs(model, config)
-        return BuiltModel(_KeywordCall(model, names), tensors, input_names=names)
+        return BuiltModel(_KeywordCall(model, names), tensors, input_names=names, weights=model)
 
 
 # structural fields that some default configs leave empty or unusable, set as the type's released
