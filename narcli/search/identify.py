@@ -18,6 +18,9 @@ from narcli.trace.checkpoint import Shape, canonical_shapes, read_checkpoint
 
 CANDIDATES = 40  # signatures read in full after the sketch comparison
 SAME_MODEL = 0.5  # below this share of matching tensors a match is only "nearest", not the model
+# a tensor with the zoo model's name but another shape (a resized head) is half the evidence of an
+# equal one: it tells a fine-tuned classifier from the same backbone with another task head
+RESHAPED_WEIGHT = 0.5
 
 
 @dataclass
@@ -33,6 +36,7 @@ class SignatureMatch:
     missing: int = 0  # zoo tensors the checkpoint lacks
     extra: int = 0  # checkpoint tensors the zoo model lacks
     share: float = 0.0  # matched / the larger of the two tensor counts
+    score: float = 0.0  # the ranking: share, with half credit for reshaped tensors
     same_as: list[str] = field(default_factory=list)  # other zoo models with this very signature
 
     @property
@@ -65,7 +69,7 @@ class Identification:
 
     @property
     def identified(self) -> bool:
-        return bool(self.matches) and self.matches[0].share >= SAME_MODEL
+        return bool(self.matches) and self.matches[0].score >= SAME_MODEL
 
     def to_json(self) -> dict[str, Any]:
         data = {k: v for k, v in self.__dict__.items() if k != "matches"}
@@ -75,6 +79,7 @@ class Identification:
 
 
 _SKETCHES: dict[tuple, Any] = {}
+_FAMILIES: dict[tuple, dict[str, int]] = {}
 
 
 def _sketch_table(zoo: Any) -> Any:
@@ -85,6 +90,18 @@ def _sketch_table(zoo: Any) -> Any:
         _SKETCHES.clear()
         _SKETCHES[key] = load_sketches(zoo)
     return _SKETCHES[key]
+
+
+def _family_sizes(zoo: Any) -> dict[str, int]:
+    key = tuple(str(p) for p in zoo.paths)
+    if key not in _FAMILIES:
+        sizes: dict[str, int] = {}
+        for _, conn in zoo._connections():
+            for family, count in conn.execute("select family, count(*) from models where status = 'ok' group by family"):
+                sizes[family] = sizes.get(family, 0) + count
+        _FAMILIES.clear()
+        _FAMILIES[key] = sizes
+    return _FAMILIES[key]
 
 
 def identify_checkpoint(path: Path, top: int = 5, zoo: Any = None) -> Identification:
@@ -133,6 +150,7 @@ def match_shapes(shapes: dict[str, Shape], top: int = 5, zoo: Any = None) -> tup
     direct = _unwrapped(shapes)
     models = {m.id: m for m in zoo._query(f"select * from models where id in ({','.join('?' * len(ids))})",
                                           tuple(ids))}
+    families = _family_sizes(zoo)
     scored = []
     for model_id in ids:
         if model_id not in signatures or model_id not in models:
@@ -140,9 +158,10 @@ def match_shapes(shapes: dict[str, Shape], top: int = 5, zoo: Any = None) -> tup
         match, exact_names = _compare(model_id, signatures[model_id], query, direct)
         model = models[model_id]
         match.family, match.params = model.family, model.params or 0
-        scored.append((-match.share, -exact_names, zoo.rank(model.source), model_id, match,
-                       _key(signatures[model_id])))
-    scored.sort(key=lambda s: s[:4])
+        # equal scores (the same tensors): the best-ranked source, then the more common family
+        scored.append((-match.score, -exact_names, zoo.rank(model.source), -families.get(model.family, 0),
+                       model_id, match, _key(signatures[model_id])))
+    scored.sort(key=lambda s: s[:5])
     out: list[SignatureMatch] = []
     groups: dict[Any, SignatureMatch] = {}
     for *_, match, key in scored:
@@ -182,7 +201,9 @@ def _compare(model_id: str, signature: list[tuple[str, Shape]], query: dict[str,
             reshaped.append((name, found, shape))
     missing = len(zoo_shapes) - matched - len(reshaped)
     extra = len(query) - matched - len(reshaped)
-    share = matched / max(len(zoo_shapes), len(query))
+    larger = max(len(zoo_shapes), len(query))
+    share, score = matched / larger, (matched + RESHAPED_WEIGHT * len(reshaped)) / larger
     exact_names = sum(1 for name, shape in signature if direct.get(name) == shape)
-    return SignatureMatch(model_id, "", 0, len(zoo_shapes), matched, reshaped, missing, extra, share), exact_names
+    return SignatureMatch(model_id, "", 0, len(zoo_shapes), matched, reshaped, missing, extra, share, score), \
+        exact_names
 
