@@ -15,7 +15,7 @@ cache_app = typer.Typer(help="Inspect or clear the scan cache.", no_args_is_help
 
 
 def scan(
-    path: Path = typer.Argument(..., help="A .py, .onnx or .pt2 file, pkg.module:Class, a checkpoint (.safetensors, .pt, .bin), a directory to scan, or a zoo model name."),
+    path: Path = typer.Argument(..., help="A .py, .onnx or .pt2 file, pkg.module:Class, a checkpoint (.safetensors, .pt, .bin), a Hugging Face / timm model folder (config.json), a directory to scan, or a zoo model name."),
     model: str | None = typer.Option(None, "--model", "-m",
                                         help="Model class or factory in a .py file, e.g. 'resnet(depth=18)'."),
     input_shape: list[str] | None = typer.Option(None, "--input-shape", "-i",
@@ -50,7 +50,9 @@ def scan(
     if is_checkpoint_path(path):
         _scan_checkpoint(path, options, as_json)
         return
-    if path.is_dir():
+    from narcli.trace.model_folders import is_model_folder
+
+    if path.is_dir() and not is_model_folder(path):
         _scan_directory(path, options, as_json)
         return
     from narcli.scan.scanner import scan_file

@@ -101,6 +101,31 @@ def trace_python_file(path: Path, spec: str | None, inputs: list[InputSpec] | No
     return _annotate_payloads(out, graphs, annotate)
 
 
+def trace_model_folder(path: Path, inputs: list[InputSpec] | None, annotate: Annotate | None = None) -> list[dict]:
+    """Build a transformers / timm model folder's model from its config.json on meta and trace it
+    (runs in the child)."""
+    import torch
+
+    from narcli.graph.canonical import build_graph
+    from narcli.trace.model_folders import build_folder_model
+    from narcli.trace.torch_tracer import trace_module
+
+    name, module, tensors, names = build_folder_model(path)
+    specs = [InputSpec(tuple(t.shape), str(t.dtype).removeprefix("torch.")) for t in tensors]
+    if inputs is not None:
+        specs = inputs
+        tensors = [torch.empty(s.shape, dtype=getattr(torch, s.dtype), device="meta") for s in specs]
+    try:
+        raw, tracer = trace_module(module, tensors)
+    except TraceError as exc:
+        cause = exc.__cause__ or exc
+        raise TraceError(f"{path.name} ({name}): forward failed on input {describe(specs)}: "
+                         f"{type(cause).__name__}: {str(cause).splitlines()[0][:200] if str(cause) else ''}") from None
+    graph = build_graph(raw, {"source": str(path), "tracer": tracer, "model": name,
+                              "inputs": [s.to_json() for s in specs]})
+    return _annotate_payloads([_graph_payload(graph, name, tracer, specs, None)], [graph], annotate)
+
+
 def _whole_file_payload(raw: Any, path: Path, tracer: str, annotate: Annotate | None) -> list[dict]:
     """Payload of a file that holds exactly one graph (`.pt2`, `.onnx`), named after the file."""
     from narcli.graph.canonical import build_graph
@@ -127,7 +152,14 @@ def trace_onnx_file(path: Path, annotate: Annotate | None = None) -> list[dict]:
 
 # -- the library entry points ---------------------------------------------------------------------
 def cache_key(path: Path, kind: str, options: ScanOptions, inputs: list[InputSpec] | None) -> str:
-    parts = {"file": file_fingerprint(path), "kind": kind, "model": (options.model or "").strip(),
+    if kind == "folder":  # the config and the library that builds from it decide the model
+        from narcli.trace.model_folders import CONFIG, folder_kind, library_version
+
+        library = folder_kind(path)
+        fingerprint = hashlib.sha256((path / CONFIG).read_bytes()).hexdigest() + f" {library} {library_version(library)}"
+    else:
+        fingerprint = file_fingerprint(path)
+    parts = {"file": fingerprint, "kind": kind, "model": (options.model or "").strip(),
              "inputs": [s.to_json() for s in inputs] if inputs else None, "ir": IR_VERSION}
     if kind != "onnx":
         parts["torch"] = _torch_version()
@@ -161,6 +193,10 @@ def _torch_version() -> str:
 def _check_file(path: Path) -> str:
     if not path.exists():
         raise LoadError(f"{path}: no such file or directory")
+    from narcli.trace.model_folders import is_model_folder
+
+    if is_model_folder(path):
+        return "folder"
     kind = KINDS.get(path.suffix.lower())
     if kind is None:
         raise LoadError(f"{path}: not a model file (expected .py, .onnx or .pt2, a checkpoint "
@@ -218,8 +254,10 @@ def scan_file_annotated(path: Path, options: ScanOptions | None = None, cache: C
     path = Path(path)
     kind = _check_file(path)
     inputs = parse_inputs(options.input_shapes, options.input_dtypes)
-    if kind != "py" and (options.model or inputs):
+    if kind not in ("py", "folder") and (options.model or inputs):
         raise UsageError(f"{path}: --model and --input-shape apply to .py files only")
+    if kind == "folder" and options.model:
+        raise UsageError(f"{path}: a model folder builds the model its config.json names; drop --model")
     cache = cache or Cache()
     key = cache_key(path, kind, options, inputs)
     if options.use_cache:
@@ -231,6 +269,9 @@ def scan_file_annotated(path: Path, options: ScanOptions | None = None, cache: C
     start = time.perf_counter()
     if kind == "onnx":
         payloads = trace_onnx_file(path, annotate)
+    elif kind == "folder":
+        payloads = run_isolated(trace_model_folder, (path, inputs, annotate), options.timeout,
+                                f"building and tracing {path}")
     elif kind == "pt2":
         payloads = run_isolated(trace_exported_program, (path, annotate), options.timeout, f"loading {path}")
     else:

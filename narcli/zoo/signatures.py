@@ -13,7 +13,6 @@ import json
 import sqlite3
 import zlib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from narcli.errors import ZooError
