@@ -54,6 +54,23 @@ def zoo_relabel(db: Path | None = typer.Option(None, "--db", help="Zoo database 
     print(f"{counts['table']} labelled by the table, {counts['structure']} by structure; {counts['changed']} changed")
 
 
+@zoo_app.command("upgrade")
+def zoo_upgrade(db: Path | None = typer.Option(None, "--db", help="Zoo database to upgrade (default: your zoo).")) -> None:
+    """Bring stored graphs to the current canonical form (after a nar upgrade), without tracing again.
+
+    Then run `nar zoo embed` to embed what changed.
+    """
+    from narcli.zoo.store import user_zoo_path
+    from narcli.zoo.upgrade import upgrade_zoo
+
+    path = db or user_zoo_path()
+    console = stderr_console()
+    counts = run(upgrade_zoo, path, report=lambda line: console.print(f"[dim]{line}[/]"))
+    print(f"{path}: {counts['rewritten']} of {counts['graphs']} graphs rewritten ({counts['models']} models moved, "
+          f"{counts['merged']} merged with an existing graph), {counts['reordered']} reordered; "
+          f"run `nar zoo embed --db {path}` next")
+
+
 @zoo_app.command("embed")
 def zoo_embed(
     db: Path | None = typer.Option(None, "--db", help="Zoo database to embed (default: your zoo)."),

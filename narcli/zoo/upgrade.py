@@ -1,0 +1,84 @@
+"""`nar zoo upgrade`: bring a zoo's stored graphs to the current canonical form without tracing again.
+
+A zoo built before a canonicalisation rule existed (an idiom of `graph/idioms.py`, say) holds graphs
+that a fresh trace of the same model no longer produces: their hashes differ, and nodes come in
+another order. Upgrading applies the rules and the canonical order to each stored graph, moves the
+models to the new hashes (updating their headline figures) and drops the embeddings of the old ones,
+so `nar zoo embed` then embeds exactly what a fresh trace would give.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from narcli.errors import NarError, ZooError
+
+TOP_OPS = 8
+
+
+def current_form(graph: Any) -> Any:
+    """The graph as `build_graph` makes it today: idioms in canonical form, canonical node order."""
+    from narcli.graph.idioms import normalise_idioms
+
+    normal = normalise_idioms(graph)
+    return normal.canonicalize() if normal is not graph else graph
+
+
+def upgrade_zoo(db: Path, report: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
+    """Rewrite the graphs of `db` in the current canonical form; counts of what changed."""
+    from narcli.graph.arch_graph import ArchGraph
+    from narcli.zoo.build import ZooWriter
+    from narcli.zoo.store import open_readonly
+
+    if not Path(db).exists():
+        raise ZooError(f"zoo database {db} is missing; build it with `nar zoo build --db {db}`")
+    open_readonly(Path(db)).close()
+    writer = ZooWriter(Path(db))
+    counts = {"graphs": 0, "rewritten": 0, "reordered": 0, "merged": 0, "models": 0}
+    try:
+        conn = writer.conn
+        rows = conn.execute("select hash, data from graphs").fetchall()
+        counts["graphs"] = len(rows)
+        report(f"checking {len(rows)} graphs")
+        with conn:
+            for old_hash, blob in rows:
+                text = zlib.decompress(blob).decode()
+                graph = ArchGraph.from_json(text)
+                new = current_form(graph)
+                new_text = new.to_json()
+                if new_text == text:
+                    continue
+                new_hash = new.content_hash()
+                if new_hash == old_hash:  # the same architecture, nodes in the canonical order
+                    conn.execute("update graphs set data = ? where hash = ?", (zlib.compress(new_text.encode(), 9),
+                                                                                old_hash))
+                    conn.execute("delete from embeddings where hash = ?", (old_hash,))
+                    conn.execute("delete from annotations where hash = ?", (old_hash,))
+                    counts["reordered"] += 1
+                    continue
+                exists = conn.execute("select 1 from graphs where hash = ?", (new_hash,)).fetchone()
+                if exists:
+                    counts["merged"] += 1
+                else:
+                    conn.execute("insert into graphs values (?, ?)", (new_hash, zlib.compress(new_text.encode(), 9)))
+                summary = new.summary()
+                moved = conn.execute(
+                    "update models set graph_hash = ?, params = ?, macs = ?, nodes = ?, edges = ?, depth = ?, "
+                    "top_ops = ? where graph_hash = ?",
+                    (new_hash, summary["params"], summary["macs"], summary["nodes"], summary["edges"],
+                     summary["depth"], json.dumps([[op, n] for op, n in new.top_ops(TOP_OPS)]), old_hash))
+                counts["models"] += moved.rowcount
+                for table in ("graphs", "embeddings", "annotations"):
+                    conn.execute(f"delete from {table} where hash = ?", (old_hash,))
+                counts["rewritten"] += 1
+        writer.compact()
+    except sqlite3.DatabaseError as exc:
+        raise NarError(f"upgrading the zoo {db} failed: {exc}") from None
+    finally:
+        writer.close()
+    return counts
