@@ -95,11 +95,13 @@ def print_identification(console: Console, found: Any) -> None:
     dtypes = ", ".join(f"{d}" + (f" ×{n}" if len(found.dtypes) > 1 else "") for d, n in found.dtypes.items())
     shards = f" in {found.files} files" if found.files > 1 else ""
     nested = f", weights under [bold]{found.nested_key}[/]" if found.nested_key else ""
-    console.print(f"[bold]{found.path}[/]: {found.format} checkpoint{shards}, {found.tensors:,} tensors, "
-                  f"{human(found.numel)} parameters ({dtypes}){nested}")
+    console.print(f"[bold]{found.path}[/]: {found.format} checkpoint{shards}, {found.tensors:,} "
+                  f"tensor{'' if found.tensors == 1 else 's'}, "
+                  f"{human(found.numel)} values ({dtypes}){nested}")
     best = found.best
     if best is None:
-        console.print("[yellow]no zoo signature to compare with[/]")
+        console.print(f"[yellow]no zoo architecture shares a tensor (name and shape) with it[/] (of "
+                      f"{found.signatures:,} signatures). Scan the model's code for its architecture.")
         return
     if found.identified:
         verdict = "[bold green]exact match[/]" if best.exact else "[bold]identified[/]"

@@ -79,7 +79,6 @@ class Identification:
 
 
 _SKETCHES: dict[tuple, Any] = {}
-_FAMILIES: dict[tuple, dict[str, int]] = {}
 
 
 def _sketch_table(zoo: Any) -> Any:
@@ -90,18 +89,6 @@ def _sketch_table(zoo: Any) -> Any:
         _SKETCHES.clear()
         _SKETCHES[key] = load_sketches(zoo)
     return _SKETCHES[key]
-
-
-def _family_sizes(zoo: Any) -> dict[str, int]:
-    key = tuple(str(p) for p in zoo.paths)
-    if key not in _FAMILIES:
-        sizes: dict[str, int] = {}
-        for _, conn in zoo._connections():
-            for family, count in conn.execute("select family, count(*) from models where status = 'ok' group by family"):
-                sizes[family] = sizes.get(family, 0) + count
-        _FAMILIES.clear()
-        _FAMILIES[key] = sizes
-    return _FAMILIES[key]
 
 
 def identify_checkpoint(path: Path, top: int = 5, zoo: Any = None) -> Identification:
@@ -150,7 +137,7 @@ def match_shapes(shapes: dict[str, Shape], top: int = 5, zoo: Any = None) -> tup
     direct = _unwrapped(shapes)
     models = {m.id: m for m in zoo._query(f"select * from models where id in ({','.join('?' * len(ids))})",
                                           tuple(ids))}
-    families = _family_sizes(zoo)
+    families = zoo.family_sizes()
     scored = []
     for model_id in ids:
         if model_id not in signatures or model_id not in models:
@@ -165,6 +152,8 @@ def match_shapes(shapes: dict[str, Shape], top: int = 5, zoo: Any = None) -> tup
     out: list[SignatureMatch] = []
     groups: dict[Any, SignatureMatch] = {}
     for *_, match, key in scored:
+        if match.matched == 0 and match.reshaped == []:  # nothing in common: not worth a row
+            continue
         if key in groups:  # the same tensors as a better-ranked model: listed beside it, not again
             groups[key].same_as.append(match.id)
             continue

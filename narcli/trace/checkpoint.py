@@ -50,10 +50,11 @@ class Checkpoint:
         return {name: shape for name, (shape, _) in self.tensors.items()}
 
     def dtypes(self) -> dict[str, int]:
+        """Tensors per dtype, the commonest first."""
         counts: dict[str, int] = {}
         for _, dtype in self.tensors.values():
             counts[dtype] = counts.get(dtype, 0) + 1
-        return counts
+        return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
 
     def numel(self) -> int:
         total = 0

@@ -140,6 +140,7 @@ class Zoo:
         self.paths = [Path(p) for p in paths]
         self._conns: list[tuple[Path, sqlite3.Connection]] | None = None
         self._ranks: dict[str, int] | None = None
+        self._family_sizes: dict[str, int] | None = None
 
     def _connections(self) -> list[tuple[Path, sqlite3.Connection]]:
         if self._conns is None:
@@ -306,14 +307,29 @@ class Zoo:
         return found
 
     def models_by_hash(self, hashes: list[str]) -> dict[str, list[ZooModel]]:
-        """The models of each graph hash, best-ranked source first."""
+        """The models of each graph hash, best-ranked source first, then the most common family:
+        an architecture several families share (GPT-2 and GPT-SW3) is named after the larger one."""
         out: dict[str, list[ZooModel]] = {}
         for start in range(0, len(hashes), 500):
             chunk = hashes[start:start + 500]
             marks = ",".join("?" * len(chunk))
             for m in self._query(f"select * from models where status = 'ok' and graph_hash in ({marks})", tuple(chunk)):
                 out.setdefault(m.graph_hash, []).append(m)
+        sizes = self.family_sizes()
+        for group in out.values():
+            group.sort(key=lambda m: (self.rank(m.source), -sizes.get(m.family, 0), m.id))
         return out
+
+    def family_sizes(self) -> dict[str, int]:
+        """Models per family (traced ones), over every zoo."""
+        if self._family_sizes is None:
+            sizes: dict[str, int] = {}
+            for _, conn in self._connections():
+                for family, count in conn.execute("select family, count(*) from models where status = 'ok' "
+                                                  "group by family"):
+                    sizes[family] = sizes.get(family, 0) + count
+            self._family_sizes = sizes
+        return self._family_sizes
 
     def graph(self, model: ZooModel) -> Any:
         """The model's canonical ArchGraph."""
