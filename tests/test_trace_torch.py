@@ -134,3 +134,24 @@ def test_run_on_meta_runs_a_model_that_reads_values():
     out = run_on_meta(lambda: model(torch.empty(2, 5, dtype=torch.long, device="meta"),
                                     torch.empty(2, 4, device="meta")))
     assert out.is_meta and tuple(out.shape) == (2, 4)
+
+
+class SampledGate(nn.Module):
+    """A forward that builds a torch.distributions object from activations (Gemma 3n does)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.fc(x)
+        gate = torch.distributions.Normal(h.mean(), h.std())
+        return h * gate.icdf(torch.tensor(0.9, device=h.device))
+
+
+def test_distribution_argument_checks_do_not_stop_a_meta_trace():
+    with torch.device("meta"):
+        model = SampledGate()
+    raw, tracer = trace_module(model, [torch.empty(2, 4, device="meta")])
+    assert tracer == "runtime"
+    assert torch.distributions.Distribution._validate_args  # the default is restored afterwards

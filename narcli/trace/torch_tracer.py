@@ -36,13 +36,27 @@ def trace_module(model: nn.Module, inputs: list[torch.Tensor],
     on_meta = torch.device("meta") if inputs and all(t.is_meta for t in inputs) else contextlib.nullcontext()
     for name in tracers:
         try:
-            with warnings.catch_warnings(), on_meta:
+            with warnings.catch_warnings(), on_meta, _no_distribution_checks():
                 warnings.simplefilter("ignore")
                 return _TRACERS[name](model, inputs), name
         except Exception as exc:  # each tracer fails in its own way; the next one may succeed
             failures.append((name, exc))
     name, first = failures[0]  # the preferred tracer's complaint says the most
     raise TraceError(f"could not trace the model ({name}: {_one_line(first)})") from first
+
+
+@contextlib.contextmanager
+def _no_distribution_checks() -> Any:
+    """`torch.distributions` checks its arguments' values (`loc` is finite, ...); meta tensors have no
+    values, and the run-time tracer answers such checks with False, so they would always fail."""
+    from torch.distributions import Distribution
+
+    before = Distribution._validate_args
+    Distribution.set_default_validate_args(False)
+    try:
+        yield
+    finally:
+        Distribution.set_default_validate_args(before)
 
 
 def _one_line(exc: BaseException) -> str:
