@@ -220,3 +220,24 @@ def test_similar_on_an_unknown_checkpoint_is_one_line(cli, tmp_path):
     assert result.exit_code == 2
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "no zoo architecture matches this checkpoint" in lines[0]
+
+
+def test_a_narrower_copy_is_a_resized_variant_not_a_match(fake_zoo, tmp_path):
+    state = {"0.weight": (16, 4), "0.bias": (16,), "2.weight": (2, 16), "2.bias": (2,)}  # an MLP of width 16
+    found = identify_checkpoint(write_safetensors(tmp_path / "mlp16.safetensors", state), zoo=Zoo([fake_zoo]))
+    assert not found.identified and found.resized
+    assert found.best.id.startswith("fk/mlp_") and found.best.name_cover == 1.0 and found.best.matched == 1  # only 2.bias
+
+
+def test_a_zoo_from_before_name_sketches_gets_them(fake_zoo, tmp_path):
+    import shutil
+    import sqlite3
+
+    db = tmp_path / "old.db"
+    shutil.copy(fake_zoo, db)
+    with sqlite3.connect(db) as conn:
+        conn.execute("alter table signatures drop column name_sketch")
+    assert len(load_sketches(Zoo([db])).name_sketches) == 6  # computed from the stored data on read
+    assert compute_signatures(db, ["fake"], jobs=1, timeout=60) == []  # the writer adds the column
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("select count(*) from signatures where name_sketch is not null").fetchone() == (6,)

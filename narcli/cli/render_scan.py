@@ -114,6 +114,10 @@ def print_identification(console: Console, found: Any) -> None:
         if best.same_as:
             more = f" and {len(best.same_as) - 6} more" if len(best.same_as) > 6 else ""
             console.print(f"  [dim]the same tensors as {', '.join(best.same_as[:6])}{more}[/]")
+    elif found.resized:
+        console.print(f"[bold]a resized {best.id}[/] ({best.family}): {best.name_cover:.0%} of the checkpoint's "
+                      f"tensors have a namesake in it, {len(best.reshaped):,} with other shapes and {best.matched:,} "
+                      f"equal ({best.zoo_tensors:,} in the zoo's configuration): other widths or depths of it")
     else:
         console.print(f"[yellow]no zoo architecture matches[/]: the best shares {best.share:.0%} of its tensors. "
                       "Scan the model's code for its architecture.")

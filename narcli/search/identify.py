@@ -17,10 +17,12 @@ from narcli.errors import LoadError, UsageError, ZooError
 from narcli.trace.checkpoint import Shape, canonical_shapes, read_checkpoint
 
 CANDIDATES = 40  # signatures read in full after the sketch comparison
+NAME_CANDIDATES = 10  # and those whose names alone are closest (a resized variant shares no shapes)
 SAME_MODEL = 0.5  # below this share of matching tensors a match is only "nearest", not the model
 # a tensor with the zoo model's name but another shape (a resized head) is half the evidence of an
 # equal one: it tells a fine-tuned classifier from the same backbone with another task head
 RESHAPED_WEIGHT = 0.5
+RESIZED = 0.8  # share of the checkpoint's tensor names found in a zoo model to call it a resized variant
 
 
 @dataclass
@@ -37,6 +39,7 @@ class SignatureMatch:
     extra: int = 0  # checkpoint tensors the zoo model lacks
     share: float = 0.0  # matched / the larger of the two tensor counts
     score: float = 0.0  # the ranking: share, with half credit for reshaped tensors
+    name_cover: float = 0.0  # share of the checkpoint's tensors that have a namesake in the zoo model
     same_as: list[str] = field(default_factory=list)  # other zoo models with this very signature
 
     @property
@@ -69,11 +72,19 @@ class Identification:
 
     @property
     def identified(self) -> bool:
-        return bool(self.matches) and self.matches[0].score >= SAME_MODEL
+        """The best match holds at least half the tensors with the very same shapes."""
+        return bool(self.matches) and self.matches[0].share >= SAME_MODEL
+
+    @property
+    def resized(self) -> bool:
+        """Not identified, but (nearly) every checkpoint tensor has a namesake in the best match: a
+        variant of it with other widths or fewer layers."""
+        return not self.identified and bool(self.matches) and self.matches[0].name_cover >= RESIZED
 
     def to_json(self) -> dict[str, Any]:
         data = {k: v for k, v in self.__dict__.items() if k != "matches"}
         data["identified"] = self.identified
+        data["resized"] = self.resized
         data["matches"] = [m.to_json() for m in self.matches]
         return data
 
@@ -102,14 +113,15 @@ def identify_checkpoint(path: Path, top: int = 5, zoo: Any = None) -> Identifica
 
 
 def identified_model(path: Path, zoo: Any = None) -> tuple[Any, SignatureMatch]:
-    """(ZooModel, match) of the architecture a checkpoint holds, for commands that search from it;
-    UsageError when no zoo architecture matches well enough to stand for it."""
+    """(ZooModel, match) of the architecture a checkpoint holds (or, when only the names agree, the
+    one it is a resized variant of), for commands that search from it; UsageError when no zoo
+    architecture matches well enough to stand for it."""
     from narcli.zoo.store import Zoo
 
     zoo = zoo or Zoo()
     found = identify_checkpoint(path, 1, zoo)
     best = found.best
-    if not found.identified or best is None:
+    if best is None or not (found.identified or found.resized):
         share = f"; the nearest, {best.id}, shares {best.share:.0%} of its tensors" if best else ""
         raise UsageError(f"{path}: no zoo architecture matches this checkpoint's tensors{share}; "
                          "scan the model's code instead")
@@ -131,7 +143,9 @@ def match_shapes(shapes: dict[str, Shape], top: int = 5, zoo: Any = None) -> tup
     if not query:
         raise LoadError("the checkpoint holds no tensors")
     estimate = (table.sketches == sketch(query)[None, :]).mean(axis=1)
-    chosen = np.argsort(-estimate, kind="stable")[:CANDIDATES]
+    by_names = (table.name_sketches == sketch(query, shapes=False)[None, :]).mean(axis=1)
+    chosen = list(np.argsort(-estimate, kind="stable")[:CANDIDATES])
+    chosen += [i for i in np.argsort(-by_names, kind="stable")[:NAME_CANDIDATES] if i not in set(chosen)]
     ids = [table.ids[i] for i in chosen]
     signatures = load_signatures(zoo, ids)
     direct = _unwrapped(shapes)
@@ -193,6 +207,7 @@ def _compare(model_id: str, signature: list[tuple[str, Shape]], query: dict[str,
     larger = max(len(zoo_shapes), len(query))
     share, score = matched / larger, (matched + RESHAPED_WEIGHT * len(reshaped)) / larger
     exact_names = sum(1 for name, shape in signature if direct.get(name) == shape)
-    return SignatureMatch(model_id, "", 0, len(zoo_shapes), matched, reshaped, missing, extra, share, score), \
-        exact_names
+    cover = (matched + len(reshaped)) / max(len(query), 1)
+    return SignatureMatch(model_id, "", 0, len(zoo_shapes), matched, reshaped, missing, extra, share, score,
+                          cover), exact_names
 

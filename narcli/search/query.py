@@ -89,13 +89,13 @@ def zoo_query(model: Any, zoo: Any) -> Query:
 
 def checkpoint_query(path: Path, zoo: Any = None) -> Query:
     """A checkpoint stands for the zoo architecture its tensors identify (it has no code to trace)."""
-    from narcli.search.identify import identified_model
+    from narcli.search.identify import SAME_MODEL, identified_model
     from narcli.zoo.store import Zoo
 
     zoo = zoo or Zoo()
     model, best = identified_model(path, zoo)
     query = zoo_query(model, zoo)
-    query.name = f"{path.name} = {best.id}"
+    query.name = f"{path.name} {'=' if best.share >= SAME_MODEL else '≈'} {best.id}"
     query.extra["checkpoint"] = {"path": str(path), "matched": best.matched, "zoo_tensors": best.zoo_tensors,
                                  "reshaped": len(best.reshaped), "extra": best.extra, "exact": best.exact}
     return query

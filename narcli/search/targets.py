@@ -38,12 +38,13 @@ def resolve_targets(text: str, options: ScanOptions | None = None, zoo: Any = No
     if found is not None:  # pkg.module:Class
         path, options = found
     elif _is_checkpoint(path):  # no code: the zoo architecture its tensors identify
-        from narcli.search.identify import identified_model
+        from narcli.search.identify import SAME_MODEL, identified_model
         from narcli.zoo.store import Zoo
 
         zoo = zoo or Zoo()
         model, best = identified_model(path, zoo)
-        return [Target(f"{path.name} = {best.id}", zoo.graph(model), model)]
+        sign = "=" if best.share >= SAME_MODEL else "≈"  # ≈: a resized variant
+        return [Target(f"{path.name} {sign} {best.id}", zoo.graph(model), model)]
     elif not path.exists() and looks_like_a_name(text):
         from narcli.zoo.store import Zoo
 

@@ -24,7 +24,7 @@ from narcli import IR_VERSION
 from narcli.errors import NarError, UsageError, ZooError
 from narcli.trace.pool import TaskResult, run_pool
 from narcli.zoo.labels import label
-from narcli.zoo.signatures import signature_entry, store_signature
+from narcli.zoo.signatures import add_name_sketches, signature_entry, store_signature
 from narcli.zoo.sources import ZooEntry, ZooSource
 from narcli.zoo.store import SCHEMA, SCHEMA_VERSION, rebuild_hint
 
@@ -131,6 +131,7 @@ class ZooWriter:
             self.conn = sqlite3.connect(path, timeout=30, isolation_level=None)
             self.conn.execute("pragma journal_mode = wal")
             self.conn.executescript(SCHEMA)
+            add_name_sketches(self.conn)  # a zoo from before name sketches: one column more
             found = self.conn.execute("select value from meta where key = 'schema_version'").fetchone()
             if found is not None and int(found[0]) != SCHEMA_VERSION:
                 raise ZooError(f"zoo database {path} has schema {found[0]}, this nar writes {SCHEMA_VERSION}; "

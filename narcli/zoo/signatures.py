@@ -32,21 +32,22 @@ def _hash_parameters() -> tuple[Any, Any]:
     return a, b
 
 
-def tokens(canonical: dict[str, Shape]) -> Any:
-    """One 64-bit id per (canonical name, shape)."""
+def tokens(canonical: dict[str, Shape], shapes: bool = True) -> Any:
+    """One 64-bit id per (canonical name, shape), or per name alone."""
     import numpy as np
 
-    ids = [int.from_bytes(hashlib.blake2b(f"{n}|{','.join(map(str, s))}".encode(), digest_size=8).digest(), "little")
-           for n, s in canonical.items()]
+    texts = (f"{n}|{','.join(map(str, s))}" if shapes else n for n, s in canonical.items())
+    ids = [int.from_bytes(hashlib.blake2b(t.encode(), digest_size=8).digest(), "little") for t in texts]
     return np.array(ids, dtype=np.uint64)
 
 
-def sketch(canonical: dict[str, Shape]) -> Any:
+def sketch(canonical: dict[str, Shape], shapes: bool = True) -> Any:
     """MinHash of the signature's tokens: the share of equal entries of two sketches estimates the
-    Jaccard similarity of the two token sets."""
+    Jaccard similarity of the two token sets. Without `shapes`, of the names alone (which find a
+    differently sized variant of an architecture: the same names, other shapes)."""
     import numpy as np
 
-    ids = tokens(canonical)
+    ids = tokens(canonical, shapes)
     if ids.size == 0:
         return np.full(SKETCH_SIZE, np.iinfo(np.uint64).max, dtype=np.uint64)
     a, b = _hash_parameters()
@@ -54,11 +55,11 @@ def sketch(canonical: dict[str, Shape]) -> Any:
         return (ids[:, None] * a[None, :] + b[None, :]).min(axis=0)
 
 
-def encode_signature(signature: list[tuple[str, Shape]]) -> tuple[int, bytes, bytes]:
-    """(tensor count, sketch bytes, compressed data) as stored."""
+def encode_signature(signature: list[tuple[str, Shape]]) -> tuple[int, bytes, bytes, bytes]:
+    """(tensor count, sketch bytes, compressed data, name-sketch bytes) as stored."""
     canonical = canonical_shapes(signature)
     data = zlib.compress(json.dumps([[n, list(s)] for n, s in signature], separators=(",", ":")).encode(), 9)
-    return len(canonical), sketch(canonical).tobytes(), data
+    return len(canonical), sketch(canonical).tobytes(), data, sketch(canonical, shapes=False).tobytes()
 
 
 def decode_signature(blob: bytes) -> list[tuple[str, Shape]]:
@@ -72,28 +73,37 @@ class SketchTable:
 
     ids: list[str]
     sizes: Any  # int array: canonical tensor count
-    sketches: Any  # (n, SKETCH_SIZE) uint64
+    sketches: Any  # (n, SKETCH_SIZE) uint64, of (name, shape)
+    name_sketches: Any  # (n, SKETCH_SIZE) uint64, of names alone
 
 
 def load_sketches(zoo: Zoo) -> SketchTable:
     """The sketches of every model with a signature (the user's zoo wins on equal ids)."""
     import numpy as np
 
-    rows: dict[str, tuple[int, bytes]] = {}
+    rows: dict[str, tuple[int, bytes, bytes]] = {}
     for path, conn in zoo._connections():
         try:
-            for model_id, size, blob in conn.execute("select s.id, s.tensors, s.sketch from signatures s "
-                                                     "join models m on m.id = s.id where m.status = 'ok'"):
-                rows[model_id] = (size, blob)
+            columns = {row[1] for row in conn.execute("pragma table_info(signatures)")}
+            names_column = "s.name_sketch" if "name_sketch" in columns else "null"  # a zoo from before them
+            for model_id, size, blob, names, data in conn.execute(
+                    f"select s.id, s.tensors, s.sketch, {names_column}, case when {names_column} is null "
+                    "then s.data end from signatures s join models m on m.id = s.id where m.status = 'ok'"):
+                if names is None:  # stored before name sketches existed
+                    names = sketch(canonical_shapes(decode_signature(data)), shapes=False).tobytes()
+                rows[model_id] = (size, blob, names)
         except sqlite3.OperationalError:  # a zoo without signatures yet
             continue
         except sqlite3.DatabaseError as exc:
             raise ZooError(f"zoo database {path} is unreadable ({exc}); {rebuild_hint(path)}") from None
     ids = sorted(rows)
     sizes = np.array([rows[i][0] for i in ids], dtype=np.int64)
-    matrix = np.frombuffer(b"".join(rows[i][1] for i in ids), dtype=np.uint64).reshape(len(ids), SKETCH_SIZE) \
-        if ids else np.zeros((0, SKETCH_SIZE), dtype=np.uint64)
-    return SketchTable(ids, sizes, matrix)
+    def matrix(column: int) -> Any:
+        if not ids:
+            return np.zeros((0, SKETCH_SIZE), dtype=np.uint64)
+        return np.frombuffer(b"".join(rows[i][column] for i in ids), dtype=np.uint64).reshape(len(ids), SKETCH_SIZE)
+
+    return SketchTable(ids, sizes, matrix(1), matrix(2))
 
 
 def load_signatures(zoo: Zoo, ids: list[str]) -> dict[str, list[tuple[str, Shape]]]:
@@ -122,5 +132,19 @@ def signature_entry(source: ZooSource, entry: ZooEntry) -> list[tuple[str, Shape
 
 
 def store_signature(conn: sqlite3.Connection, model_id: str, signature: list[tuple[str, Shape]]) -> None:
-    size, sketch_bytes, data = encode_signature(signature)
-    conn.execute("insert or replace into signatures values (?, ?, ?, ?)", (model_id, size, sketch_bytes, data))
+    size, sketch_bytes, data, names = encode_signature(signature)
+    conn.execute("insert or replace into signatures (id, tensors, sketch, data, name_sketch) values (?, ?, ?, ?, ?)",
+                 (model_id, size, sketch_bytes, data, names))
+
+
+def add_name_sketches(conn: sqlite3.Connection) -> int:
+    """Give signatures stored before name sketches existed theirs (from the stored data; no build)."""
+    columns = {row[1] for row in conn.execute("pragma table_info(signatures)")}
+    if "name_sketch" not in columns:
+        conn.execute("alter table signatures add column name_sketch blob")
+    rows = conn.execute("select id, data from signatures where name_sketch is null").fetchall()
+    with conn:
+        for model_id, data in rows:
+            names = sketch(canonical_shapes(decode_signature(data)), shapes=False).tobytes()
+            conn.execute("update signatures set name_sketch = ? where id = ?", (names, model_id))
+    return len(rows)

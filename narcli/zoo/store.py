@@ -38,7 +38,8 @@ create index if not exists models_family on models(family);
 create table if not exists graphs (hash text primary key, data blob not null);
 create table if not exists embeddings (hash text primary key, encoder text not null, vector blob not null);
 create table if not exists annotations (hash text primary key, encoder text not null, prediction text, motifs text);
-create table if not exists signatures (id text primary key, tensors integer, sketch blob, data blob);
+create table if not exists signatures (
+    id text primary key, tensors integer, sketch blob, data blob, name_sketch blob);
 create table if not exists builds (
     id integer primary key, started text, finished text, sources text, options text, summary text);
 """
