@@ -35,20 +35,9 @@ QUOTAS = {"timm": 90, "transformers": 80, "torchvision": 30}
 
 
 def write_header(path: Path, shapes: list[tuple[str, tuple[int, ...]]]) -> Path:
-    header, offset = {}, 0
-    for name, shape in shapes:
-        size = 4
-        for d in shape:
-            size *= d
-        header[name] = {"dtype": "F32", "shape": list(shape), "data_offsets": [offset, offset + size]}
-        offset += size
-    raw = json.dumps(header).encode()
-    with open(path, "wb") as f:
-        f.write(len(raw).to_bytes(8, "little") + raw)
-        if offset:
-            f.seek(offset - 1, 1)
-            f.write(b"\0")
-    return path
+    from narcli.trace.checkpoint import write_safetensors_header
+
+    return write_safetensors_header(path, shapes)
 
 
 def wrapped(shapes: list[tuple[str, tuple[int, ...]]]) -> list[tuple[str, tuple[int, ...]]]:

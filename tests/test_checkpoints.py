@@ -9,7 +9,7 @@ import pytest
 
 from narcli.errors import LoadError
 from narcli.search.identify import identify_checkpoint
-from narcli.trace.checkpoint import canonical_name, is_checkpoint_path, read_checkpoint
+from narcli.trace.checkpoint import canonical_name, is_checkpoint_path, read_checkpoint, write_safetensors_header
 from narcli.zoo import plugins
 from narcli.zoo.build import BuildOptions, build_zoo, compute_signatures
 from narcli.zoo.signatures import load_sketches
@@ -20,20 +20,7 @@ from . import fake_source
 
 def write_safetensors(path, shapes, prefix=""):
     """A safetensors file whose data is a hole: the header is real, the weights cost no disk."""
-    header, offset = {}, 0
-    for name, shape in shapes.items():
-        size = 4
-        for d in shape:
-            size *= d
-        header[prefix + name] = {"dtype": "F32", "shape": list(shape), "data_offsets": [offset, offset + size]}
-        offset += size
-    raw = json.dumps(header).encode()
-    with open(path, "wb") as f:
-        f.write(len(raw).to_bytes(8, "little") + raw)
-        if offset:
-            f.seek(offset - 1, 1)
-            f.write(b"\0")
-    return path
+    return write_safetensors_header(path, {prefix + name: shape for name, shape in shapes.items()})
 
 
 @pytest.fixture(scope="module")

@@ -161,7 +161,7 @@ def match_shapes(shapes: dict[str, Shape], top: int = 5, zoo: Any = None) -> tup
         match.family, match.params = model.family, model.params or 0
         # equal scores (the same tensors): the best-ranked source, then the more common family
         scored.append((-match.score, -exact_names, zoo.rank(model.source), -families.get(model.family, 0),
-                       model_id, match, _key(signatures[model_id])))
+                       model_id, match, tuple(signatures[model_id])))
     scored.sort(key=lambda s: s[:5])
     out: list[SignatureMatch] = []
     groups: dict[Any, SignatureMatch] = {}
@@ -186,10 +186,6 @@ def _unwrapped(shapes: dict[str, Shape]) -> dict[str, Shape]:
             parts = parts[1:]
         out.setdefault(".".join(parts), shape)
     return out
-
-
-def _key(signature: list[tuple[str, Shape]]) -> tuple:
-    return tuple(signature)
 
 
 def _compare(model_id: str, signature: list[tuple[str, Shape]], query: dict[str, Shape],
