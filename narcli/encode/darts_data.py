@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
-from narcli.encode.dataset import Item, cached_features, map_in_processes
+from narcli.encode.dataset import Item, map_in_processes
+from narcli.encode.feature_cache import cached_features
 from narcli.encode.features import EncodedGraph
 from narcli.nas.darts_space import sample_dataset
 

@@ -2,22 +2,21 @@
 
 One item per distinct graph hash. Its family and coarse class come from the best-ranked source
 that has it (timm before torchvision before transformers), so aliases never disagree.
-Featurising the bundled zoo takes a few minutes, so the result is cached under `$NAR_HOME`.
+Featurising the bundled zoo takes a few minutes, so the result is cached under `$NAR_HOME`
+(`encode.feature_cache`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import pickle
 import random
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from narcli.encode.feature_cache import cached_features
 from narcli.encode.features import EncodedGraph
 
 
@@ -48,28 +47,6 @@ def zoo_labels(zoo) -> dict[str, tuple[str, str, str]]:
         if model.graph_hash and model.graph_hash not in labelled:
             labelled[model.graph_hash] = (model.id, model.family, model.coarse)
     return labelled
-
-
-def cached_features(name: str, build: Callable[[], Any]) -> Any:
-    """`build()`, pickled under `$NAR_HOME/features/<name>-v<FEATURES_VERSION>.pkl` and read back from
-    there next time (a new features version featurises again)."""
-    from narcli.encode.features import FEATURES_VERSION
-    from narcli.scan.cache import nar_home
-
-    path = Path(nar_home()) / "features" / f"{name}-v{FEATURES_VERSION}.pkl"
-    if path.exists():
-        try:
-            with open(path, "rb") as handle:
-                return pickle.load(handle)
-        except (pickle.UnpicklingError, EOFError, ImportError, AttributeError):
-            pass  # written by another layout of the package, or cut short: featurise again
-    value = build()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    with open(tmp, "wb") as handle:
-        pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
-    tmp.replace(path)  # a crash never leaves a half-written cache
-    return value
 
 
 def map_in_processes(fn: Callable[[Any], Any], inputs: list, label: str, progress: bool, jobs: int,

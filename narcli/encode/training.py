@@ -92,8 +92,8 @@ def train_encoder(items: list[Item], train_idx: list[int], config: TrainConfig,
     optimiser = torch.optim.Adam(model.parameters(), lr=config.lr)
     log: list[dict] = []
     start_epoch = 0
-    if checkpoint is not None and checkpoint.exists():
-        state = torch.load(checkpoint, weights_only=False)
+    state = _read_checkpoint(checkpoint)
+    if state is not None:
         if state.get("config") == training_key(config):
             model.load_state_dict(state["model"])
             optimiser.load_state_dict(state["optimiser"])
@@ -146,6 +146,18 @@ def train_encoder(items: list[Item], train_idx: list[int], config: TrainConfig,
             tmp.replace(checkpoint)
     model.eval()
     return Trained(model, families, config, log)
+
+
+def _read_checkpoint(path: Path | None) -> dict | None:
+    """A training checkpoint, read with `weights_only=True` (tensors and plain containers only, so a
+    planted file cannot run code); None when there is none or it cannot be read (training restarts)."""
+    if path is None or not path.exists():
+        return None
+    try:
+        state = torch.load(path, weights_only=True)
+    except Exception:  # torch raises many kinds for a damaged or foreign file
+        return None
+    return state if isinstance(state, dict) else None
 
 
 def model_for(config: TrainConfig | dict, families: int) -> NAREncoder:

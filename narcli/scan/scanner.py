@@ -137,8 +137,8 @@ def _whole_file_payload(raw: Any, path: Path, tracer: str, annotate: Annotate | 
 
 
 def trace_exported_program(path: Path, annotate: Annotate | None = None) -> list[dict]:
-    """Trace a `.pt2` archive written by `torch.export.save` (runs in the child)."""
-    from narcli.trace.loader import load_exported_program
+    """Trace a `.pt2` archive written by `torch.export.save`, read without unpickling (runs in the child)."""
+    from narcli.trace.pt2_archive import load_exported_program
     from narcli.trace.torch_tracer import raw_from_program
 
     return _whole_file_payload(raw_from_program(load_exported_program(path)), path, "export", annotate)

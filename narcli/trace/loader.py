@@ -1,4 +1,4 @@
-"""Load models from a user's `.py` file (by path) or a `.pt2` archive, built on the `meta` device.
+"""Load models from a user's `.py` file (by path), built on the `meta` device.
 
 This runs in the child process of `isolation`; it imports torch.
 """
@@ -261,12 +261,3 @@ def _construct(target: Any, args: tuple, kwargs: dict, what: str, path: Path, mo
         raise LoadError(f"{path}: {what} could not be constructed: {exc}") from exc
     except Exception as exc:
         raise LoadError(f"{path}: constructing {what} raised {type(exc).__name__}: {exc}") from exc
-
-
-def load_exported_program(path: Path) -> Any:
-    import torch
-
-    try:
-        return torch.export.load(str(path))
-    except Exception as exc:
-        raise LoadError(f"{path}: not a readable torch.export archive ({type(exc).__name__}: {exc})") from exc
