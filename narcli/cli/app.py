@@ -52,5 +52,13 @@ app.add_typer(learn_commands.train_app, name="train")
 app.add_typer(search_commands.index_app, name="index")
 
 
+def _terminated(signum: int, _frame: object) -> None:
+    # unwind instead of dying on the spot, so `finally` blocks kill the children running user code
+    raise SystemExit(128 + signum)
+
+
 def main() -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, _terminated)
     app()

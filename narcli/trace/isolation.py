@@ -1,11 +1,20 @@
-"""Run a function in a child process with a timeout, so user code that hangs or crashes can't take nar down."""
+"""Run a function in a child process with a timeout, so user code that hangs or crashes can't take nar down.
+
+The child is the leader of its own session, so everything it starts (a subprocess the user's code
+launches, say) shares its process group, and a timeout kills the whole group. The child also dies
+with nar: on Linux the kernel sends it SIGTERM when nar exits (`PR_SET_PDEATHSIG`), and on every
+platform a thread watches for a new parent process; either way it kills its group.
+"""
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
 import signal
 import sys
+import threading
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -14,7 +23,49 @@ from narcli import errors
 from narcli.errors import IsolationError, NarError
 
 
-def _child(conn: Any, fn: Callable[..., Any], args: tuple) -> None:
+_PR_SET_PDEATHSIG = 1
+
+
+def _kill_own_group(*_: Any) -> None:
+    os.killpg(os.getpgrp(), signal.SIGKILL)
+
+
+def guard_child(parent: int) -> None:
+    """In a freshly started child: lead a new session, and kill it all when `parent` goes away."""
+    try:
+        os.setsid()
+    except OSError:  # already a session leader
+        pass
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+            signal.signal(signal.SIGTERM, _kill_own_group)
+        except (OSError, AttributeError, ValueError):
+            pass
+    if os.getppid() != parent:  # the parent died before the guard was set
+        _kill_own_group()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.25)
+        _kill_own_group()
+
+    threading.Thread(target=watch, name="nar-parent-watch", daemon=True).start()
+
+
+def kill_group(process: Any) -> None:
+    """Kill a guarded child and everything it started. Call before `join()`: until the child is
+    reaped its pid cannot be reused, so the group id is still ours."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError):
+        pass  # no such group: the child had not called setsid yet, or it and its children are gone
+    if process.is_alive():
+        process.kill()
+
+
+def _child(conn: Any, fn: Callable[..., Any], args: tuple, parent: int) -> None:
+    guard_child(parent)
     # user code that prints must not corrupt our stdout (e.g. `--json`)
     os.dup2(2, 1)
     try:
@@ -41,7 +92,7 @@ def run_isolated(fn: Callable[..., Any], args: tuple, timeout: float, what: str)
     """
     ctx = _context()
     receive, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_child, args=(send, fn, args), daemon=True)
+    child = ctx.Process(target=_child, args=(send, fn, args, os.getpid()), daemon=True)
     child.start()
     send.close()
     try:
@@ -53,8 +104,7 @@ def run_isolated(fn: Callable[..., Any], args: tuple, timeout: float, what: str)
             child.join(5)
             raise IsolationError(f"{what} crashed the Python interpreter ({_death(child.exitcode)})") from None
     finally:
-        if child.is_alive():
-            child.kill()
+        kill_group(child)  # the child itself may have exited; what it started may not have
         child.join(5)
         receive.close()
     if message[0] == "ok":

@@ -21,6 +21,7 @@ from multiprocessing.connection import wait
 from typing import Any
 
 from narcli.errors import NarError
+from narcli.trace.isolation import guard_child, kill_group
 
 
 @dataclass
@@ -33,14 +34,14 @@ class TaskResult:
     seconds: float = 0.0
 
 
-def _worker(conn: Any, fn: Callable[..., Any], log_path: str) -> None:
+def _worker(conn: Any, fn: Callable[..., Any], log_path: str, parent: int) -> None:
+    guard_child(parent)  # its own process group, killed with it; dies with the parent
     # library chatter (warnings, prints) goes to the log, not over the parent's progress bar
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     faulthandler.enable(file=sys.stderr)  # a segfault's Python stack goes to the log too
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
-    parent = os.getppid()
     while True:
         try:
             # forked siblings hold copies of our pipe, so a dead parent shows as a new ppid, not EOF
@@ -75,7 +76,7 @@ def _worker(conn: Any, fn: Callable[..., Any], log_path: str) -> None:
 class _Worker:
     def __init__(self, ctx: Any, fn: Callable[..., Any], log_path: str):
         self.conn, child_conn = ctx.Pipe()
-        self.process = ctx.Process(target=_worker, args=(child_conn, fn, log_path), daemon=True)
+        self.process = ctx.Process(target=_worker, args=(child_conn, fn, log_path, os.getpid()), daemon=True)
         self.process.start()
         child_conn.close()
         self.key: str | None = None
@@ -95,16 +96,15 @@ class _Worker:
 
     def stop(self, kill: bool = False) -> None:
         if kill:
-            self.process.kill()
+            kill_group(self.process)
         else:
             try:
                 self.conn.send(None)
             except OSError:
                 pass
-        self.process.join(5)
-        if self.process.is_alive():
-            self.process.kill()
             self.process.join(5)
+        kill_group(self.process)  # and anything it left running
+        self.process.join(5)
         self.conn.close()
 
 
