@@ -31,3 +31,7 @@ class NoModelError(LoadError):
 
 class ZooError(NarError):
     """The zoo database is missing, corrupt, busy, or has no such model."""
+
+
+class CacheError(NarError):
+    """The scan cache is damaged, busy, or cannot be created where NAR_HOME points."""

@@ -36,6 +36,10 @@ def main_options(
     debug: bool = typer.Option(False, "--debug", help="Show full tracebacks on errors."),
 ) -> None:
     state["debug"] = debug
+    if debug:
+        import os
+
+        os.environ["NAR_DEBUG"] = "1"  # children running user code keep their library logging
 
 
 # commands first, then groups: the order `nar --help` lists them in

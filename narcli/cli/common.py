@@ -47,10 +47,20 @@ def run(fn: Any, *args: Any, **kwargs: Any) -> Any:
         fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
         fail("interrupted", 130)
+    except OSError as exc:  # the file system said no: a name too long, a file where a folder should be
+        if state["debug"] or not exc.strerror:
+            raise
+        where = f"{_short_path(exc.filename)}: " if exc.filename else ""
+        fail(f"{where}{exc.strerror}", 1)
     except Exception as exc:
         if state["debug"]:
             raise
         fail(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", 1)
+
+
+def _short_path(name: object, limit: int = 120) -> str:
+    text = str(name)
+    return text if len(text) <= limit else f"{text[:limit // 2]}…{text[-limit // 2:]}"
 
 
 def open_zoo() -> Any:
@@ -59,11 +69,21 @@ def open_zoo() -> Any:
     return Zoo()
 
 
+MAX_TIMEOUT = 86_400.0
+
+
+def check_timeout(timeout: float) -> None:
+    """A usage error unless 0 < timeout <= one day (nan, inf and 1e300 included)."""
+    import math
+
+    if not math.isfinite(timeout) or not 0 < timeout <= MAX_TIMEOUT:
+        fail(f"--timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT:,.0f}, not {timeout!r}", 2)
+
+
 def scan_options(model: str | None, input_shape: list[str] | None, timeout: float, no_cache: bool,
                  input_dtype: list[str] | None = None) -> Any:
     from narcli.scan.scanner import ScanOptions
 
-    if timeout <= 0:
-        fail("--timeout must be positive", 2)
+    check_timeout(timeout)
     return ScanOptions(model=model, input_shapes=input_shape, input_dtypes=input_dtype, timeout=timeout,
                        use_cache=not no_cache)

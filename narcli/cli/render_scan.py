@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console, Group
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -87,6 +88,9 @@ def print_cache_info(console: Console, info: dict[str, Any]) -> None:
     grid.add_row("size", human_bytes(info["bytes"]))
     for key in ("scans", "models", "graphs"):
         grid.add_row(key, str(info[key]))
+    if info["exists"]:
+        ok = info["health"] == "ok"
+        grid.add_row("health", "ok" if ok else f"[bold red]damaged[/] ({escape(info['health'])})")
     console.print(grid)
 
 

@@ -9,13 +9,13 @@ from typing import Any
 
 import typer
 
-from narcli.cli.common import fail, open_zoo, run, stderr_console, stdout
+from narcli.cli.common import check_timeout, fail, open_zoo, run, stderr_console, stdout
 
 cache_app = typer.Typer(help="Inspect or clear the scan cache.", no_args_is_help=True)
 
 
 def scan(
-    path: Path = typer.Argument(..., help="A .py, .onnx or .pt2 file, pkg.module:Class, a checkpoint (.safetensors, .pt, .bin), a Hugging Face / timm model folder (config.json), a directory to scan, or a zoo model name."),
+    target: str = typer.Argument(..., help="A .py, .onnx or .pt2 file, pkg.module:Class, a checkpoint (.safetensors, .pt, .bin), a Hugging Face / timm model folder (config.json), a directory to scan, or a zoo model name."),
     model: str | None = typer.Option(None, "--model", "-m",
                                         help="Model class or factory in a .py file, e.g. 'resnet(depth=18)'."),
     input_shape: list[str] | None = typer.Option(None, "--input-shape", "-i",
@@ -30,20 +30,22 @@ def scan(
     """Trace a model into its canonical architecture graph and summarise it (cached)."""
     from narcli.scan.scanner import ScanOptions
 
-    if timeout <= 0:
-        fail("--timeout must be positive", 2)
+    check_timeout(timeout)
+    from narcli.scan.scanner import check_target_text
     from narcli.search.targets import looks_like_a_name
 
+    run(check_target_text, target)  # before Path(''), which means '.'
+    path = Path(target)
     as_json = as_json or graph
     options = ScanOptions(model=model, input_shapes=input_shape, input_dtypes=input_dtype,
                           timeout=timeout, use_cache=not no_cache)
     from narcli.scan.scanner import module_target
 
-    found = run(module_target, str(path), options)
+    found = run(module_target, target, options)
     if found is not None:  # pkg.module:Class
         path, options = found
-    elif not path.exists() and looks_like_a_name(str(path)):
-        _scan_zoo_name(str(path), as_json, graph)
+    elif not path.exists() and looks_like_a_name(target):
+        _scan_zoo_name(target, as_json, graph)
         return
     from narcli.trace.checkpoint import is_checkpoint_path
 
@@ -141,13 +143,17 @@ def cache_info(as_json: bool = typer.Option(False, "--json", help="Print as JSON
     """Where the cache is and what it holds."""
     from narcli.scan.cache import Cache
 
+    from narcli.scan.cache import DAMAGE_FIX
+
     info = run(Cache().info)
     if as_json:
         print(json.dumps(info, indent=2))
-        return
-    from narcli.cli.render_scan import print_cache_info
+    else:
+        from narcli.cli.render_scan import print_cache_info
 
-    print_cache_info(stdout(), info)
+        print_cache_info(stdout(), info)
+    if info["health"] != "ok":
+        fail(f"cache {info['path']} is damaged ({info['health']}); {DAMAGE_FIX}", 1)
 
 
 @cache_app.command("clear")
@@ -159,4 +165,7 @@ def cache_clear(yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask 
     if not yes and sys.stdin.isatty():
         typer.confirm(f"Delete everything cached in {cache.path}?", abort=True)
     removed = run(cache.clear)
+    if "damaged" in removed:
+        print(f"the cache was damaged ({removed['damaged']}); deleted {cache.path}")
+        return
     print(f"removed {removed['scans']} scans, {removed['models']} models, {removed['graphs']} graphs")

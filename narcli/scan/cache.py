@@ -17,19 +17,24 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from narcli.errors import NarError
+from narcli.errors import CacheError, NarError
 
 BUSY_TIMEOUT_MS = 30_000
 CACHE_PREFIX = "cache:"  # `cache:NAME` names a model in this cache on the command line
 
 
 def nar_home() -> Path:
-    """`$NAR_HOME`, else the platform's user cache directory for nar."""
+    """`$NAR_HOME`, else the platform's user cache directory for nar; an error when it names
+    something that is not a directory."""
     if os.environ.get("NAR_HOME"):
-        return Path(os.environ["NAR_HOME"]).expanduser()
-    from platformdirs import user_cache_dir
+        home = Path(os.environ["NAR_HOME"]).expanduser()
+    else:
+        from platformdirs import user_cache_dir
 
-    return Path(user_cache_dir("nar"))
+        home = Path(user_cache_dir("nar"))
+    if home.exists() and not home.is_dir():
+        raise CacheError(f"NAR_HOME {home} is a file, not a directory; point NAR_HOME at a directory")
+    return home
 
 
 def default_db_path() -> Path:
@@ -64,8 +69,36 @@ class ModelRecord:
         return data
 
 
+DAMAGE_FIX = "run `nar cache clear` (it deletes the file) and scan again"
+
+
+def _guarded(method: Any) -> Any:
+    """Turn a damaged database (a bad page, a file that is not SQLite) into one line with the fix,
+    and a NAR_HOME that cannot hold the cache into one line naming it."""
+    import functools
+
+    @functools.wraps(method)
+    def wrapper(self: "Cache", *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise CacheError(f"cache {self.path} is busy ({exc}); try again") from None
+            if "unable to open" in str(exc) or "readonly" in str(exc):
+                raise CacheError(f"cache {self.path} cannot be opened ({exc}); check NAR_HOME") from None
+            raise CacheError(f"cache {self.path} is damaged ({exc}); {DAMAGE_FIX}") from None
+        except sqlite3.DatabaseError as exc:
+            raise CacheError(f"cache {self.path} is damaged ({exc}); {DAMAGE_FIX}") from None
+        except (FileExistsError, NotADirectoryError) as exc:
+            raise CacheError(f"cache directory {self.path.parent} cannot be used ({exc.strerror}: "
+                           f"{exc.filename}); point NAR_HOME at a directory") from None
+
+    return wrapper
+
+
 class Cache:
-    """The cache database at `path` (created on first write)."""
+    """The cache database at `path` (created on first write). Every public method raises NarError,
+    with the fix, when the database is damaged."""
 
     def __init__(self, path: Path | None = None):
         self.path = Path(path) if path else default_db_path()
@@ -85,8 +118,11 @@ class Cache:
                 conn.close()
             if "no such table" in str(exc):  # another process has just created the file
                 return None
-            raise NarError(f"cache {self.path} is unreadable ({exc}); remove it or run `nar cache clear`") from None
+            damaged = CacheError(f"cache {self.path} is damaged ({exc}); {DAMAGE_FIX}")
+            damaged.detail = str(exc)  # type: ignore[attr-defined]
+            raise damaged from None
 
+    @_guarded
     def lookup(self, key: str) -> list[ModelRecord] | None:
         """The records of the scan stored under `key`, or None."""
         conn = self._read()
@@ -108,6 +144,7 @@ class Cache:
         finally:
             conn.close()
 
+    @_guarded
     def records(self) -> list[ModelRecord]:
         """Every cached model record (scanned by `nar scan` or by a search), oldest first."""
         conn = self._read()
@@ -122,6 +159,7 @@ class Cache:
             record.cached = True
         return records
 
+    @_guarded
     def graph(self, graph_key: str) -> Any:
         """The ArchGraph stored under `graph_key` (see `ModelRecord.graph_key`), or None."""
         from narcli.graph.arch_graph import ArchGraph
@@ -133,15 +171,28 @@ class Cache:
         conn.close()
         return ArchGraph.from_json(zlib.decompress(row[0]).decode()) if row else None
 
+    @_guarded
     def info(self) -> dict[str, Any]:
+        """Counts, size, and `health`: "ok", or what SQLite's quick check found wrong."""
         counts = {"scans": 0, "models": 0, "graphs": 0}
-        conn = self._read()
+        health = "ok"
+        try:
+            conn = self._read()
+        except NarError as exc:  # not a database at all
+            conn, health = None, getattr(exc, "detail", "unreadable")
         if conn is not None:
-            for table in counts:
-                counts[table] = conn.execute(f"select count(*) from {table}").fetchone()[0]
-            conn.close()
+            try:
+                problems = [row[0] for row in conn.execute("pragma quick_check").fetchall()]
+                if problems != ["ok"]:
+                    health = " ".join("; ".join(problems[:3]).split())  # one line
+                for table in counts:
+                    counts[table] = conn.execute(f"select count(*) from {table}").fetchone()[0]
+            except sqlite3.DatabaseError as exc:
+                health = str(exc)
+            finally:
+                conn.close()
         size = sum(p.stat().st_size for p in self._files() if p.exists())
-        return {"path": str(self.path), "exists": self.path.exists(), "bytes": size, **counts}
+        return {"path": str(self.path), "exists": self.path.exists(), "bytes": size, **counts, "health": health}
 
     def _files(self) -> list[Path]:
         return [self.path, self.path.with_name(self.path.name + "-wal"),
@@ -193,6 +244,7 @@ class Cache:
             if conn.in_transaction:
                 conn.execute("commit")
 
+    @_guarded
     def store(self, key: str, path: str, records: list[ModelRecord], graphs: list[Any]) -> None:
         """Store one scan atomically: its model records and their graphs, or nothing."""
         conn = self._write()
@@ -228,6 +280,7 @@ class Cache:
                   "encoder text not null, vector blob not null, prediction text, motifs text, name text, path text, "
                   "graph_hash text, params integer, macs integer, created real)")
 
+    @_guarded
     def embedding(self, graph_key: str, encoder: str) -> dict[str, Any] | None:
         """The stored embedding of one scanned graph by `encoder`, or None."""
         conn = self._read()
@@ -244,6 +297,7 @@ class Cache:
             return None
         return {"vector": row[0], "prediction": json.loads(row[1] or "null"), "motifs": json.loads(row[2] or "[]")}
 
+    @_guarded
     def store_embedding(self, record: ModelRecord, encoder: str, vector: bytes, prediction: Any, motifs: Any) -> None:
         conn = self._write()
         try:
@@ -255,6 +309,7 @@ class Cache:
         finally:
             conn.close()
 
+    @_guarded
     def embeddings(self, encoder: str) -> list[dict[str, Any]]:
         """Every stored embedding by `encoder`, with what a results table shows about its model."""
         conn = self._read()
@@ -277,21 +332,28 @@ class Cache:
         return out
 
     def clear(self) -> dict[str, int]:
-        """Delete every scan, model and graph; returns how many of each were removed."""
+        """Delete every scan, model and graph; returns how many of each were removed. A damaged
+        database cannot be emptied, so its files are deleted: clearing always works."""
         if not self.path.exists():
             return {"scans": 0, "models": 0, "graphs": 0}
         try:
             before = self.info()
-        except NarError:  # not a database any more: nothing in it can be saved
-            for file in self._files():
+            if before["health"] != "ok":
+                raise sqlite3.DatabaseError(before["health"][:200])
+            conn = self._write()
+            try:
+                conn.execute("begin immediate")
+                for table in ("scans", "models", "graphs"):
+                    conn.execute(f"delete from {table}")
+                conn.execute("drop table if exists embeddings")
+                conn.execute("commit")
+                conn.execute("vacuum")
+            finally:
+                conn.close()
+            return {k: before[k] for k in ("scans", "models", "graphs")}
+        except (NarError, sqlite3.DatabaseError) as exc:
+            if "busy" in str(exc) or "locked" in str(exc):
+                raise
+            for file in self._files():  # not a sound database any more: nothing in it can be saved
                 file.unlink(missing_ok=True)
-            return {"scans": 0, "models": 0, "graphs": 0}
-        conn = self._write()
-        conn.execute("begin immediate")
-        for table in ("scans", "models", "graphs"):
-            conn.execute(f"delete from {table}")
-        conn.execute("drop table if exists embeddings")
-        conn.execute("commit")
-        conn.execute("vacuum")
-        conn.close()
-        return {k: before[k] for k in ("scans", "models", "graphs")}
+            return {"scans": 0, "models": 0, "graphs": 0, "damaged": getattr(exc, "detail", str(exc))}

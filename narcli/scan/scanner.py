@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from narcli import IR_VERSION
-from narcli.errors import LoadError, NarError, NoModelError, TraceError, UsageError
+from narcli.errors import CacheError, LoadError, NarError, NoModelError, TraceError, UsageError
 from narcli.scan.cache import CACHE_PREFIX, Cache, ModelRecord
 from narcli.scan.fingerprint import file_fingerprint
 from narcli.trace.inputs import InputSpec, describe, parse_inputs
@@ -190,6 +191,22 @@ def _torch_version() -> str:
         return "unknown"
 
 
+def check_target_text(text: str) -> None:
+    """Refuse what no command can take as a model: an empty name, a NUL byte, a path the operating
+    system rejects (too long, say). Missing files are left to the caller (they may be zoo names)."""
+    if not text.strip():
+        raise UsageError("empty model name or path: name a model file, a folder or a zoo model")
+    if "\0" in text:
+        raise UsageError("a model name or path cannot contain a NUL character")
+    try:
+        os.stat(text)
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    except OSError as exc:
+        shown = text if len(text) <= 80 else f"{text[:40]}…{text[-40:]}"
+        raise LoadError(f"{shown}: {exc.strerror or exc}") from None
+
+
 def _check_file(path: Path) -> str:
     if not path.exists():
         raise LoadError(f"{path}: no such file or directory")
@@ -335,6 +352,8 @@ def scan_directory(root: Path, options: ScanOptions | None = None, cache: Cache 
             results.append(FileResult(path, records))
         except NoModelError:
             results.append(FileResult(path, skipped="no models"))
+        except CacheError:
+            raise  # every other file would fail the same way
         except NarError as exc:
             results.append(FileResult(path, error=str(exc)))
     if on_file:

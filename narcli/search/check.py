@@ -105,8 +105,13 @@ def check_models(paths: list[Path], threshold: float | None = None, strict: bool
             raise UsageError(f"no files to check: {CONFIG_HELP}")
         if isinstance(patterns, str):
             patterns = [patterns]
+        if not isinstance(patterns, list) or not all(isinstance(p, str) and p.strip() for p in patterns):
+            raise UsageError(f"{config_path}: check-paths must be a glob or a list of globs, not {patterns!r}")
         base = config_path.parent if config_path else root
         paths = sorted({Path(p) for pattern in patterns for p in glob.glob(str(base / pattern), recursive=True)})
+        if not paths:
+            raise UsageError(f"{config_path}: check-paths {patterns} matched no files under {base}; "
+                             "fix the globs (they are relative to pyproject.toml)")
     report = CheckReport(chosen, origin, strict)
     index = None
     zoo = Zoo()

@@ -53,7 +53,10 @@ def build_index(path: Path, keys: list[str], vectors: np.ndarray, meta: dict[str
         raise ValueError(f"{len(keys)} keys for {len(vectors)} vectors")
     dim = int(vectors.shape[1]) if vectors.ndim == 2 and len(vectors) else int((meta or {}).get("dim", 1))
     path = Path(path)
+    if path.parent.exists() and not path.parent.is_dir():
+        raise IndexError_(f"{path.parent} is a file, not a directory; remove it or point NAR_HOME elsewhere")
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(path.parent)
     annoy = AnnoyIndex(dim, "angular")
     annoy.set_seed(seed)
     for i, vector in enumerate(vectors):
@@ -75,6 +78,30 @@ def build_index(path: Path, keys: list[str], vectors: np.ndarray, meta: dict[str
     if old is not None and old != ann:
         old.unlink(missing_ok=True)
     return VectorIndex(path)
+
+
+def remove_stale_temporaries(folder: Path) -> list[Path]:
+    """Delete the `NAME.PID.ann.tmp` / `NAME.json.PID.tmp` files of builds whose process is gone
+    (killed mid-write); the files of a build still running are left alone."""
+    removed = []
+    for file in folder.glob("*.tmp"):
+        parts = file.name.split(".")
+        pid = next((int(p) for p in reversed(parts[:-1]) if p.isdigit()), None)
+        if pid is None or _process_alive(pid):
+            continue
+        file.unlink(missing_ok=True)
+        removed.append(file)
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # someone else's process, or a number we cannot ask about: leave the file
+    return True
 
 
 def _previous_ann(path: Path) -> Path | None:

@@ -55,9 +55,10 @@ def _embedder() -> Any:
 
 def resolve_queries(target: str, options: Any = None, zoo: Any = None) -> list[Query]:
     """The architectures `target` names, each with its embedding (one per model a file defines)."""
-    from narcli.scan.scanner import module_target
+    from narcli.scan.scanner import check_target_text, module_target
     from narcli.search.targets import looks_like_a_name
 
+    check_target_text(target)
     if target.startswith(CACHE_PREFIX):
         return [_cached_query(target[len(CACHE_PREFIX):])]
     found = module_target(target, options)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,10 @@ DTYPES = {
     "bfloat16": "bfloat16", "bf16": "bfloat16", "double": "float64", "float64": "float64",
     "long": "int64", "int64": "int64", "int": "int32", "int32": "int32", "bool": "bool",
 }
+
+
+# far beyond any real input, well inside what torch's int64 sizes can hold (even on meta)
+MAX_INPUTS, MAX_RANK, MAX_DIM, MAX_ELEMENTS = 64, 8, 2**31 - 1, 2**50
 
 
 @dataclass(frozen=True)
@@ -49,14 +54,20 @@ def parse_inputs(shapes: list[str] | None, dtypes: list[str] | None) -> list[Inp
         return None
     if len(resolved) not in (0, 1, len(shapes)):
         raise UsageError(f"{len(shapes)} input shapes but {len(resolved)} dtypes: give one, or one per shape")
+    if len(shapes) > MAX_INPUTS:
+        raise UsageError(f"{len(shapes)} input shapes; nar takes at most {MAX_INPUTS}")
     specs = []
     for i, text in enumerate(shapes):
+        shown = text if len(text) <= 60 else text[:60] + "…"
         parts = [p.strip() for p in re.split(r"[,x×]", text.strip())]
-        if not all(p.isdigit() for p in parts):
-            raise UsageError(f"bad input shape {text!r}: expected comma-separated sizes like 1,3,224,224")
+        if len(text) > 1000 or not all(re.fullmatch(r"[0-9]{1,19}", p) for p in parts):
+            raise UsageError(f"bad input shape {shown!r}: expected comma-separated sizes like 1,3,224,224")
         dims = tuple(int(p) for p in parts)
         if any(d <= 0 for d in dims):
-            raise UsageError(f"bad input shape {text!r}: sizes must be positive integers")
+            raise UsageError(f"bad input shape {shown!r}: sizes must be positive integers")
+        if len(dims) > MAX_RANK or max(dims) > MAX_DIM or math.prod(dims) > MAX_ELEMENTS:
+            raise UsageError(f"bad input shape {shown!r}: at most {MAX_RANK} sizes, each at most {MAX_DIM:,}, "
+                             f"and at most 2^50 elements in all")
         dtype = resolved[i] if len(resolved) == len(shapes) else (resolved[0] if resolved else "float32")
         specs.append(InputSpec(dims, dtype))
     return specs

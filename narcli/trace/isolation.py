@@ -9,6 +9,7 @@ platform a thread watches for a new parent process; either way it kills its grou
 from __future__ import annotations
 
 import ctypes
+import logging
 import multiprocessing
 import os
 import signal
@@ -68,6 +69,10 @@ def _child(conn: Any, fn: Callable[..., Any], args: tuple, parent: int) -> None:
     guard_child(parent)
     # user code that prints must not corrupt our stdout (e.g. `--json`)
     os.dup2(2, 1)
+    if not os.environ.get("NAR_DEBUG"):
+        # torch logs the tracebacks of failed attempts it recovers from (fake tensors, fx fallbacks);
+        # the error that matters reaches the user as one line, the rest is noise
+        logging.disable(logging.CRITICAL)
     try:
         conn.send(("ok", fn(*args)))
     except NarError as exc:

@@ -27,11 +27,57 @@ def load_onnx(path: Path) -> Any:
         raise LoadError(f"{path}: not a readable ONNX model ({type(exc).__name__})") from exc
     if not model.graph.node:
         raise LoadError(f"{path}: ONNX model has no operators (truncated or not an ONNX file?)")
+    check_structure(model.graph, path)
     try:
         model = onnx.shape_inference.infer_shapes(model)
     except Exception:  # inference is a bonus: graphs with custom ops still trace without it
         pass
     return model
+
+
+MAX_DIM = 1 << 40  # sizes beyond this are corrupt, and would overflow the MAC counts
+
+
+def check_structure(graph: Any, path: Path) -> None:
+    """LoadError for a graph no exporter writes: a cycle, a value produced twice, a size that is
+    negative or absurd. (ONNX's own checker is stricter about things we do not need, like opsets.)"""
+    def bad_dims(dims: Any) -> bool:
+        return any(d < 0 or d > MAX_DIM for d in dims)
+
+    for tensor in graph.initializer:
+        if bad_dims(tensor.dims):
+            raise LoadError(f"{path}: initializer {tensor.name!r} has an impossible shape {list(tensor.dims)}")
+    for info in list(graph.input) + list(graph.value_info) + list(graph.output):
+        dims = [d.dim_value for d in info.type.tensor_type.shape.dim if d.HasField("dim_value")]
+        if bad_dims(dims):
+            raise LoadError(f"{path}: value {info.name!r} has an impossible shape {dims}")
+    producer: dict[str, int] = {}
+    for i, node in enumerate(graph.node):
+        for name in node.output:
+            if name and name in producer:
+                raise LoadError(f"{path}: value {name!r} is produced by two operators")
+            if name:
+                producer[name] = i
+    # Kahn's algorithm: every operator must be reachable in dependency order
+    waiting = [sum(1 for v in set(node.input) if v in producer) for node in graph.node]
+    users: dict[int, list[int]] = {}
+    for i, node in enumerate(graph.node):
+        for v in set(node.input):
+            if v in producer:
+                users.setdefault(producer[v], []).append(i)
+    ready = [i for i, n in enumerate(waiting) if n == 0]
+    done = 0
+    while ready:
+        i = ready.pop()
+        done += 1
+        for j in users.get(i, []):
+            waiting[j] -= 1
+            if waiting[j] == 0:
+                ready.append(j)
+    if done < len(graph.node):
+        stuck = next(graph.node[i] for i, n in enumerate(waiting) if n > 0)
+        raise LoadError(f"{path}: the ONNX graph has a cycle (through {stuck.op_type} {stuck.name!r}); "
+                        "ONNX graphs must be acyclic")
 
 
 def trace_onnx(model: Any) -> RawGraph:

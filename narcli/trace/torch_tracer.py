@@ -176,18 +176,17 @@ def _raw_from_fx(graph: torch.fx.Graph, data_inputs: list, param_shapes: dict,
 
 # -- torch.fx symbolic tracing --------------------------------------------------------------------
 def _trace_fx(model: nn.Module, inputs: list[torch.Tensor]) -> RawGraph:
-    from torch.fx.passes.shape_prop import ShapeProp
-
     module = torch.fx.symbolic_trace(model)
     values: dict[str, Any] = {}
 
-    class Recorder(ShapeProp):
+    # a plain Interpreter: fx's ShapeProp prints a traceback to stderr whenever a node fails
+    class Recorder(torch.fx.Interpreter):
         def run_node(self, n: torch.fx.Node) -> Any:
             result = super().run_node(n)
             values[n.name] = result
             return result
 
-    Recorder(module).propagate(*inputs)
+    Recorder(module).run(*inputs)
     modules = dict(module.named_modules())
     param_shapes: dict[str, tuple[int, ...]] = {}
     seen: set[int] = set()

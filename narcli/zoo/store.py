@@ -63,6 +63,13 @@ def rebuild_hint(path: Path) -> str:
     return f"rebuild it with `nar zoo build --db {path}`"
 
 
+MAX_NAME = 300  # characters; the longest zoo id is under 100
+
+
+def _shown(name: str) -> str:
+    return name if len(name) <= 80 else f"{name[:40]}…{name[-30:]}"
+
+
 @dataclass
 class ZooModel:
     """One model of the zoo, as recorded by `nar zoo build`."""
@@ -192,6 +199,9 @@ class Zoo:
                 clauses.append(f"{column} = ? collate nocase")
                 params.append(value)
         models = self._query(f"select * from models where {' and '.join(clauses)}", tuple(params))
+        if pattern and len(pattern) > MAX_NAME:
+            raise UsageError(f"pattern {_shown(pattern)!r} is {len(pattern):,} characters; zoo ids are under "
+                             f"{MAX_NAME}")
         if pattern:
             pattern = pattern.lower()
             models = [m for m in models if fnmatch.fnmatchcase(m.id.lower(), pattern)
@@ -213,6 +223,8 @@ class Zoo:
             if group:
                 m = group[0]
                 raise ZooError(f"{m.id} is in the zoo but failed to build ({m.reason}: {m.message})")
+        if len(key) > MAX_NAME:  # longer than any id; SQLite refuses LIKE patterns this long anyway
+            raise ZooError(f"no model {_shown(name)!r} in the zoo ({len(name):,} characters; see `nar zoo list`)")
         like = key.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         prefixed = self._query("select * from models where status = 'ok' and "
                                "(lower(id) like ? escape '\\' or lower(name) like ? escape '\\')", (like, like))
@@ -221,10 +233,10 @@ class Zoo:
         if prefixed:
             shown = ", ".join(m.id for m in prefixed[:8])
             more = f" and {len(prefixed) - 8} more" if len(prefixed) > 8 else ""
-            raise ZooError(f"{name!r} is ambiguous: {shown}{more}")
+            raise ZooError(f"{_shown(name)!r} is ambiguous: {shown}{more}")
         close = difflib.get_close_matches(key, self._all_names(), n=5, cutoff=0.6)
         hint = f"; did you mean {', '.join(close)}?" if close else "; see `nar zoo list`"
-        raise ZooError(f"no model {name!r} in the zoo{hint}")
+        raise ZooError(f"no model {_shown(name)!r} in the zoo{hint}")
 
     def _all_names(self) -> list[str]:
         names: set[str] = set()
