@@ -20,7 +20,10 @@ BUNDLED_INDEX = DATA_DIR / "zoo-index.json"
 def index_dir() -> Path:
     from narcli.scan.cache import nar_home
 
-    return nar_home() / "index"
+    folder = nar_home() / "index"
+    if folder.exists() and not folder.is_dir():
+        raise IndexError_(f"{folder} is a file, not a directory; remove it or point NAR_HOME elsewhere")
+    return folder
 
 
 def _matrix(blobs: list[bytes]) -> np.ndarray:
