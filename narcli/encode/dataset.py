@@ -52,12 +52,17 @@ def zoo_labels(zoo) -> dict[str, tuple[str, str, str]]:
 def map_in_processes(fn: Callable[[Any], Any], inputs: list, label: str, progress: bool, jobs: int,
                      chunksize: int = 8) -> list:
     """`[fn(x) for x in inputs]` in `jobs` worker processes, with a progress bar when asked."""
+    import os
     from concurrent.futures import ProcessPoolExecutor
 
     from rich.progress import Progress
 
+    from narcli.trace.isolation import guard_child
+
     out = []
-    with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool, Progress(disable=not progress, transient=True) as bar:
+    # guarded workers die with this process: a killed `nar index build` leaves none computing on
+    with ProcessPoolExecutor(max_workers=max(1, jobs), initializer=guard_child, initargs=(os.getpid(),)) as pool, \
+            Progress(disable=not progress, transient=True) as bar:
         task = bar.add_task(label, total=len(inputs))
         for result in pool.map(fn, inputs, chunksize=chunksize):
             out.append(result)
