@@ -110,6 +110,8 @@ def check_file(path) -> None:
 
 
 def fuzz(tmp_path, examples: int) -> None:
+    ran: list[int] = []
+
     @settings(max_examples=examples, deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck))
     @given(st.sampled_from(sorted(BASES)), st.lists(mutations, min_size=1, max_size=3))
@@ -123,8 +125,11 @@ def fuzz(tmp_path, examples: int) -> None:
         path = tmp_path / "mutant.onnx"
         path.write_bytes(data)
         check_file(path)
+        ran.append(1)
 
     run_one()
+    print(f"{len(ran)} mutated ONNX files")
+    assert len(ran) >= examples
 
 
 def test_the_unmutated_bases_trace(tmp_path):

@@ -65,7 +65,7 @@ def compare_command(
 
 
 def check_command(
-    paths: list[Path] | None = typer.Argument(None, help="Model files (default: [tool.nar] check-paths)."),
+    paths: list[str] | None = typer.Argument(None, help="Model files (default: [tool.nar] check-paths)."),
     threshold: float | None = typer.Option(None, "--threshold",
                                            help="Cosine at or above which a model is a known one (default 0.99)."),
     strict: bool = typer.Option(False, "--strict", help="Also fail when a file cannot be scanned."),
@@ -77,9 +77,12 @@ def check_command(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """For pre-commit: fail when a model file is (nearly) a known zoo architecture."""
+    from narcli.scan.scanner import check_target_text
     from narcli.search.check import check_models
 
-    report = run(check_models, list(paths or []), threshold, strict,
+    for path in paths or []:
+        run(check_target_text, path)  # before Path(''), which means '.'
+    report = run(check_models, [Path(p) for p in paths or []], threshold, strict,
                  scan_options(model, input_shape, timeout, False, input_dtype))
     if as_json:
         print(json.dumps(report.to_json(), indent=2))

@@ -148,7 +148,10 @@ def trace_exported_program(path: Path, annotate: Annotate | None = None) -> list
 def trace_onnx_file(path: Path, annotate: Annotate | None = None) -> list[dict]:
     from narcli.trace.onnx_tracer import load_onnx, trace_onnx
 
-    return _whole_file_payload(trace_onnx(load_onnx(path)), path, "onnx", annotate)
+    payloads = _whole_file_payload(trace_onnx(load_onnx(path)), path, "onnx", annotate)
+    if not payloads[0]["graph"].get("nodes"):
+        raise TraceError(f"{path}: no operator of the ONNX graph reaches its outputs (a damaged file?)")
+    return payloads
 
 
 # -- the library entry points ---------------------------------------------------------------------
