@@ -272,19 +272,16 @@ def test_node_batches_keep_order_and_bound_the_node_count():
     assert list(node_batches([], 10)) == []
 
 
-def test_cached_features_from_an_older_package_layout_are_rebuilt(tmp_path, monkeypatch):
-    import pickle
-
-    from narcli.encode.dataset import cached_features
-    from narcli.encode.features import FEATURES_VERSION
+def test_cached_features_cut_short_are_rebuilt(tmp_path, monkeypatch):
+    from narcli.encode.feature_cache import cached_features
+    from narcli.encode.features import FEATURES_VERSION, encode_graph
+    from narcli.graph.synthetic import residual_stack
 
     monkeypatch.setenv("NAR_HOME", str(tmp_path))
-    stale = tmp_path / "features" / f"demo-v{FEATURES_VERSION}.pkl"
-    stale.parent.mkdir()
-    # a pickle naming a module that no longer exists (as after a module moved)
-    data = pickle.dumps(Item("h", "m", "f", "c", None)).replace(b"narcli.encode.dataset", b"narcli.old_py.dataset")
-    with pytest.raises(ModuleNotFoundError):
-        pickle.loads(data)
-    stale.write_bytes(data)
-    assert cached_features("demo", lambda: [1, 2]) == [1, 2]
-    assert cached_features("demo", lambda: [3]) == [1, 2]  # rewritten, then read back
+    first, second = encode_graph(residual_stack(12)), encode_graph(residual_stack(40))
+    path = tmp_path / "features" / f"demo-v{FEATURES_VERSION}.npz"
+    path.parent.mkdir()
+    path.write_bytes(b"PK\x03\x04 cut short")  # as after a crash mid-write by an older nar
+    assert cached_features("demo", lambda: [first])[0] is first
+    again = cached_features("demo", lambda: [second])  # rewritten, then read back
+    assert len(again) == 1 and again[0].num_nodes == first.num_nodes
