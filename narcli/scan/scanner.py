@@ -148,7 +148,12 @@ def trace_exported_program(path: Path, annotate: Annotate | None = None) -> list
 def trace_onnx_file(path: Path, annotate: Annotate | None = None) -> list[dict]:
     from narcli.trace.onnx_tracer import load_onnx, trace_onnx
 
-    payloads = _whole_file_payload(trace_onnx(load_onnx(path)), path, "onnx", annotate)
+    model = load_onnx(path)
+    try:
+        raw = trace_onnx(model)
+    except Exception as exc:  # a damaged file can break the reader anywhere; say so in one line
+        raise TraceError(f"{path}: the ONNX graph could not be read ({type(exc).__name__}: {exc})"[:300]) from None
+    payloads = _whole_file_payload(raw, path, "onnx", annotate)
     if not payloads[0]["graph"].get("nodes"):
         raise TraceError(f"{path}: no operator of the ONNX graph reaches its outputs (a damaged file?)")
     return payloads

@@ -117,7 +117,10 @@ def trace_onnx(model: Any) -> RawGraph:
     dtypes = {}
     for i in graph.input:
         if i.name not in initializers and i.type.tensor_type.elem_type:
-            name = helper.tensor_dtype_to_string(i.type.tensor_type.elem_type).split(".")[-1].lower()
+            try:
+                name = helper.tensor_dtype_to_string(i.type.tensor_type.elem_type).split(".")[-1].lower()
+            except (KeyError, ValueError):  # a type number this onnx does not know
+                name = f"onnx-type-{i.type.tensor_type.elem_type}"
             dtypes[i.name] = DTYPES.get(name, name)  # ONNX FLOAT -> float32, as --input-dtype says it
     # exporters merge initializers with equal values (fresh LayerNorm weights, say), so a
     # parameter is counted at each use rather than once
