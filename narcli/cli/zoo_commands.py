@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from narcli.cli.common import fail, open_zoo, run, stderr_console, stdout
+from narcli.cli.common import check_timeout, fail, open_zoo, run, stderr_console, stdout
 
 zoo_app = typer.Typer(help="Browse the zoo of known architectures, or build it.", no_args_is_help=True)
 
@@ -30,6 +30,7 @@ def zoo_build(
     db: Path | None = typer.Option(None, "--db", help="Zoo database to write (default: your zoo in NAR_HOME)."),
 ) -> None:
     """Trace every model of the chosen sources into a zoo database (resumable)."""
+    check_timeout(timeout)
     from narcli.zoo.build import BuildOptions, build_zoo
     from narcli.zoo.store import user_zoo_path
 
@@ -106,6 +107,7 @@ def zoo_signatures(
 
     Builds the models on the meta device (no weights) and skips those that have one: resumable.
     """
+    check_timeout(timeout)
     from narcli.cli.render_zoo import BuildProgress
     from narcli.zoo.build import compute_signatures
     from narcli.zoo.store import user_zoo_path
