@@ -110,6 +110,14 @@ def test_timeouts_that_are_not_a_number_of_seconds_are_usage_errors(cli, write, 
     one_error_line(result, "--timeout")
 
 
+@pytest.mark.parametrize("command", [["zoo", "build"], ["zoo", "signatures"]])
+def test_zoo_writers_check_their_timeout_too(cli, command, tmp_path):
+    result = cli(*command, "--db", tmp_path / "zoo.db", "--timeout", "nan")
+    assert result.exit_code == 2
+    one_error_line(result, "--timeout")
+    assert not (tmp_path / "zoo.db").exists()
+
+
 # 8
 def test_a_huge_zoo_name_is_not_a_broken_zoo(cli):
     result = cli("zoo", "show", "a" * 100_000)
