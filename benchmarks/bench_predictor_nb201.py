@@ -5,7 +5,8 @@ N cells, on the cells not trained on, beside the boosted-tree floor (one-hot cel
         nar zoo build --source nasbench201 --db .work/nb201.db --jobs 2      # once, ~25 min
     python benchmarks/bench_predictor_nb201.py --train-size 781 --seeds 0 [--epochs 60] [--dim 64]
 
-Writes benchmarks/results/predictor_nb201.json. Targets (issue 19): tau >= 0.88 at 781 training cells,
+Needs scikit-learn for the floor (HistGradientBoostingRegressor). Writes
+benchmarks/results/predictor_nb201.json. Targets (issue 19): tau >= 0.88 at 781 training cells,
 >= 0.92 at 1,563, >= 0.955 at half of the data; NAR-Former 0.849 / 0.901 / 0.947; floor ~0.68 / 0.76 / 0.85.
 """
 
