@@ -1,6 +1,13 @@
 """User-facing errors: each carries one line that the CLI prints instead of a traceback."""
 
 
+def shorten(text: object, limit: int = 80) -> str:
+    """`text` for an error line: whole when short, else its head and tail around an ellipsis (a
+    100,000-character name must not become a 100,000-character error)."""
+    text = str(text)
+    return text if len(text) <= limit else f"{text[:limit // 2]}…{text[-(limit // 2):]}"
+
+
 class NarError(Exception):
     """An error whose message is fit to show a user as-is."""
 

@@ -19,18 +19,22 @@ def nar_home(tmp_path, monkeypatch):
     return home
 
 
+def write_file(path: Path, text: str | bytes) -> Path:
+    """Write bytes as they are, or an indented snippet dedented, creating folders; returns `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(textwrap.dedent(text))
+    return path
+
+
 @pytest.fixture
 def write(tmp_path):
     """Write a file under tmp_path from an indented snippet; returns its path."""
 
     def _write(name: str, text: str | bytes) -> Path:
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(text, bytes):
-            path.write_bytes(text)
-        else:
-            path.write_text(textwrap.dedent(text))
-        return path
+        return write_file(tmp_path / name, text)
 
     return _write
 

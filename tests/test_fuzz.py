@@ -9,7 +9,6 @@ thousands (FUZZ_EXAMPLES sets how many).
 
 import os
 import sqlite3
-import textwrap
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,7 +16,7 @@ from hypothesis import strategies as st
 
 from narcli.scan.cache import default_db_path
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, write_file
 
 TINY = """
 from torch import nn
@@ -57,12 +56,7 @@ FILES = {
 def workspace(tmp_path_factory):
     root = tmp_path_factory.mktemp("fuzz")
     for name, text in FILES.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(text, bytes):
-            path.write_bytes(text)
-        else:
-            path.write_text(textwrap.dedent(text))
+        write_file(root / name, text)
     (root / "tiny.onnx").write_bytes((FIXTURES / "tiny.onnx").read_bytes())
     (root / "half.onnx").write_bytes((FIXTURES / "tiny.onnx").read_bytes()[:60])
     return root

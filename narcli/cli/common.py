@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from narcli.errors import NarError
+from narcli.errors import NarError, shorten
 
 # set by the app's callback before any command runs
 state = {"debug": False}
@@ -50,17 +50,12 @@ def run(fn: Any, *args: Any, **kwargs: Any) -> Any:
     except OSError as exc:  # the file system said no: a name too long, a file where a folder should be
         if state["debug"] or not exc.strerror:
             raise
-        where = f"{_short_path(exc.filename)}: " if exc.filename else ""
+        where = f"{shorten(exc.filename, 120)}: " if exc.filename else ""
         fail(f"{where}{exc.strerror}", 1)
     except Exception as exc:
         if state["debug"]:
             raise
         fail(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", 1)
-
-
-def _short_path(name: object, limit: int = 120) -> str:
-    text = str(name)
-    return text if len(text) <= limit else f"{text[:limit // 2]}…{text[-limit // 2:]}"
 
 
 def open_zoo() -> Any:

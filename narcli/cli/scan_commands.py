@@ -31,17 +31,14 @@ def scan(
     from narcli.scan.scanner import ScanOptions
 
     check_timeout(timeout)
-    from narcli.scan.scanner import check_target_text
+    from narcli.scan.scanner import module_target
     from narcli.search.targets import looks_like_a_name
 
-    run(check_target_text, target)  # before Path(''), which means '.'
-    path = Path(target)
     as_json = as_json or graph
     options = ScanOptions(model=model, input_shapes=input_shape, input_dtypes=input_dtype,
                           timeout=timeout, use_cache=not no_cache)
-    from narcli.scan.scanner import module_target
-
-    found = run(module_target, target, options)
+    found = run(module_target, target, options)  # refuses an empty or unusable target first
+    path = Path(target)
     if found is not None:  # pkg.module:Class
         path, options = found
     elif not path.exists() and looks_like_a_name(target):

@@ -118,9 +118,7 @@ class Cache:
                 conn.close()
             if "no such table" in str(exc):  # another process has just created the file
                 return None
-            damaged = CacheError(f"cache {self.path} is damaged ({exc}); {DAMAGE_FIX}")
-            damaged.detail = str(exc)  # type: ignore[attr-defined]
-            raise damaged from None
+            raise  # the public methods (`_guarded`) say what is wrong and how to fix it
 
     @_guarded
     def lookup(self, key: str) -> list[ModelRecord] | None:
@@ -178,8 +176,8 @@ class Cache:
         health = "ok"
         try:
             conn = self._read()
-        except NarError as exc:  # not a database at all
-            conn, health = None, getattr(exc, "detail", "unreadable")
+        except sqlite3.DatabaseError as exc:  # not a database at all
+            conn, health = None, str(exc)
         if conn is not None:
             try:
                 problems = [row[0] for row in conn.execute("pragma quick_check").fetchall()]
@@ -356,4 +354,4 @@ class Cache:
                 raise
             for file in self._files():  # not a sound database any more: nothing in it can be saved
                 file.unlink(missing_ok=True)
-            return {"scans": 0, "models": 0, "graphs": 0, "damaged": getattr(exc, "detail", str(exc))}
+            return {"scans": 0, "models": 0, "graphs": 0, "damaged": str(exc)}

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from narcli import IR_VERSION
-from narcli.errors import CacheError, LoadError, NarError, NoModelError, TraceError, UsageError
+from narcli.errors import CacheError, LoadError, NarError, NoModelError, TraceError, UsageError, shorten
 from narcli.scan.cache import CACHE_PREFIX, Cache, ModelRecord
 from narcli.scan.fingerprint import file_fingerprint
 from narcli.trace.inputs import InputSpec, describe, parse_inputs
@@ -211,8 +211,7 @@ def check_target_text(text: str) -> None:
     except (FileNotFoundError, NotADirectoryError):
         pass
     except OSError as exc:
-        shown = text if len(text) <= 80 else f"{text[:40]}…{text[-40:]}"
-        raise LoadError(f"{shown}: {exc.strerror or exc}") from None
+        raise LoadError(f"{shorten(text)}: {exc.strerror or exc}") from None
 
 
 def _check_file(path: Path) -> str:
@@ -233,11 +232,14 @@ def _check_file(path: Path) -> str:
 
 def module_target(text: str, options: ScanOptions | None = None) -> tuple[Path, ScanOptions] | None:
     """`pkg.module:Class(args)` -> (the module's file, options whose model is `Class(args)`); None
-    when `text` is a path, a zoo name or `cache:NAME`. Naming the model twice is a usage error."""
+    when `text` is a path, a zoo name or `cache:NAME`. Naming the model twice is a usage error.
+    Every command's target passes through here first, so unusable text (`check_target_text`) is
+    refused here, before `Path('')` can mean the current directory."""
     from dataclasses import replace
 
     from narcli.trace.packages import resolve_module_target
 
+    check_target_text(text)
     if text.startswith(CACHE_PREFIX):  # a cached model's name, even where a cache.py exists
         return None
     try:

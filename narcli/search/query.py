@@ -55,13 +55,12 @@ def _embedder() -> Any:
 
 def resolve_queries(target: str, options: Any = None, zoo: Any = None) -> list[Query]:
     """The architectures `target` names, each with its embedding (one per model a file defines)."""
-    from narcli.scan.scanner import check_target_text, module_target
+    from narcli.scan.scanner import module_target
     from narcli.search.targets import looks_like_a_name
 
-    check_target_text(target)
+    found = module_target(target, options)  # refuses an empty or unusable target first
     if target.startswith(CACHE_PREFIX):
         return [_cached_query(target[len(CACHE_PREFIX):])]
-    found = module_target(target, options)
     if found is not None:  # pkg.module:Class
         return file_queries(*found)
     from narcli.trace.checkpoint import is_checkpoint_path

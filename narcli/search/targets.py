@@ -31,9 +31,8 @@ def _is_checkpoint(path: Path) -> bool:
 
 def resolve_targets(text: str, options: ScanOptions | None = None, zoo: Any = None) -> list[Target]:
     """The graphs `text` names: one zoo model, or every model a file defines (scanned, cached)."""
-    from narcli.scan.scanner import check_target_text, module_target
+    from narcli.scan.scanner import module_target
 
-    check_target_text(text)
     path = Path(text)
     found = module_target(text, options)
     if found is not None:  # pkg.module:Class

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from narcli.errors import UsageError
+from narcli.errors import UsageError, shorten
 
 DTYPES = {
     "float": "float32", "float32": "float32", "fp32": "float32",
@@ -58,7 +58,7 @@ def parse_inputs(shapes: list[str] | None, dtypes: list[str] | None) -> list[Inp
         raise UsageError(f"{len(shapes)} input shapes; nar takes at most {MAX_INPUTS}")
     specs = []
     for i, text in enumerate(shapes):
-        shown = text if len(text) <= 60 else text[:60] + "…"
+        shown = shorten(text, 60)
         parts = [p.strip() for p in re.split(r"[,x×]", text.strip())]
         if len(text) > 1000 or not all(re.fullmatch(r"[0-9]{1,19}", p) for p in parts):
             raise UsageError(f"bad input shape {shown!r}: expected comma-separated sizes like 1,3,224,224")

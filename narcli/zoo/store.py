@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from narcli import DATA_DIR
-from narcli.errors import UsageError, ZooError
+from narcli.errors import UsageError, ZooError, shorten
 
 SCHEMA_VERSION = 1
 BUNDLED = DATA_DIR / "zoo.db"
@@ -64,10 +64,6 @@ def rebuild_hint(path: Path) -> str:
 
 
 MAX_NAME = 300  # characters; the longest zoo id is under 100
-
-
-def _shown(name: str) -> str:
-    return name if len(name) <= 80 else f"{name[:40]}…{name[-30:]}"
 
 
 @dataclass
@@ -200,7 +196,7 @@ class Zoo:
                 params.append(value)
         models = self._query(f"select * from models where {' and '.join(clauses)}", tuple(params))
         if pattern and len(pattern) > MAX_NAME:
-            raise UsageError(f"pattern {_shown(pattern)!r} is {len(pattern):,} characters; zoo ids are under "
+            raise UsageError(f"pattern {shorten(pattern)!r} is {len(pattern):,} characters; zoo ids are under "
                              f"{MAX_NAME}")
         if pattern:
             pattern = pattern.lower()
@@ -224,7 +220,7 @@ class Zoo:
                 m = group[0]
                 raise ZooError(f"{m.id} is in the zoo but failed to build ({m.reason}: {m.message})")
         if len(key) > MAX_NAME:  # longer than any id; SQLite refuses LIKE patterns this long anyway
-            raise ZooError(f"no model {_shown(name)!r} in the zoo ({len(name):,} characters; see `nar zoo list`)")
+            raise ZooError(f"no model {shorten(name)!r} in the zoo ({len(name):,} characters; see `nar zoo list`)")
         like = key.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         prefixed = self._query("select * from models where status = 'ok' and "
                                "(lower(id) like ? escape '\\' or lower(name) like ? escape '\\')", (like, like))
@@ -233,10 +229,10 @@ class Zoo:
         if prefixed:
             shown = ", ".join(m.id for m in prefixed[:8])
             more = f" and {len(prefixed) - 8} more" if len(prefixed) > 8 else ""
-            raise ZooError(f"{_shown(name)!r} is ambiguous: {shown}{more}")
+            raise ZooError(f"{shorten(name)!r} is ambiguous: {shown}{more}")
         close = difflib.get_close_matches(key, self._all_names(), n=5, cutoff=0.6)
         hint = f"; did you mean {', '.join(close)}?" if close else "; see `nar zoo list`"
-        raise ZooError(f"no model {_shown(name)!r} in the zoo{hint}")
+        raise ZooError(f"no model {shorten(name)!r} in the zoo{hint}")
 
     def _all_names(self) -> list[str]:
         names: set[str] = set()
