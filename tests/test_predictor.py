@@ -1,87 +1,307 @@
-"""The predictor's building blocks (work in progress toward `nar predict`): tokens of a canonical
-graph, random topological orders, the network's shapes, and a tiny training run that fits."""
+"""The accuracy/latency predictor: graph inputs, the network and its numpy twin, training (resumable),
+the bundle (save, load, tampering), applicability, intervals and `nar predict` / `nar eval predictor`."""
+
+import json
 
 import numpy as np
 import pytest
+from narcli.errors import NarError, UsageError
+from narcli.graph.arch_graph import ArchGraph, Node
 from narcli.graph.synthetic import residual_stack
+from narcli.predict.datasets import Dataset, Target, read_csv, split_groups
+from narcli.predict.inputs import GLOBALS, graph_input, image_input, output_classes
 from narcli.predict.metrics import kendall_tau, mape, within
-from narcli.predict.tokens import graph_tokens, random_topological_order
+
+OPS = 200  # larger than the op vocabulary
 
 
-def test_tokens_follow_the_graph():
-    graph = residual_stack(30)
-    tokens = graph_tokens(graph)
-    assert tokens.length == graph.num_nodes
-    assert all(p < i for i, parents in enumerate(tokens.parents) for p in parents)
-    assert sum(len(p) for p in tokens.parents) == len(graph.edges)
-    assert tokens.numeric.shape == (graph.num_nodes, 8)
+def classifier(nodes: int, classes: int = 1000, channels: int = 3) -> ArchGraph:
+    """residual_stack with a real head: (1, classes) scores, `channels`-channel input."""
+    graph = residual_stack(nodes)
+    graph.nodes[0].shape = [1, channels, 224, 224]
+    for node in graph.nodes[-3:]:
+        node.shape = [1, classes] if node.op != "global_avg_pool" else [1, 64]
+    for node in graph.nodes:
+        if node.op == "conv2d":
+            node.macs = 64 * 64 * 9 * 56 * 56
+    return graph
 
 
-def _branchy():
-    """input -> four parallel convolutions -> concat -> linear: many topological orders."""
-    from narcli.graph.arch_graph import ArchGraph, Node
-
-    nodes = [Node("input", [1, 3, 8, 8])] + [Node("conv2d", [1, 4, 8, 8]) for _ in range(4)] \
-        + [Node("cat", [1, 16, 8, 8]), Node("linear", [1, 2]), Node("output")]
-    edges = [(0, i) for i in range(1, 5)] + [(i, 5) for i in range(1, 5)] + [(5, 6), (6, 7)]
-    return ArchGraph(nodes, edges)
+def text_model() -> ArchGraph:
+    nodes = [Node("input", [1, 16]), Node("embedding", [1, 16, 32], params=32_000), Node("linear", [1, 16, 100]),
+             Node("output", [1, 16, 100])]
+    return ArchGraph(nodes, [(0, 1), (1, 2), (2, 3)])
 
 
-def test_random_topological_orders_keep_every_edge_forward():
-    tokens = graph_tokens(_branchy())
-    rng = np.random.default_rng(0)
-    orders = [random_topological_order(tokens, rng) for _ in range(5)]
-    for rank in orders:
-        assert sorted(rank.tolist()) == list(range(tokens.length))
-        assert all(rank[p] < rank[i] for i, parents in enumerate(tokens.parents) for p in parents)
-    assert len({tuple(r) for r in orders}) > 1  # parallel branches give real choices
+def synthetic_dataset(count: int = 24) -> Dataset:
+    sizes = [12 + 7 * i for i in range(count)]
+    items = [graph_input(classifier(n)) for n in sizes]
+    values = np.array([[60 + s / 10, 0.5 * s] for s in sizes])  # accuracy and latency both grow with depth
+    targets = [Target("top1", "accuracy", "%", ""), Target("cpu-x", "latency", "ms", "testcpu", 1, log=True)]
+    return Dataset("timm", [f"m{s}" for s in sizes], [f"h{s}" for s in sizes], items, targets, values)
 
 
-def test_the_network_predicts_one_value_per_target_whatever_the_order():
+@pytest.fixture(scope="module")
+def bundle_dir(tmp_path_factory):
+    from narcli.predict.build import train_bundle
+    from narcli.predict.training import NetConfig
+
+    out = tmp_path_factory.mktemp("predictor")
+    train_bundle([synthetic_dataset()], out, NetConfig(dim=8, layers=1, epochs=30, batch=8), OPS, out / "work")
+    return out
+
+
+# -- inputs ----------------------------------------------------------------------------------------
+def test_graph_inputs_follow_the_graph():
+    graph = classifier(40)
+    item = graph_input(graph)
+    assert item.num_nodes == graph.num_nodes and item.numeric.shape == (graph.num_nodes, 8)
+    assert item.edges.shape == (2, len(graph.edges)) and item.figures.shape == (len(GLOBALS),)
+    assert np.isfinite(item.figures).all() and np.isfinite(item.numeric).all()
+    bigger = graph_input(graph, macs=graph.macs * 4)
+    assert bigger.figures[1] > item.figures[1]  # a zoo variant's own MACs count
+
+
+def test_what_kind_of_model_a_graph_is():
+    assert image_input(classifier(20)) == (3, 224, 224)
+    assert output_classes(classifier(20, classes=10)) == 10
+    assert image_input(text_model()) is None
+    assert output_classes(text_model()) is None  # (1, 16, 100) is not a class-score vector
+
+
+# -- the network -----------------------------------------------------------------------------------
+def test_the_numpy_twin_matches_the_torch_network():
     import torch
 
-    from narcli.encode.features import OP_INDEX
-    from narcli.predict.model import Batch, Predictor
+    from narcli.predict.network import build_torch_net, collate, head_numpy, latent_numpy
 
-    items = [graph_tokens(residual_stack(n)) for n in (12, 30, 45)]
-    model = Predictor(len(OP_INDEX), items[0].numeric.shape[1], 3, dim=32, layers=1, heads=2).eval()
-    rng = np.random.default_rng(1)
+    torch.manual_seed(0)
+    net = build_torch_net(OPS, 8, 3, dim=16, layers=2).eval()
+    items = [graph_input(classifier(n)) for n in (15, 40)] + [graph_input(text_model())]
     with torch.no_grad():
-        out = model(Batch(items, [np.arange(t.length) for t in items]))
-        other = model(Batch(items, [random_topological_order(t, rng) for t in items]))
-    assert out.shape == other.shape == (3, 3)
-    assert torch.isfinite(out).all()
+        expected = net(collate(items)).numpy()
+        latents = net.latent(collate(items)).numpy()
+    weights = {k: v.numpy() for k, v in net.state_dict().items()}
+    for i, item in enumerate(items):
+        z = latent_numpy(weights, item, 2)
+        np.testing.assert_allclose(z, latents[i], rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(head_numpy(weights, z), expected[i], rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.timeout(300)
-def test_a_tiny_run_learns_a_size_dependent_target():
-    from narcli.encode.features import OP_INDEX
-    from narcli.predict.training import PredictorConfig, train_predictor
+def test_node_order_does_not_change_a_prediction():
+    from narcli.predict.network import latent_numpy
+    from narcli.predict.training import NetConfig, train_net
 
-    sizes = list(range(12, 60, 3))
-    items = [graph_tokens(residual_stack(n, channels=8 + n)) for n in sizes]
-    target = np.array(sizes, dtype=np.float32)
-    trained = train_predictor(items, target, PredictorConfig(dim=32, layers=1, heads=2, epochs=40, batch=8, lr=2e-3,
-                                                             ema=0.9), len(OP_INDEX))
-    predicted = trained.predict(items)[:, 0]
-    assert trained.log[-1]["loss"] < trained.log[0]["loss"]
-    assert kendall_tau(predicted, target) > 0.7
-
-
-def _tau_b_by_definition(a, b) -> float:
-    pairs = [(i, j) for i in range(len(a)) for j in range(i + 1, len(a))]
-    c = sum(1 for i, j in pairs if (a[i] - a[j]) * (b[i] - b[j]) > 0)
-    d = sum(1 for i, j in pairs if (a[i] - a[j]) * (b[i] - b[j]) < 0)
-    ta = sum(1 for i, j in pairs if a[i] == a[j] and b[i] != b[j])
-    tb = sum(1 for i, j in pairs if b[i] == b[j] and a[i] != a[j])
-    return (c - d) / ((c + d + ta) * (c + d + tb)) ** 0.5
+    data = synthetic_dataset(6)
+    net = train_net(data.items, data.transformed(), NetConfig(dim=8, layers=2, epochs=1, batch=4), OPS)
+    item = data.items[3]
+    order = np.random.default_rng(0).permutation(item.num_nodes)
+    where = np.argsort(order)  # old index -> new index
+    shuffled = type(item)(item.ops[order], item.numeric[order], where[item.edges], item.figures)
+    a, b = latent_numpy(net.weights, item, 2), latent_numpy(net.weights, shuffled, 2)
+    np.testing.assert_allclose(a[:16], b[:16], rtol=1e-4, atol=1e-5)  # mean and max readouts
+    np.testing.assert_allclose(a[24:], b[24:], rtol=1e-4, atol=1e-5)  # whole-model figures
 
 
-def test_metrics_against_known_values():
-    rng = np.random.default_rng(0)
-    a = np.round(rng.normal(size=120), 1)  # ties in both
-    b = np.round(a + rng.normal(size=120), 1)
-    assert kendall_tau(a, b) == pytest.approx(_tau_b_by_definition(a, b), abs=1e-12)
-    assert kendall_tau(a, a) == pytest.approx(1.0) and kendall_tau(a, -a) == pytest.approx(-1.0)
+def test_training_learns_and_resumes_where_it_stopped(tmp_path):
+    from narcli.predict.training import NetConfig, predict_scaled, train_net
+
+    data = synthetic_dataset()
+    learnt = data.transformed()
+    config = NetConfig(dim=8, layers=1, epochs=30, batch=8)
+    whole = train_net(data.items, learnt, config, OPS)
+    predicted, _ = predict_scaled(whole, data.items)
+    assert kendall_tau(predicted[:, 0], learnt[:, 0]) > 0.6
+    checkpoint = tmp_path / "head.ckpt"
+
+    class Killed(Exception):
+        pass
+
+    def kill_at_ten(entry):
+        if entry["epoch"] == 10:
+            raise Killed
+
+    with pytest.raises(Killed):
+        train_net(data.items, learnt, config, OPS, on_epoch=kill_at_ten, checkpoint=checkpoint)
+    epochs = []
+    resumed = train_net(data.items, learnt, config, OPS, on_epoch=epochs.append, checkpoint=checkpoint)
+    assert [e["epoch"] for e in epochs] == list(range(11, 31))  # picked up after epoch 10
+    for key, value in whole.weights.items():
+        np.testing.assert_allclose(resumed.weights[key], value, rtol=1e-4, atol=1e-5)
+
+
+def test_missing_targets_are_left_out_of_the_loss():
+    from narcli.predict.training import NetConfig, train_net
+
+    data = synthetic_dataset(8)
+    learnt = data.transformed()
+    learnt[::2, 1] = np.nan
+    net = train_net(data.items, learnt, NetConfig(dim=8, layers=1, epochs=2, batch=4), OPS)
+    assert all(np.isfinite(v).all() for v in net.weights.values())
+
+
+# -- the bundle ------------------------------------------------------------------------------------
+def test_the_bundle_round_trips_and_answers_without_torch(bundle_dir):
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom pathlib import Path\nfrom narcli.predict.bundle import load_bundle, predict_graph\n"
+            "from narcli.graph.synthetic import residual_stack\n"
+            f"b = load_bundle(Path({str(bundle_dir)!r}))\n"
+            "rows = predict_graph(residual_stack(30), b)\n"
+            "assert rows and 'torch' not in sys.modules, 'torch was imported'\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    card = json.loads((bundle_dir / "predictor.json").read_text())
+    assert card["heads"][0]["targets"][0]["column"] == "top1"
+    assert "held_out_rows" in card["heads"][0]["metrics"]
+
+
+def test_predictions_come_with_intervals_and_say_when_they_do_not_apply(bundle_dir):
+    from narcli.predict.bundle import load_bundle, predict_graph
+
+    bundle = load_bundle(bundle_dir)
+    rows = {r.target.column: r for r in predict_graph(classifier(60), bundle)}
+    assert rows["top1"].status in ("ok", "out of range")
+    if rows["top1"].status == "ok":
+        assert rows["top1"].low <= rows["top1"].value <= rows["top1"].high
+        assert rows["cpu-x"].low < rows["cpu-x"].value < rows["cpu-x"].high
+    ten = {r.target.column: r for r in predict_graph(classifier(60, classes=10), bundle)}
+    assert ten["top1"].status == "n/a" and "1,000-class" in ten["top1"].reason and "10 classes" in ten["top1"].reason
+    text = predict_graph(text_model(), bundle)
+    assert {r.status for r in text} == {"n/a"} and "not one image batch" in text[0].reason
+    grey = predict_graph(classifier(60, channels=1), bundle)
+    assert "1 channels" in grey[0].reason
+
+
+def test_a_model_unlike_the_training_data_is_out_of_range(bundle_dir):
+    from narcli.predict.bundle import load_bundle, predict_graph
+
+    bundle = load_bundle(bundle_dir)
+    graph = classifier(60)
+    for node in graph.nodes:  # the same shape of network, but made of operations never seen in training
+        if node.op in ("conv2d", "batch_norm", "relu", "add"):
+            node.op = "lstm"
+            node.params = 10**9
+    rows = predict_graph(graph, bundle)
+    assert {r.status for r in rows} == {"out of range"} and "unlike every model" in rows[0].reason
+
+
+def test_an_unknown_device_lists_the_known_ones(bundle_dir):
+    from narcli.predict.bundle import load_bundle, predict_graph
+
+    with pytest.raises(UsageError, match="unknown device 'tpu9'; known: testcpu"):
+        predict_graph(classifier(30), load_bundle(bundle_dir), device="tpu9")
+    rows = predict_graph(classifier(30), load_bundle(bundle_dir), device="testcpu")
+    assert {r.target.column for r in rows} == {"top1", "cpu-x"}
+
+
+def test_missing_or_tampered_weights_say_how_to_fix(bundle_dir, tmp_path):
+    import shutil
+
+    from narcli.predict.bundle import load_bundle
+
+    with pytest.raises(NarError, match="no predictor weights in .*nar train predictor"):
+        load_bundle(tmp_path / "nowhere")
+    copy = tmp_path / "copy"
+    shutil.copytree(bundle_dir, copy)
+    blob = bytearray((copy / "predictor.safetensors").read_bytes())
+    blob[-5] ^= 0xFF
+    (copy / "predictor.safetensors").write_bytes(bytes(blob))
+    with pytest.raises(NarError, match="unusable .*do not match their card.*nar train predictor"):
+        load_bundle(copy)
+
+
+def test_conformal_width_is_the_right_quantile():
+    from narcli.predict.build import conformal_width
+
+    residuals = np.arange(1, 101, dtype=np.float64)[:, None] * np.array([[1.0, -2.0]])
+    width = conformal_width(residuals, 0.9)
+    assert width.tolist() == [91.0, 182.0]  # ceil(101 * 0.9) = 91st smallest
+
+
+# -- data, metrics, commands -------------------------------------------------------------------------
+def test_a_csv_without_a_needed_column_is_a_usage_error(tmp_path):
+    (tmp_path / "accuracy.csv").write_text("index,arch,cifar10-test\n0,x,1\n")
+    with pytest.raises(UsageError, match="missing column 'arch_str'"):
+        read_csv(tmp_path / "accuracy.csv", ("index", "arch_str"))
+
+
+def test_eval_predictor_names_the_missing_column(cli, tmp_path):
+    folder = tmp_path / "timm"
+    folder.mkdir()
+    (folder / "results-imagenet.csv").write_text("model,top5\nresnet50.a1_in1k,95\n")
+    result = cli("eval", "predictor", "--timm", folder)
+    assert result.exit_code == 2
+    assert "missing column 'top1'" in result.output and "Traceback" not in result.output
+
+
+def test_eval_predictor_needs_a_folder(cli, tmp_path):
+    result = cli("eval", "predictor")
+    assert result.exit_code == 2 and "--nb201 DIR and/or --timm DIR" in result.output
+    result = cli("eval", "predictor", "--nb201", tmp_path / "absent")
+    assert result.exit_code == 2 and "is not a folder" in result.output
+
+
+def test_groups_never_straddle_a_split():
+    groups = [f"g{i // 3}" for i in range(60)]
+    train, test = split_groups(groups, 0.2, seed=1)
+    assert len(train) + len(test) == 60 and len(test) == 12
+    assert not {groups[i] for i in train} & {groups[i] for i in test}
+
+
+def test_metrics():
+    assert kendall_tau([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert kendall_tau([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
     assert mape([110, 90], [100, 100]) == pytest.approx(10.0)
     assert within([109, 80], [100, 100]) == pytest.approx(50.0)
+
+
+@pytest.fixture
+def small_zoo(tmp_path):
+    """The bundled zoo cut down to a few models (a copy: the bundled one is never written)."""
+    import shutil
+    import sqlite3
+
+    from narcli.zoo.store import bundled_zoo_path
+
+    db = tmp_path / "zoo.db"
+    shutil.copy(bundled_zoo_path(), db)
+    with sqlite3.connect(db) as connection:
+        connection.execute("delete from models where name not in ('resnet50', 'resnet18', 'gpt2')")
+    return db
+
+
+def test_zoo_predictions_are_stored_once_and_read_back(bundle_dir, small_zoo):
+    from narcli.predict.bundle import load_bundle, predict_graph
+    from narcli.predict.zoo_predictions import predict_zoo, stored_predictions
+    from narcli.zoo.store import Zoo
+
+    first = predict_zoo(small_zoo, bundle_dir)
+    assert first["predicted"] >= 3
+    assert predict_zoo(small_zoo, bundle_dir)["predicted"] == 0  # only what changed
+    bundle = load_bundle(bundle_dir)
+    with Zoo([small_zoo]) as zoo:
+        model = zoo.resolve("resnet50")
+        live = predict_graph(zoo.graph(model), bundle, macs=model.macs, params=model.params)
+    stored = stored_predictions(small_zoo, model.id, bundle)
+    assert [(r.target.column, r.status, r.value, r.low) for r in stored] == \
+        [(r.target.column, r.status, r.value, r.low) for r in live]
+
+
+def test_nar_predict_a_zoo_name_reads_stored_rows_without_torch(bundle_dir, small_zoo):
+    import os
+    import subprocess
+    import sys
+
+    from narcli.predict.zoo_predictions import predict_zoo
+
+    predict_zoo(small_zoo, bundle_dir)
+    code = ("import sys; from narcli.cli.app import app\n"
+            f"sys.argv = ['nar', 'predict', 'gpt2', '--weights', {str(bundle_dir)!r}]\n"
+            "try:\n    app()\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
+            "assert 'torch' not in sys.modules, 'torch was imported'")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "NAR_ZOO": str(small_zoo), "COLUMNS": "200"})
+    assert done.returncode == 0, done.stderr
+    assert "no prediction applies" in done.stdout and "not one image batch" in done.stdout

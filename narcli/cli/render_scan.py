@@ -29,7 +29,7 @@ def human_bytes(n: int) -> str:
     return f"{n} B"
 
 
-def record_panel(record: ModelRecord) -> Panel:
+def record_panel(record: ModelRecord, performance: str | None = None) -> Panel:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold cyan", no_wrap=True)
     grid.add_column()
@@ -49,11 +49,14 @@ def record_panel(record: ModelRecord) -> Panel:
     ops = ", ".join(f"{op} ×{n}" for op, n in record.top_ops)
     grid.add_row("top ops", ops or "-")
     grid.add_row("hash", f"[dim]{record.graph_hash}[/dim]")
+    if performance:
+        grid.add_row("predicted", performance.removeprefix("predicted: "))
     return Panel(grid, title=f"[bold]{record.name}[/bold]", title_align="left", expand=False)
 
 
-def print_records(console: Console, records: list[ModelRecord]) -> None:
-    console.print(Group(*[record_panel(r) for r in records]))
+def print_records(console: Console, records: list[ModelRecord], performance: list[str | None] | None = None) -> None:
+    performance = performance or [None] * len(records)
+    console.print(Group(*[record_panel(r, p) for r, p in zip(records, performance)]))
 
 
 def print_directory(console: Console, results: list[Any]) -> None:

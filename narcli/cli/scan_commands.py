@@ -67,8 +67,9 @@ def scan(
         print(json.dumps({"path": str(path), "models": models}, indent=2))
         return
     from narcli.cli.render_scan import print_records
+    from narcli.search.predictions import performance_line
 
-    print_records(stdout(), records)
+    print_records(stdout(), records, [performance_line(r) for r in records])
 
 
 def _scan_checkpoint(path: Path, options: Any, as_json: bool) -> None:

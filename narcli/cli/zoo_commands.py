@@ -79,20 +79,21 @@ def zoo_embed(
     force: bool = typer.Option(False, "--force", help="Embed everything again, even what is current."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
-    """Store the encoder's embedding of every architecture in a zoo (only what changed)."""
-    from narcli.encode.zoo_embed import embed_zoo
+    """Store the encoder's embedding and the predictor's predictions of every model in a zoo (only what changed)."""
+    from narcli.predict.zoo_predictions import embed_and_predict
     from narcli.zoo.store import user_zoo_path
 
     path = db or user_zoo_path()
     if not path.exists():
         fail(f"zoo database {path} does not exist; build it with `nar zoo build --db {path}`", 1)
     console = stderr_console()
-    summary = run(embed_zoo, path, weights, force, report=lambda line: console.print(f"[dim]{line}[/]"))
+    summary = run(embed_and_predict, path, weights, force, report=lambda line: console.print(f"[dim]{line}[/]"))
     if as_json:
         print(json.dumps(summary, indent=2))
         return
     print(f"{summary['database']}: {summary['embedded']} embedded, {summary['unchanged']} already current "
-          f"(encoder {summary['encoder']})")
+          f"(encoder {summary['encoder']}); {summary['predicted']} models predicted, {summary['predictions_current']} current "
+          f"(predictor {summary['predictor']})")
 
 
 @zoo_app.command("signatures")

@@ -31,3 +31,27 @@ def mape(predicted, true) -> float:
 def within(predicted, true, share: float = 0.10) -> float:
     predicted, true = np.asarray(predicted, dtype=np.float64), np.asarray(true, dtype=np.float64)
     return float(np.mean(np.abs(predicted - true) <= share * np.abs(true)) * 100)
+
+
+def mae(predicted, true) -> float:
+    predicted, true = np.asarray(predicted, dtype=np.float64), np.asarray(true, dtype=np.float64)
+    return float(np.mean(np.abs(predicted - true)))
+
+
+def column_metrics(targets, predicted: np.ndarray, true: np.ndarray) -> dict[str, dict[str, float]]:
+    """Per target column, on rows where the truth is known: tau and MAE for accuracies; MAPE,
+    within-10 % and tau for timings."""
+    out: dict[str, dict[str, float]] = {}
+    for j, target in enumerate(targets):
+        known = np.isfinite(true[:, j]) & np.isfinite(predicted[:, j])
+        if known.sum() < 2:
+            continue
+        p, t = predicted[known, j], true[known, j]
+        entry = {"rows": int(known.sum()), "tau": round(kendall_tau(p, t), 4)}
+        if target.kind == "accuracy":
+            entry["mae"] = round(mae(p, t), 4)
+        else:
+            entry["mape"] = round(mape(p, t), 3)
+            entry["within10"] = round(within(p, t), 2)
+        out[target.column] = entry
+    return out

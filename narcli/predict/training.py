@@ -1,92 +1,109 @@
-"""Training the predictor as NAR-Former does: MSE + 0.1 sequence ranking + 0.5 architecture
-consistency (the same graph under another topological order must get the same prediction), AdamW
-with warm-up, an EMA of the weights for evaluation. Targets are standardised per column."""
+"""Training one predictor network: masked MSE (a target may be missing for some graphs) + 0.1 x
+NAR-Former's sequence-ranking loss + 0.5 x a pairwise logistic ranking loss, AdamW with a one-cycle
+schedule, an EMA of the weights for what is kept. Targets arrive already transformed (log for
+latencies) and are standardised here per column.
+
+Resumable: with a `checkpoint` path the state is written after every epoch and picked up again;
+each epoch's batch order comes from (seed, epoch), so a resumed run is the run it would have been.
+"""
 
 from __future__ import annotations
 
 import copy
-import random
+import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
-import torch
-from torch.nn import functional as F
 
-from narcli.predict.model import Batch, Predictor
-from narcli.predict.tokens import GraphTokens, random_topological_order
+from narcli.predict.inputs import GraphInput
 
 
 @dataclass
-class PredictorConfig:
-    dim: int = 128
-    layers: int = 4
-    heads: int = 4
-    epochs: int = 200
-    batch: int = 64
-    lr: float = 5e-4
+class NetConfig:
+    dim: int = 96
+    layers: int = 6
+    epochs: int = 60
+    batch: int = 32
+    lr: float = 1e-3
     weight_decay: float = 0.01
-    warmup: float = 0.1
     ema: float = 0.99
     sr_weight: float = 0.1
-    ac_weight: float = 0.5
+    rank_weight: float = 0.5
     seed: int = 0
     device: str = "cpu"
 
+    def to_dict(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if k != "device"}
+
 
 @dataclass
-class TrainedPredictor:
-    model: Predictor  # the EMA weights
-    mean: np.ndarray
+class TrainedNet:
+    weights: dict[str, np.ndarray]  # the EMA weights, numpy
+    mean: np.ndarray  # per target, of the transformed values
     std: np.ndarray
+    config: NetConfig
     log: list[dict]
 
-    def predict(self, items: list[GraphTokens], batch: int = 256) -> np.ndarray:
-        self.model.eval()
-        device = next(self.model.parameters()).device
-        out = []
-        with torch.no_grad():
-            for start in range(0, len(items), batch):
-                chunk = items[start:start + batch]
-                ranks = [np.arange(t.length) for t in chunk]
-                out.append(self.model(Batch(chunk, ranks, str(device))).cpu().numpy())
-        return np.concatenate(out) * self.std + self.mean
+
+def standardise(targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    mean = np.nanmean(targets, 0)
+    std = np.nanstd(targets, 0)
+    return np.nan_to_num(mean).astype(np.float32), np.where(np.isfinite(std) & (std > 1e-8), std, 1.0).astype(np.float32)
 
 
-def train_predictor(items: list[GraphTokens], targets: np.ndarray, config: PredictorConfig, op_count: int,
-                    on_epoch: Callable[[dict], None] | None = None) -> TrainedPredictor:
+def train_net(items: list[GraphInput], targets: np.ndarray, config: NetConfig, op_count: int,
+              on_epoch: Callable[[dict], None] | None = None, checkpoint: Path | None = None) -> TrainedNet:
+    """Fit a network on `items` -> `targets` (n, t), NaN where a value is missing."""
+    import torch
+    from torch.nn import functional as F
+
+    from narcli.predict.network import build_torch_net, collate
+
     torch.manual_seed(config.seed)
-    random.seed(config.seed)
-    rng = np.random.default_rng(config.seed)
     targets = np.asarray(targets, dtype=np.float32).reshape(len(items), -1)
-    mean, std = targets.mean(0), targets.std(0) + 1e-8
-    scaled = torch.from_numpy((targets - mean) / std)
-    model = Predictor(op_count, items[0].numeric.shape[1], targets.shape[1], config.dim, config.layers,
-                      config.heads).to(config.device)
+    mean, std = standardise(targets)
+    scaled = torch.from_numpy(np.nan_to_num((targets - mean) / std))
+    observed = torch.from_numpy(np.isfinite(targets))
+    model = build_torch_net(op_count, items[0].numeric.shape[1], targets.shape[1], config.dim, config.layers)
+    model.to(config.device)
     ema = copy.deepcopy(model)
     optimiser = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    steps_per_epoch = max(1, -(-len(items) // config.batch))
-    total = config.epochs * steps_per_epoch
-    warm = max(1, int(config.warmup * total))
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimiser, lambda s: min(1.0, (s + 1) / warm) * max(0.0, 0.5 * (1 + np.cos(np.pi * min(1.0, s / total)))))
-    log = []
-    for epoch in range(config.epochs):
+    steps = config.epochs * math.ceil(len(items) / config.batch)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimiser, config.lr, total_steps=max(steps, 2), pct_start=0.1)
+    log: list[dict] = []
+    first = 0
+    if checkpoint is not None and checkpoint.exists():
+        state = torch.load(checkpoint, map_location=config.device, weights_only=True)
+        if state.get("config") == config.to_dict() and state.get("rows") == len(items):
+            model.load_state_dict(state["model"])
+            ema.load_state_dict(state["ema"])
+            optimiser.load_state_dict(state["optimiser"])
+            schedule.load_state_dict(state["schedule"])
+            first, log = int(state["epoch"]), list(state["log"])
+    for epoch in range(first, config.epochs):
         model.train()
         began, losses = time.perf_counter(), []
+        rng = np.random.default_rng([config.seed, epoch])
         order = rng.permutation(len(items))
         for start in range(0, len(order), config.batch):
             idx = order[start:start + config.batch]
-            chunk = [items[i] for i in idx]
+            if len(idx) < 2:
+                continue
             y = scaled[idx].to(config.device)
-            natural = Batch(chunk, [np.arange(t.length) for t in chunk], config.device)
-            other = Batch(chunk, [random_topological_order(t, rng) for t in chunk], config.device)
-            p, q = model(natural), model(other)
-            partner = torch.randperm(len(idx))
-            loss = F.mse_loss(p, y) \
-                + config.sr_weight * F.l1_loss(p - p[partner], y - y[partner]) \
-                + config.ac_weight * F.l1_loss(p, q)
+            seen = observed[idx].to(config.device)
+            p = model(collate([items[i] for i in idx], config.device))
+            loss = ((p - y) ** 2 * seen).sum() / seen.sum().clamp(min=1)
+            partner = torch.as_tensor(rng.permutation(len(idx)), device=p.device)
+            both = seen & seen[partner]
+            loss = loss + config.sr_weight * ((p - p[partner]) - (y - y[partner])).abs().mul(both).sum() \
+                / both.sum().clamp(min=1)
+            dp = p.unsqueeze(1) - p.unsqueeze(0)  # (b, b, t)
+            dy = y.unsqueeze(1) - y.unsqueeze(0)
+            pairs = (seen.unsqueeze(1) & seen.unsqueeze(0) & (dy.abs() > 0.05)).float()
+            loss = loss + config.rank_weight * (F.softplus(-dp * torch.sign(dy)) * pairs).sum() / pairs.sum().clamp(min=1)
             optimiser.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -96,9 +113,26 @@ def train_predictor(items: list[GraphTokens], targets: np.ndarray, config: Predi
                 for e, w in zip(ema.parameters(), model.parameters()):
                     e.mul_(config.ema).add_(w.detach(), alpha=1 - config.ema)
             losses.append(float(loss.detach()))
-        entry = {"epoch": epoch + 1, "loss": round(float(np.mean(losses)), 4),
+        entry = {"epoch": epoch + 1, "epochs": config.epochs, "loss": round(float(np.mean(losses or [0.0])), 4),
                  "seconds": round(time.perf_counter() - began, 1)}
         log.append(entry)
+        if checkpoint is not None:
+            partial = checkpoint.with_suffix(".partial")
+            torch.save({"config": config.to_dict(), "rows": len(items), "epoch": epoch + 1, "log": log,
+                        "model": model.state_dict(), "ema": ema.state_dict(), "optimiser": optimiser.state_dict(),
+                        "schedule": schedule.state_dict()}, partial)
+            partial.replace(checkpoint)
         if on_epoch:
             on_epoch(entry)
-    return TrainedPredictor(ema, mean, std, log)
+    weights = {k: v.detach().float().cpu().numpy() for k, v in ema.state_dict().items()}
+    return TrainedNet(weights, mean, std, config, log)
+
+
+def predict_scaled(net: TrainedNet, items: list[GraphInput]) -> tuple[np.ndarray, np.ndarray]:
+    """(predictions in the transformed target space (n, t), latents (n, 4 dim)), numpy only."""
+    from narcli.predict.network import head_numpy, latent_numpy
+
+    if not items:
+        return np.zeros((0, len(net.mean)), np.float32), np.zeros((0, 4 * net.config.dim), np.float32)
+    latents = np.stack([latent_numpy(net.weights, item, net.config.layers) for item in items])
+    return head_numpy(net.weights, latents) * net.std + net.mean, latents

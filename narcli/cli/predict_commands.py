@@ -1,0 +1,102 @@
+"""`nar predict`, `nar train predictor` and `nar eval predictor`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from narcli.cli.common import fail, run, scan_options, stderr_console, stdout
+from narcli.cli.learn_commands import _device, eval_app, train_app
+
+
+def predict_command(
+    target: str = typer.Argument(..., help="A zoo name (resnet50), a .py/.onnx/.pt2 file, or cache:NAME."),
+    device: str | None = typer.Option(None, "--device", "-d",
+                                      help="Only this device's timings (`nar predict x --device ?` lists them)."),
+    model: str | None = typer.Option(None, "--model", "-m", help="Model class or factory in a .py file."),
+    input_shape: list[str] | None = typer.Option(None, "--input-shape", "-i", help="Example input shape of a .py model."),
+    input_dtype: list[str] | None = typer.Option(None, "--input-dtype",
+                                                    help="Input dtype of a .py model: float32 (default), long for token ids, ..."),
+    timeout: float = typer.Option(120.0, "--timeout", help="Seconds to allow importing and tracing one file."),
+    weights: Path | None = typer.Option(None, "--weights", help="Predictor folder (default: the bundled one)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the predictions as JSON."),
+) -> None:
+    """How accurate and how fast a model is likely to be: every prediction that applies, with its interval."""
+    from narcli.search.predictions import predictions_for
+
+    options = scan_options(model, input_shape, timeout, False, input_dtype)
+    results = run(predictions_for, target, options, device, weights)
+    if as_json:
+        print(json.dumps({"target": target, "results": [
+            {"name": p.name, "predictions": [r.to_dict() for r in p.rows]} for p in results]}, indent=2))
+        return
+    from narcli.cli.render_predict import print_predictions
+
+    print_predictions(stdout(), results)
+
+
+def _net_config(epochs: int | None, seed: int, device: str, default_epochs: int):
+    from narcli.predict.training import NetConfig
+
+    if epochs is not None and not 1 <= epochs <= 10_000:
+        fail(f"--epochs must be between 1 and 10,000, not {epochs}", 2)
+    return NetConfig(epochs=epochs or default_epochs, seed=seed, device=_device(device))
+
+
+def _progress_reporter(console):
+    return lambda name, e: console.print(
+        f"[dim]{name}: epoch {e['epoch']}/{e['epochs']} loss {e['loss']:.4f} ({e['seconds']:.0f} s)[/]")
+
+
+@train_app.command("predictor")
+def train_predictor_command(
+    nb201: Path | None = typer.Option(None, "--nb201", help="Folder with NAS-Bench-201 accuracy.csv and latency_ms.csv."),
+    timm: Path | None = typer.Option(None, "--timm", help="Folder with timm results-imagenet.csv and benchmark-*.csv."),
+    out: Path | None = typer.Option(None, "--out", help="Folder to write predictor.safetensors + predictor.json "
+                                                          "(default: the bundled predictor)."),
+    epochs: int | None = typer.Option(None, "--epochs", help="Epochs per head (default: 20 for NAS-Bench-201, 60 for timm)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the calibration split and of training."),
+    device: str = typer.Option("", "--device", help="cpu or cuda (default: cuda when available)."),
+    graphs_db: Path | None = typer.Option(None, "--graphs-db", help="Zoo database of the NAS-Bench-201 cells "
+                                                                    "(default: built under $NAR_HOME/predictor)."),
+    jobs: int = typer.Option(2, "--jobs", "-j", help="Processes for building NAS-Bench-201 graphs."),
+) -> None:
+    """Train the accuracy/latency predictor (one head per data folder); resumes an interrupted run."""
+    from narcli.predict.build import train_from_folders
+
+    console = stderr_console()
+    config = _net_config(epochs, seed, device, 0)
+    card = run(train_from_folders, nb201, timm, out, config, epochs, graphs_db, jobs,
+               report=lambda line: console.print(f"[dim]{line}[/]"), on_epoch=_progress_reporter(console))
+    print(f"wrote {card} and its weights")
+
+
+@eval_app.command("predictor")
+def eval_predictor_command(
+    nb201: Path | None = typer.Option(None, "--nb201", help="Folder with NAS-Bench-201 accuracy.csv (+ latency_ms.csv)."),
+    timm: Path | None = typer.Option(None, "--timm", help="Folder with timm results-imagenet.csv and benchmark-*.csv."),
+    train_size: int | None = typer.Option(None, "--train-size", help="Train a fresh network on N rows and test on "
+                                                                      "the rest (default: evaluate the bundled one)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the split and of training."),
+    epochs: int | None = typer.Option(None, "--epochs", help="Epochs with --train-size (default 60)."),
+    device: str = typer.Option("", "--device", help="cpu or cuda, with --train-size (default: cuda when available)."),
+    weights: Path | None = typer.Option(None, "--weights", help="Predictor folder (default: the bundled one)."),
+    graphs_db: Path | None = typer.Option(None, "--graphs-db", help="Zoo database of the NAS-Bench-201 cells."),
+    jobs: int = typer.Option(2, "--jobs", "-j", help="Processes for building NAS-Bench-201 graphs."),
+    as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
+) -> None:
+    """Kendall tau, MAE, MAPE and within-10 % of the predictor per column, beside boosted-tree baselines."""
+    from narcli.predict.evaluation import evaluate_folders
+
+    console = stderr_console()
+    config = _net_config(epochs, seed, device, 60) if train_size is not None else None
+    results = run(evaluate_folders, nb201, timm, weights, train_size, seed, config, graphs_db, jobs,
+                  report=lambda line: console.print(f"[dim]{line}[/]"), on_epoch=_progress_reporter(console))
+    if as_json:
+        print(json.dumps(results, indent=2))
+        return
+    from narcli.cli.render_predict import print_evaluation
+
+    print_evaluation(stdout(), results)

@@ -1,0 +1,72 @@
+"""Rich tables for `nar predict` and `nar eval predictor`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+
+def target_label(row) -> str:
+    target = row.target
+    if target.kind == "accuracy":
+        return "ImageNet top-1" if target.column == "top1" else target.column.replace("-test", " accuracy")
+    return target.kind
+
+
+def print_predictions(console: Any, results: list) -> None:
+    from narcli.search.predictions import format_value
+
+    for result in results:
+        table = Table(title=f"predictions for {result.name}", title_justify="left", box=None, pad_edge=False,
+                      header_style="bold")
+        for column in ("target", "device", "predicted", "90 % interval", "head"):
+            table.add_column(column, justify="right" if column in ("predicted", "90 % interval") else "left",
+                             no_wrap=column != "head")
+        skipped: dict[str, int] = {}
+        used: dict[str, str] = {}
+        for row in result.rows:
+            if row.status != "ok":
+                reason = f"{row.head} ({row.status}): {row.reason}"
+                skipped[reason] = skipped.get(reason, 0) + 1
+                continue
+            target = row.target
+            device = target.device + (f" ×{target.batch}" if target.batch and target.batch > 1 else "")
+            interval = f"{format_value(row, row.low)} – {format_value(row, row.high)}"
+            table.add_row(target_label(row), device or "—", format_value(row), interval, row.head)
+            used[row.head] = f"{row.title}: {row.trained_on}"
+        if table.row_count:
+            console.print(table)
+            for head, about in used.items():
+                console.print(f"[dim]{head} = {about}[/]")
+        else:
+            console.print(f"[bold]{result.name}[/]: no prediction applies")
+        for reason, count in skipped.items():
+            console.print(f"[yellow]not predicted[/] ({count} target{'s' * (count > 1)}) — {reason}")
+
+
+def print_evaluation(console: Any, results: list[dict[str, Any]]) -> None:
+    for result in results:
+        mode = (f"trained on {result['train_rows']:,} rows, tested on {result['test_rows']:,}"
+                if result["mode"] == "train-size" else f"bundled predictor on {result['test_rows']:,} rows")
+        table = Table(title=f"{result['data']}: {mode}", title_justify="left")
+        for column in ("column", "rows", "tau", "baseline tau", "MAE / MAPE", "baseline", "±10 %", "baseline ±10 %"):
+            table.add_column(column, justify="right" if column != "column" else "left")
+        for column, m in result["columns"].items():
+            b = result["baseline"].get(column, {})
+            if result["kinds"][column] == "accuracy":
+                error, base, w, bw = f"{m['mae']:.2f}", _fmt(b.get("mae"), "{:.2f}"), "", ""
+            else:
+                error, base = f"{m['mape']:.2f} %", _fmt(b.get("mape"), "{:.2f} %")
+                w, bw = f"{m['within10']:.1f} %", _fmt(b.get("within10"), "{:.1f} %")
+            table.add_row(result.get("labels", {}).get(column, column), f"{m['rows']:,}", f"{m['tau']:.3f}", _fmt(b.get("tau"), "{:.3f}"), error, base, w, bw)
+        console.print(table)
+        if result.get("coverage") is not None:
+            console.print(f"interval coverage {result['coverage']:.1f} % (nominal {result['coverage_level']:.0%}); "
+                          f"{result['out_of_range']} rows out of range")
+        if not result["baseline"]:
+            console.print("[yellow]baselines need scikit-learn: pip install 'nar[eval]'[/]")
+
+
+def _fmt(value: Any, pattern: str) -> str:
+    return pattern.format(value) if value is not None else "—"

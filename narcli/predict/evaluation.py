@@ -1,0 +1,139 @@
+"""`nar eval predictor`: figures of the predictor on labelled data, with boosted-tree baselines
+trained in the same run.
+
+Two modes:
+- bundled (no `train_size`): the shipped predictor on every row; intervals' coverage and the share
+  called out of range are reported too. The baseline is cross-fitted on the same rows (two halves,
+  each predicted by a model trained on the other), so it learns from as much data as the bundle did.
+- `train_size` N: a fresh network trained on N rows (whole architectures for timm) and tested on the
+  rest, beside the baseline trained on the same N (NAR-Former's small-sample settings).
+
+Baselines (scikit-learn's HistGradientBoostingRegressor): NAS-Bench-201 on the cell's one-hot
+operations plus params/MACs/activations; timm on params/MACs/activations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from narcli.errors import NarError
+from narcli.predict.bundle import load_bundle
+from narcli.predict.datasets import Dataset, nb201_one_hot, split_groups
+from narcli.predict.metrics import column_metrics
+from narcli.predict.training import NetConfig, predict_scaled, train_net
+
+
+def baseline_features(dataset: Dataset) -> np.ndarray:
+    figures = np.stack([item.figures[:3] for item in dataset.items])  # params, MACs, activations
+    if dataset.name == "nb201":
+        return np.concatenate([nb201_one_hot(dataset.names), figures], 1)
+    return figures
+
+
+def _boosted(features: np.ndarray, learnt: np.ndarray, train: np.ndarray, test: np.ndarray, seed: int) -> np.ndarray:
+    try:
+        from sklearn.ensemble import HistGradientBoostingRegressor
+    except ImportError:
+        return np.full((len(test), learnt.shape[1]), np.nan)
+    out = np.full((len(test), learnt.shape[1]), np.nan)
+    for j in range(learnt.shape[1]):
+        known = train[np.isfinite(learnt[train, j])]
+        if len(known) >= 10:
+            model = HistGradientBoostingRegressor(random_state=seed).fit(features[known], learnt[known, j])
+            out[:, j] = model.predict(features[test])
+    return out
+
+
+def _raw(dataset: Dataset, learnt: np.ndarray) -> np.ndarray:
+    return np.stack([t.inverse(learnt[:, j]) for j, t in enumerate(dataset.targets)], 1)
+
+
+def evaluate(dataset: Dataset, bundle: Path | None = None, train_size: int | None = None, seed: int = 0,
+             config: NetConfig | None = None, op_count: int = 0,
+             on_epoch: Callable[[dict], None] | None = None) -> dict[str, Any]:
+    learnt = dataset.transformed()
+    features = baseline_features(dataset)
+    result: dict[str, Any] = {"data": dataset.name, "rows": len(dataset.names), "seed": seed}
+    if train_size is None:
+        head = next((h for h in load_bundle(bundle).heads if h.name == dataset.name), None)
+        if head is None:
+            raise NarError(f"the predictor has no {dataset.name} head; train one with `nar train predictor`")
+        if [t.column for t in head.targets] != [t.column for t in dataset.targets]:
+            missing = sorted({t.column for t in head.targets} - {t.column for t in dataset.targets})
+            raise NarError(f"the data lacks the head's columns {', '.join(missing[:4])}" if missing else
+                           "the data has columns the predictor was not trained on")
+        predicted, latents = predict_scaled(head.net, dataset.items)
+        test = np.arange(len(dataset.names))
+        halves = split_groups(dataset.groups, 0.5, seed)
+        base = np.full_like(learnt, np.nan)
+        base[halves[1]] = _boosted(features, learnt, halves[0], halves[1], seed)
+        base[halves[0]] = _boosted(features, learnt, halves[1], halves[0], seed)
+        inside = np.abs(learnt - predicted) <= head.conformal[None]
+        known = np.isfinite(learnt)
+        result.update(mode="bundled", coverage_level=head.level,
+                      coverage=round(float(inside[known].mean() * 100), 2) if known.any() else None,
+                      out_of_range=int((head.distance(latents) > head.reach).sum()))
+    else:
+        if not 2 <= train_size < len(dataset.names) - 1:
+            from narcli.errors import UsageError
+
+            raise UsageError(f"--train-size must be between 2 and {len(dataset.names) - 2:,} here, not {train_size}")
+        if dataset.name == "timm":  # whole architectures on one side
+            train, test = split_groups(dataset.groups, 1 - train_size / len(dataset.names), seed)
+        else:
+            order = np.random.default_rng(seed).permutation(len(dataset.names))
+            train, test = order[:train_size], order[train_size:]
+        config = config or NetConfig(seed=seed)
+        net = train_net([dataset.items[i] for i in train], learnt[train], config, op_count, on_epoch)
+        predicted, _ = predict_scaled(net, [dataset.items[i] for i in test])
+        base = _boosted(features, learnt, train, test, seed)
+        result.update(mode="train-size", train_rows=int(len(train)), config=config.to_dict())
+    truth = dataset.values[test]
+    result["columns"] = column_metrics(dataset.targets, _raw(dataset, predicted), truth)
+    result["baseline"] = column_metrics(dataset.targets, _raw(dataset, base), truth)
+    result["test_rows"] = int(len(test))
+    result["kinds"] = {t.column: t.kind for t in dataset.targets}
+    result["labels"] = {t.column: t.column if t.kind == "accuracy" else f"{t.device} {t.kind}" +
+                        (f" b{t.batch}" if t.batch and t.batch > 1 else "") for t in dataset.targets}
+    return result
+
+
+def summarise(result: dict[str, Any], groups: dict[str, Callable[[str], bool]] | None = None) -> dict[str, Any]:
+    """Means over columns: tau for accuracies, MAPE and within-10 % for timings (per named group)."""
+    out: dict[str, Any] = {}
+    groups = groups or {"all": lambda c: True}
+    for name, keep in groups.items():
+        for side in ("columns", "baseline"):
+            rows = {c: m for c, m in result[side].items() if keep(c)}
+            acc = [m["tau"] for c, m in rows.items() if result["kinds"][c] == "accuracy"]
+            lat = [m for c, m in rows.items() if result["kinds"][c] != "accuracy"]
+            out[f"{name}/{side}"] = {
+                "tau": round(float(np.mean(acc)), 4) if acc else None,
+                "mape": round(float(np.mean([m["mape"] for m in lat])), 3) if lat else None,
+                "within10": round(float(np.mean([m["within10"] for m in lat])), 2) if lat else None}
+    return out
+
+
+
+def evaluate_folders(nb201: Path | None, timm: Path | None, weights: Path | None = None,
+                     train_size: int | None = None, seed: int = 0, config: NetConfig | None = None,
+                     graphs_db: Path | None = None, jobs: int = 2,
+                     report: Callable[[str], None] = lambda line: None,
+                     on_epoch: Callable[[str, dict], None] | None = None) -> list[dict[str, Any]]:
+    """`nar eval predictor`: one result per folder given."""
+    from narcli.encode.features import OP_INDEX
+    from narcli.predict.sources import check_folders, load_datasets
+
+    check_folders(nb201, timm)
+    if train_size is None:
+        load_bundle(weights)  # missing weights: say so before loading any data
+    out = []
+    for dataset in load_datasets(nb201, timm, graphs_db, jobs, report):
+        report(f"evaluating on {dataset.name}" + (f" (training on {train_size:,} rows)" if train_size else ""))
+        out.append(evaluate(dataset, weights, train_size, seed, config, len(OP_INDEX),
+                            (lambda e, n=dataset.name: on_epoch(n, e)) if on_epoch else None))
+    return out

@@ -1,0 +1,103 @@
+"""`nar predict`: the predictor's rows for whatever a user names — a zoo model (precomputed at
+`nar zoo embed`, else computed from its stored graph; never imports torch) or a model file
+(scanned, cached, then predicted)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from narcli.predict.bundle import Row, load_bundle, predict_graph
+
+
+@dataclass
+class Predictions:
+    name: str
+    rows: list[Row]
+    devices: list[str]  # every device the predictor knows
+
+
+def _for_device(rows: list[Row], device: str | None) -> list[Row]:
+    return [r for r in rows if device is None or r.target.kind == "accuracy" or r.target.device == device]
+
+
+def predictions_for(text: str, options: Any = None, device: str | None = None,
+                    weights: Path | None = None) -> list[Predictions]:
+    """Predictions for each model `text` names; UsageError for an unknown `device`."""
+    from narcli.errors import UsageError
+    from narcli.search.targets import resolve_targets
+
+    bundle = load_bundle(weights)
+    if device is not None and device not in bundle.devices():
+        raise UsageError(f"unknown device {device!r}; known: {', '.join(bundle.devices())}")
+    out = []
+    for target in resolve_targets(text, options):
+        rows = None
+        model = target.zoo_model
+        if model is not None:
+            from narcli.predict.zoo_predictions import stored_predictions
+
+            rows = stored_predictions(Path(model.db), model.id, bundle) if model.db else None
+        if rows is None:
+            macs = model.macs if model is not None else None
+            params = model.params if model is not None else None
+            rows = predict_graph(target.graph, bundle, macs=macs, params=params)
+        out.append(Predictions(target.name, _for_device(rows, device), bundle.devices()))
+    return out
+
+
+def summary_line(rows: list[Row]) -> str | None:
+    """One line for `nar scan` / `nar similar`: top-1 and the first CPU latency and GPU throughput
+    that apply, or None when none does."""
+    parts = []
+    for kind, label in (("accuracy", "top-1"), ("latency", "CPU"), ("throughput", "GPU")):
+        row = next((r for r in rows if r.status == "ok" and r.target.kind == kind and r.head == "timm"), None)
+        if row is not None:
+            parts.append(f"{label} {format_value(row)} (±{_spread(row)})" if kind == "accuracy" else
+                         f"{label} {row.target.device} {format_value(row)}")
+    return "predicted: " + ", ".join(parts) if parts else None
+
+
+def format_value(row: Row, value: float | None = None) -> str:
+    value = row.value if value is None else value
+    if value is None:
+        return "—"
+    if row.target.unit == "%":
+        return f"{value:.1f} %"
+    if row.target.unit == "ms":
+        return f"{value:.3g} ms" if value < 100 else f"{value:,.0f} ms"
+    return f"{value:,.0f} {row.target.unit}"
+
+
+def _spread(row: Row) -> str:
+    if row.low is None or row.high is None:
+        return "?"
+    return f"{(row.high - row.low) / 2:.1f}"
+
+
+def performance_line(query: Any) -> str | None:
+    """The predictor's one-line summary for a `nar similar` query or a `nar scan` record (anything
+    with a `zoo_model` or a cached `graph_key`); None when nothing applies or there is no predictor."""
+    from narcli.errors import NarError
+
+    try:
+        bundle = load_bundle()
+        rows = None
+        model = getattr(query, "zoo_model", None)
+        if model is not None:
+            from narcli.predict.zoo_predictions import stored_predictions
+            from narcli.zoo.store import Zoo
+
+            rows = stored_predictions(Path(model.db), model.id, bundle) if model.db else None
+            if rows is None:
+                with Zoo() as zoo:
+                    rows = predict_graph(zoo.graph(model), bundle, macs=model.macs, params=model.params)
+        elif getattr(query, "graph_key", ""):
+            from narcli.scan.cache import Cache
+
+            graph = Cache().graph(query.graph_key)
+            rows = predict_graph(graph, bundle) if graph is not None else None
+    except NarError:
+        return None
+    return summary_line(rows) if rows else None
