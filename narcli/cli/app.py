@@ -10,7 +10,7 @@ from __future__ import annotations
 import typer
 
 from narcli import __version__
-from narcli.cli import learn_commands, predict_commands, scan_commands, search_commands, zoo_commands
+from narcli.cli import learn_commands, predict_commands, scan_commands, search_commands, tui_commands, zoo_commands
 from narcli.cli.common import state
 
 app = typer.Typer(
@@ -49,6 +49,7 @@ app.command("similar")(search_commands.similar_command)
 app.command("compare")(search_commands.compare_command)
 app.command("check")(search_commands.check_command)
 app.command("predict")(predict_commands.predict_command)
+app.command("tui")(tui_commands.tui_command)
 app.command("plugins")(zoo_commands.plugins_command)
 app.add_typer(scan_commands.cache_app, name="cache")
 app.add_typer(zoo_commands.zoo_app, name="zoo")

@@ -1,5 +1,6 @@
-"""Predicting accuracy and latency from the canonical graph, NAR-Former style: node tokens
-(`tokens`), a transformer with multi-stage fusion (`model`), its training (`training`), the
-figures (`metrics`) and NAS-Bench-201 labels (`nb201_data`). Work in progress toward `nar predict`.
-May import graph, nas, zoo and encode (for the featurised nodes); imports torch only in `model`
-and `training`."""
+"""Predicting accuracy and latency from the canonical graph (`nar predict`): graph inputs
+(`inputs`), a message-passing network with a numpy twin for inference (`network`), its training
+(`training`), labelled data (`datasets`, `sources`), the bundled heads with intervals and
+applicability (`build`, `bundle`), evaluation against boosted-tree baselines (`evaluation`) and the
+zoo's precomputed predictions (`zoo_predictions`). May import graph, scan, zoo and encode; imports
+torch only to train."""

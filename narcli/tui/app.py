@@ -1,0 +1,445 @@
+"""`nar tui`: the Textual app. Left: search box, filters and the table of every zoo model and cached
+scan. Right: the selected model in tabs (Summary, Structure, Similar, Predictions). Details load in
+worker threads so typing and moving never wait for them; what the library raises becomes a
+notification with the CLI's one-line message, and the app keeps running."""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.command import Hit, Hits, Provider
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.timer import Timer
+from textual.widgets import DataTable, Footer, Input, Select, Static, TabbedContent, TabPane, Tree
+
+from narcli.tui import data
+from narcli.tui.screens import CompareScreen, ExportScreen, HelpScreen, OpenScreen
+
+FILTERS = ("source", "family", "task", "coarse")
+DEBOUNCE = 0.12  # seconds of quiet typing before the table filters
+TABS = ("summary", "structure", "similar", "predictions")
+
+
+class ModelCommands(Provider):
+    """Command palette: open a model by name, or filter by a family."""
+
+    async def search(self, query: str) -> Hits:
+        app = self.app
+        matcher = self.matcher(query)
+        families = sorted({e.family for e in app.entries if e.family})
+        for family in families:
+            score = matcher.match(f"family {family}")
+            if score > 0:
+                yield Hit(score, matcher.highlight(f"family {family}"), partial(app.show_family, family),
+                          help="show this family's models")
+        for entry in app.entries:
+            score = matcher.match(entry.name)
+            if score > 0:
+                yield Hit(score, matcher.highlight(entry.name), partial(app.open_key, entry.key),
+                          help=f"{entry.family or 'no family'} · {entry.source}")
+
+
+class NarApp(App):
+    TITLE = "nar"
+    COMMANDS = App.COMMANDS | {ModelCommands}
+    CSS = """
+    #browser { width: 1fr; min-width: 38; }
+    #detail { width: 1fr; min-width: 38; }
+    #filters { height: 1; }
+    #filters Select { width: 1fr; }
+    #models { height: 1fr; }
+    #status { height: 1; color: $text-muted; padding: 0 1; }
+    TabPane { padding: 0 1; }
+    """
+    BINDINGS = [
+        Binding("/", "focus_search", "search"),
+        Binding("space", "mark", "mark"),
+        Binding("c", "compare", "compare"),
+        Binding("o", "open_file", "scan file"),
+        Binding("e", "export", "export"),
+        Binding("s", "sort_next", "sort", show=False),
+        Binding("backspace", "back", "back", show=False),
+        Binding("1", "tab('summary')", "summary", show=False),
+        Binding("2", "tab('structure')", "structure", show=False),
+        Binding("3", "tab('similar')", "similar", show=False),
+        Binding("4", "tab('predictions')", "predictions", show=False),
+        Binding("question_mark", "help", "help"),
+        Binding("q", "quit", "quit"),
+        Binding("ctrl+q", "quit", "quit", show=False, priority=True),
+    ]
+
+    def __init__(self, target: str | None = None, entries: list[data.Entry] | None = None, blink: bool = True) -> None:
+        super().__init__()
+        # Scans run user code in a child process; once torch is loaded here that child is spawned,
+        # and spawning starts multiprocessing's resource tracker, which hands the child our stderr.
+        # Textual replaces stderr with an object without a file descriptor, so start the tracker now.
+        from multiprocessing import resource_tracker
+
+        resource_tracker.ensure_running()
+        self.blink = blink  # off in snapshot tests: frames must not depend on the cursor's phase
+        self.entries = entries if entries is not None else data.load_entries()
+        self.by_key = {e.key: e for e in self.entries}
+        self.initial = target
+        self.shown: list[str] = []  # keys in the table, in table order
+        self.marked: list[str] = []
+        self.history: list[str] = []
+        self.current: str | None = None
+        self.similar_result: Any = None
+        self.sort_column = "name"
+        self._debounce: Timer | None = None
+
+    # -- layout -------------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        with Horizontal():
+            with Vertical(id="browser"):
+                yield Input(placeholder="search names and families  ( / )", id="search")
+                with Horizontal(id="filters"):
+                    for column in FILTERS:
+                        options = [(v, v) for v in data.filter_values(self.entries, column)]
+                        yield Select(options, prompt=column, id=f"filter-{column}", compact=True)
+                yield DataTable(id="models", cursor_type="row", zebra_stripes=True)
+                yield Static(id="status")
+            with TabbedContent(id="detail", initial="summary"):
+                with TabPane("Summary", id="summary"):
+                    yield VerticalScroll(Static("select a model", id="summary-body"))
+                with TabPane("Structure", id="structure"):
+                    yield Tree("motifs", id="structure-tree")
+                with TabPane("Similar", id="similar"):
+                    yield Static("", id="similar-head")
+                    yield DataTable(id="similar-table", cursor_type="row")
+                with TabPane("Predictions", id="predictions"):
+                    yield VerticalScroll(Static("", id="predictions-body"))
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#models", DataTable)
+        for column in data.COLUMNS:
+            table.add_column(column, key=column, width=data.WIDTHS[column])
+        similar = self.query_one("#similar-table", DataTable)
+        for column in ("name", "family", "cosine", "shared motifs"):
+            similar.add_column(column, key=column)
+        self.refresh_table()
+        search = self.query_one("#search", Input)
+        search.cursor_blink = self.blink
+        search.focus()
+        if self.initial:
+            entry = self.find_entry(self.initial)
+            if entry is None:
+                self.notify(f"{self.initial!r} is not in the zoo or the cache", severity="warning")
+            else:
+                self.open_key(entry.key)
+
+    # -- the table ----------------------------------------------------------------------------------
+    def filters(self) -> dict[str, str]:
+        out = {}
+        for column in FILTERS:
+            value = self.query_one(f"#filter-{column}", Select).value
+            if isinstance(value, str):
+                out[column] = value
+        return out
+
+    def wanted(self) -> list[str]:
+        text = self.query_one("#search", Input).value
+        filters = self.filters()
+        found = [e for e in self.entries if data.matches(e, text, filters)]
+        numeric = self.sort_column in ("params", "MACs", "nodes")
+        found.sort(key=lambda e: e.sort_value(self.sort_column), reverse=numeric)
+        return [e.key for e in found]
+
+    def refresh_table(self) -> None:
+        """Show the rows that match: removed by key when the set only shrinks, else rebuilt."""
+        from textual.css.query import NoMatches
+
+        try:
+            table = self.query_one("#models", DataTable)
+        except NoMatches:  # a debounced refresh firing while the app closes
+            return
+        keys = self.wanted()
+        keep = set(keys)
+        if self.shown and keep <= set(self.shown) and len(self.shown) - len(keys) < 400:
+            for key in self.shown:
+                if key not in keep:
+                    table.remove_row(key)
+        else:
+            table.clear()
+            for key in keys:
+                table.add_row(*self.by_key[key].cells(), key=key)
+        self.shown = keys
+        self.update_status()
+
+    def update_status(self) -> None:
+        marked = f" · marked: {', '.join(self.by_key[k].name for k in self.marked)}" if self.marked else ""
+        self.query_one("#status", Static).update(
+            f"{len(self.shown):,} of {len(self.entries):,} models · sorted by {self.sort_column}{marked}")
+
+    @on(Input.Changed, "#search")
+    def search_changed(self) -> None:
+        if self._debounce is not None:
+            self._debounce.stop()
+        self._debounce = self.set_timer(DEBOUNCE, self.refresh_table)
+
+    def on_key(self, event) -> None:
+        if event.key == "down" and self.focused is self.query_one("#search", Input):
+            self.query_one("#models", DataTable).focus()
+            event.stop()
+
+    @on(Input.Submitted, "#search")
+    def search_submitted(self) -> None:
+        self.query_one("#models", DataTable).focus()
+
+    @on(Select.Changed)
+    def filter_changed(self) -> None:
+        self.refresh_table()
+
+    @on(DataTable.HeaderSelected, "#models")
+    def header_selected(self, event: DataTable.HeaderSelected) -> None:
+        self.sort_column = str(event.column_key.value)
+        self.shown = []
+        self.refresh_table()
+
+    def action_sort_next(self) -> None:
+        self.sort_column = data.COLUMNS[(data.COLUMNS.index(self.sort_column) + 1) % len(data.COLUMNS)]
+        self.shown = []
+        self.refresh_table()
+
+    def selected_key(self) -> str | None:
+        table = self.query_one("#models", DataTable)
+        if not self.shown or table.cursor_row is None or table.cursor_row >= len(self.shown):
+            return None
+        return self.shown[table.cursor_row]
+
+    @on(DataTable.RowSelected, "#models")
+    def row_selected(self, event: DataTable.RowSelected) -> None:
+        self.open_key(str(event.row_key.value))
+
+    # -- details ------------------------------------------------------------------------------------
+    def find_entry(self, text: str) -> data.Entry | None:
+        if text in self.by_key:
+            return self.by_key[text]
+        lowered = text.lower()
+        return next((e for e in self.entries if e.name.lower() == lowered or e.key.lower().endswith("/" + lowered)),
+                    None)
+
+    def open_key(self, key: str, remember: bool = True) -> None:
+        entry = self.by_key.get(key)
+        if entry is None:
+            return
+        if remember and self.current and self.current != key:
+            self.history.append(self.current)
+        self.current = key
+        if key in self.shown:
+            self.query_one("#models", DataTable).move_cursor(row=self.shown.index(key))
+        self.query_one("#summary-body", Static).update(f"[b]{entry.name}[/b]\nloading…")
+        self.query_one("#predictions-body", Static).update("loading…")
+        self.query_one("#similar-head", Static).update("loading…")
+        self.query_one("#similar-table", DataTable).clear()
+        self.query_one("#structure-tree", Tree).clear()
+        self.load_details(entry)
+
+    def show_family(self, family: str) -> None:
+        self.query_one("#filter-family", Select).value = family
+
+    @work(thread=True, exclusive=True, group="details")
+    def load_details(self, entry: data.Entry) -> None:
+        for name, fn in (("summary", data.summary), ("structure", data.structure), ("similar", data.similar),
+                         ("predictions", data.predictions)):
+            try:
+                result = fn(entry)
+            except Exception as exc:  # noqa: BLE001 - shown to the user; the app keeps running
+                self.call_from_thread(self.show_error, name, entry, exc)
+                continue
+            self.call_from_thread(getattr(self, f"show_{name}"), entry, result)
+
+    def show_error(self, name: str, entry: data.Entry, exc: Exception) -> None:
+        from narcli.errors import NarError
+
+        message = str(exc) if isinstance(exc, NarError) else f"internal error: {type(exc).__name__}: {exc}"
+        widget = {"summary": "#summary-body", "predictions": "#predictions-body", "similar": "#similar-head"}.get(name)
+        if widget:
+            self.query_one(widget, Static).update(f"[red]{message}[/red]")
+        self.notify(message, title=f"{entry.name}: {name}", severity="error")
+
+    def show_summary(self, entry: data.Entry, rows: list[tuple[str, str]]) -> None:
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="bold cyan", no_wrap=True)
+        grid.add_column()
+        for label, value in rows:
+            grid.add_row(label, value)
+        self.query_one("#summary-body", Static).update(grid)
+
+    def show_structure(self, entry: data.Entry, found: dict[str, Any]) -> None:
+        tree = self.query_one("#structure-tree", Tree)
+        tree.clear()
+        tree.root.set_label(f"{entry.name}: {found['nodes']} nodes in {found['instances']} motif instances")
+        for motif in found["motifs"]:
+            ops = list(motif["ops"])
+            name = "-".join(ops[:3]) + ("…" if len(ops) > 3 else "")
+            repeat = f" × {motif['count']}" if motif["count"] > 1 else ""
+            branch = tree.root.add(f"[b]{name}[/b] block ({motif['size']} ops){repeat}", expand=False)
+            branch.add_leaf("ops: " + ", ".join(f"{op} ×{n}" for op, n in motif["ops"].items()))
+            at = motif["at"]
+            branch.add_leaf("at nodes " + ", ".join(str(a) for a in at[:12]) + (" …" if len(at) > 12 else ""))
+        tree.root.expand()
+
+    def show_similar(self, entry: data.Entry, result: Any) -> None:
+        from narcli.cli.render_search import prediction_line
+
+        self.similar_result = result
+        self.query_one("#similar-head", Static).update(prediction_line(result.prediction))
+        table = self.query_one("#similar-table", DataTable)
+        table.clear()
+        for i, n in enumerate(result.neighbours):
+            shared = ", ".join("/".join(list(m.get("ops", {}))[:2]) for m in n.shared[:3]) or "—"
+            table.add_row(n.name, n.family or "—", f"{n.cosine:.3f}", shared, key=f"{i}")
+        self.show_predictions_family(result)
+
+    def show_predictions_family(self, result: Any) -> None:
+        self._family_line = result.prediction
+
+    def show_predictions(self, entry: data.Entry, rows: list) -> None:
+        from narcli.cli.render_search import prediction_line
+        from narcli.search.predictions import format_value
+
+        grid = Table(box=None, pad_edge=False, header_style="bold")
+        for column in ("target", "device", "predicted", "90 % interval"):
+            grid.add_column(column, no_wrap=True)
+        reasons = []
+        for row in rows:
+            if row.status == "ok":
+                label = "ImageNet top-1" if row.target.column == "top1" else (
+                    row.target.column if row.target.kind == "accuracy" else row.target.kind)
+                grid.add_row(label, row.target.device or "—", format_value(row),
+                             f"{format_value(row, row.low)} – {format_value(row, row.high)}")
+            else:
+                reasons.append(f"n/a ({row.head}, {row.status}): {row.reason}")
+        family = getattr(self, "_family_line", None)
+        parts: list[Any] = [prediction_line(family) if family is not None else "family: loading…", ""]
+        parts.append(grid if grid.row_count else "no accuracy or latency prediction applies")
+        parts += sorted(set(reasons))
+        from rich.console import Group
+
+        self.query_one("#predictions-body", Static).update(Group(*parts))
+
+    @on(DataTable.RowSelected, "#similar-table")
+    def jump(self, event: DataTable.RowSelected) -> None:
+        if self.similar_result is None:
+            return
+        neighbour = self.similar_result.neighbours[int(str(event.row_key.value))]
+        entry = self.by_key.get(neighbour.name) or next(
+            (e for e in self.entries if e.zoo_model is not None and e.zoo_model.graph_hash == neighbour.graph_hash), None)
+        if entry is None:
+            self.notify(f"{neighbour.name} is not in the table", severity="warning")
+            return
+        self.open_key(entry.key)
+
+    def action_back(self) -> None:
+        if isinstance(self.focused, Input):
+            return
+        if not self.history:
+            self.notify("no earlier model", severity="information")
+            return
+        self.open_key(self.history.pop(), remember=False)
+
+    def action_tab(self, tab: str) -> None:
+        if not isinstance(self.focused, Input):
+            self.query_one("#detail", TabbedContent).active = tab
+
+    def action_focus_search(self) -> None:
+        self.query_one("#search", Input).focus()
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    # -- marking and comparing ------------------------------------------------------------------------
+    def action_mark(self) -> None:
+        key = self.selected_key()
+        if key is None:
+            return
+        if key in self.marked:
+            self.marked.remove(key)
+        else:
+            self.marked = (self.marked + [key])[-2:]
+        self.update_status()
+
+    def action_compare(self) -> None:
+        if len(self.marked) != 2:
+            self.notify("mark two models with space first", severity="warning")
+            return
+        self.run_compare(self.by_key[self.marked[0]], self.by_key[self.marked[1]])
+
+    @work(thread=True, exclusive=True, group="compare")
+    def run_compare(self, a: data.Entry, b: data.Entry) -> None:
+        try:
+            result = data.compare(a, b)
+        except Exception as exc:  # noqa: BLE001
+            self.call_from_thread(self.show_error, "compare", a, exc)
+            return
+        self.call_from_thread(self.push_screen, CompareScreen(result))
+
+    # -- scanning and exporting -----------------------------------------------------------------------
+    def action_open_file(self) -> None:
+        self.push_screen(OpenScreen(), self.start_scan)
+
+    def start_scan(self, request: dict | None) -> None:
+        if request:
+            self.notify(f"scanning {request['path']}…", title="scan")
+            self.scan_in_background(request)
+
+    @work(thread=True, exclusive=True, group="scan")
+    def scan_in_background(self, request: dict) -> None:
+        from narcli.errors import NarError
+        from narcli.scan.scanner import ScanOptions, scan_file
+
+        try:
+            options = ScanOptions(model=request["model"], input_shapes=[request["shape"]] if request["shape"] else None)
+            records, _ = scan_file(Path(request["path"]).expanduser(), options)
+        except NarError as exc:
+            self.call_from_thread(self.notify, str(exc), title="scan failed", severity="error")
+            return
+        except Exception as exc:  # noqa: BLE001
+            self.call_from_thread(self.notify, f"internal error: {type(exc).__name__}: {exc}", title="scan failed",
+                                  severity="error")
+            return
+        self.call_from_thread(self.add_scanned, records)
+
+    def add_scanned(self, records: list) -> None:
+        added = [data.cache_entry(r) for r in records if r.graph_key]
+        for entry in added:
+            if entry.key not in self.by_key:
+                self.entries.append(entry)
+            self.by_key[entry.key] = entry
+        self.shown = []
+        self.refresh_table()
+        if added:
+            self.notify(f"scanned {', '.join(e.name for e in added)}", title="scan")
+            self.open_key(added[0].key)
+
+    def action_export(self) -> None:
+        if self.current is None:
+            self.notify("open a model first (Enter)", severity="warning")
+            return
+        similar = self.query_one("#detail", TabbedContent).active == "similar" and self.similar_result is not None
+        what = "the Similar table (CSV + JSON)" if similar else "the graph (JSON + DOT)"
+        self.push_screen(ExportScreen(what, str(Path.cwd() / "nar-export")), partial(self.export, similar))
+
+    def export(self, similar: bool, folder: str | None) -> None:
+        if not folder:
+            return
+        entry = self.by_key[self.current]
+        try:
+            paths = (data.export_similar(self.similar_result, Path(folder), entry.name) if similar
+                     else data.export_graph(entry, Path(folder)))
+        except OSError as exc:
+            self.notify(f"{exc.filename or folder}: {exc.strerror or exc}", title="export failed", severity="error")
+            return
+        self.notify("wrote " + ", ".join(str(p) for p in paths), title="export")
+
+
+def run(target: str | None = None) -> None:
+    NarApp(target).run()

@@ -1,0 +1,196 @@
+"""What the browser shows, without textual: one `Entry` per zoo model and cached scan, filtering,
+and the detail of one entry (summary, motif structure, neighbours, predictions), a comparison and
+exports. Each function calls the library as the matching command does."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+COLUMNS = ("name", "family", "coarse", "task", "source", "params", "MACs", "nodes")
+WIDTHS = {"name": 30, "family": 12, "coarse": 13, "task": 14, "source": 12, "params": 7, "MACs": 7, "nodes": 6}
+
+
+@dataclass
+class Entry:
+    key: str  # zoo model id, or "cache:<graph key>"
+    name: str
+    family: str
+    coarse: str
+    task: str
+    source: str
+    params: int
+    macs: int
+    nodes: int
+    target: str  # what the library's target resolution takes
+    zoo_model: Any = None
+    record: Any = None
+    haystack: str = field(default="", repr=False)  # lower-case text search matches against
+
+    def __post_init__(self) -> None:
+        self.haystack = f"{self.key} {self.name} {self.family}".lower()
+
+    def cells(self) -> tuple:
+        from narcli.cli.render_scan import human
+
+        return (self.name, self.family or "—", self.coarse or "—", self.task or "—", self.source,
+                human(self.params), human(self.macs), str(self.nodes))
+
+    def sort_value(self, column: str) -> Any:
+        return {"params": self.params, "MACs": self.macs, "nodes": self.nodes}.get(column) \
+            if column in ("params", "MACs", "nodes") else str(getattr(self, column.lower(), "")).lower()
+
+
+def load_entries() -> list[Entry]:
+    """Every zoo model that traced, then every cached scan (newest last)."""
+    from narcli.errors import NarError
+    from narcli.scan.cache import Cache
+    from narcli.zoo.store import Zoo
+
+    entries = []
+    with Zoo() as zoo:
+        for m in zoo.models():
+            if m.status == "ok" and m.graph_hash:
+                entries.append(Entry(m.id, m.name, m.family or "", m.coarse or "", m.task or "", m.source,
+                                     m.params or 0, m.macs or 0, m.nodes or 0, m.id, zoo_model=m))
+    try:
+        records = Cache().records()
+    except NarError:  # a damaged cache: browse the zoo anyway
+        records = []
+    entries.extend(cache_entry(r) for r in records if r.graph_key)
+    return entries
+
+
+def cache_entry(record: Any) -> Entry:
+    name = f"{Path(record.source).name}:{record.name}"
+    return Entry(f"cache:{record.graph_key}", name, "", "", "", "cache", record.params, record.macs, record.nodes,
+                 f"cache:{record.graph_key}", record=record)
+
+
+def matches(entry: Entry, text: str, filters: dict[str, str]) -> bool:
+    """Every word of `text` in the entry's name/family/id, and every filter equal (case-insensitive)."""
+    if any(word not in entry.haystack for word in text.lower().split()):
+        return False
+    return all(str(getattr(entry, k)).lower() == v.lower() for k, v in filters.items() if v)
+
+
+def filter_values(entries: list[Entry], column: str) -> list[str]:
+    return sorted({str(getattr(e, column)) for e in entries if getattr(e, column)}, key=str.lower)
+
+
+def graph_of(entry: Entry) -> Any:
+    if entry.zoo_model is not None:
+        from narcli.zoo.store import Zoo
+
+        with Zoo() as zoo:
+            return zoo.graph(entry.zoo_model)
+    from narcli.scan.cache import Cache
+
+    return Cache().graph(entry.record.graph_key)
+
+
+def summary(entry: Entry) -> list[tuple[str, str]]:
+    """The scan summary's rows: input, params, MACs, depth, nodes, top ops, tracer, hash, aliases."""
+    from narcli.cli.render_scan import human
+
+    source = entry.zoo_model or entry.record
+    inputs = ", ".join("×".join(str(d) for d in i.get("shape", [])) + f" {i.get('dtype', '')}".rstrip()
+                       for i in (source.inputs or []))
+    rows = [("name", entry.name), ("source", entry.source), ("family", entry.family or "—"),
+            ("task", entry.task or "—"), ("input", inputs or "—"),
+            ("params", f"{human(entry.params)} ({entry.params:,})"), ("MACs", f"{human(entry.macs)} ({entry.macs:,})"),
+            ("depth", str(source.depth or "—")), ("graph", f"{entry.nodes} nodes, {source.edges or 0} edges"),
+            ("top ops", ", ".join(f"{op} ×{n}" for op, n in (source.top_ops or [])) or "—"),
+            ("tracer", source.tracer or "—"), ("hash", source.graph_hash or "—")]
+    if entry.zoo_model is not None:
+        from narcli.zoo.store import Zoo
+
+        with Zoo() as zoo:
+            aliases = zoo.aliases(entry.zoo_model)
+        rows.append(("same graph", ", ".join(aliases[:8]) + (f" and {len(aliases) - 8} more" if len(aliases) > 8 else "")
+                     if aliases else "—"))
+    return rows
+
+
+def structure(entry: Entry) -> dict[str, Any]:
+    """The model as its motifs: per motif type its size, repeats, ops and where the repeats sit."""
+    from narcli.encode.motifs import describe, sample_motifs
+
+    graph = graph_of(entry)
+    motifs = sample_motifs(graph)
+    rows = describe(graph, motifs)
+    where: dict[str, list[int]] = {}
+    for instance in motifs.instances:
+        where.setdefault(instance.type[:8], []).append(instance.nodes[0])
+    for row in rows:
+        row["at"] = where.get(row["type"], [])
+    return {"nodes": graph.num_nodes, "instances": len(motifs.instances), "motifs": rows}
+
+
+def similar(entry: Entry, k: int = 10) -> Any:
+    from narcli.search.similar import find_similar
+
+    return find_similar(entry.target, k)[0]
+
+
+def predictions(entry: Entry) -> list:
+    from narcli.search.predictions import predictions_for
+
+    return predictions_for(entry.target)[0].rows
+
+
+def compare(a: Entry, b: Entry) -> Any:
+    from narcli.search.compare import compare as compare_targets
+
+    return compare_targets(a.target, b.target)
+
+
+# -- exports ----------------------------------------------------------------------------------------
+def graph_dot(graph: Any, name: str) -> str:
+    """Graphviz DOT of a canonical graph: one box per node (op, kernel, output shape)."""
+    lines = [f"digraph {json.dumps(name)} {{", "  rankdir=TB;", "  node [shape=box, fontname=Helvetica];"]
+    for i, node in enumerate(graph.nodes):
+        label = node.op
+        if node.attrs.get("kernel"):
+            label += f" {'x'.join(str(k) for k in node.attrs['kernel'])}"
+        if node.shape:
+            label += "\\n" + "×".join(str(d) for d in node.shape)
+        lines.append(f"  n{i} [label={json.dumps(label).replace(chr(92) * 2, chr(92))}];")
+    lines += [f"  n{s} -> n{d};" for s, d in graph.edges]
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def export_graph(entry: Entry, folder: Path) -> list[Path]:
+    """Write the entry's canonical graph as JSON and DOT into `folder`; returns the paths."""
+    graph = graph_of(entry)
+    stem = safe_stem(entry.name)
+    folder.mkdir(parents=True, exist_ok=True)
+    as_json, as_dot = folder / f"{stem}.graph.json", folder / f"{stem}.dot"
+    as_json.write_text(graph.to_json() + "\n")
+    as_dot.write_text(graph_dot(graph, entry.name))
+    return [as_json, as_dot]
+
+
+def export_similar(result: Any, folder: Path, stem: str) -> list[Path]:
+    """Write a similar table as CSV and JSON into `folder`; returns the paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [n.to_json() for n in result.neighbours]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["rank", "name", "family", "cosine", "params", "macs"])
+    for i, row in enumerate(rows, 1):
+        writer.writerow([i, row.get("name"), row.get("family"), row.get("cosine"), row.get("params"), row.get("macs")])
+    as_csv, as_json = folder / f"{safe_stem(stem)}.similar.csv", folder / f"{safe_stem(stem)}.similar.json"
+    as_csv.write_text(buffer.getvalue())
+    as_json.write_text(json.dumps(result.to_json(), indent=2) + "\n")
+    return [as_csv, as_json]
+
+
+def safe_stem(name: str) -> str:
+    keep = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+    return keep.strip("._")[:80] or "model"
