@@ -73,7 +73,7 @@ def test_what_kind_of_model_a_graph_is():
 def test_the_numpy_twin_matches_the_torch_network():
     import torch
 
-    from narcli.predict.network import build_torch_net, collate, head_numpy, latent_numpy
+    from narcli.predict.network import build_torch_net, collate, head_numpy, latent_numpy, latents_numpy
 
     torch.manual_seed(0)
     net = build_torch_net(OPS, 8, 3, dim=16, layers=2).eval()
@@ -86,6 +86,7 @@ def test_the_numpy_twin_matches_the_torch_network():
         z = latent_numpy(weights, item, 2)
         np.testing.assert_allclose(z, latents[i], rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(head_numpy(weights, z), expected[i], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(latents_numpy(weights, items, 2), latents, rtol=1e-4, atol=1e-5)  # batched
 
 
 def test_node_order_does_not_change_a_prediction():
@@ -182,9 +183,18 @@ def test_a_model_unlike_the_training_data_is_out_of_range(bundle_dir):
     for node in graph.nodes:  # the same shape of network, but made of operations never seen in training
         if node.op in ("conv2d", "batch_norm", "relu", "add"):
             node.op = "lstm"
-            node.params = 10**9
     rows = predict_graph(graph, bundle)
     assert {r.status for r in rows} == {"out of range"} and "unlike every model" in rows[0].reason
+
+
+def test_a_model_bigger_than_any_trained_on_is_out_of_range(bundle_dir):
+    from narcli.predict.bundle import load_bundle, predict_graph
+
+    graph = classifier(60)
+    graph.meta["params"] = 10**9
+    rows = predict_graph(graph, load_bundle(bundle_dir))
+    assert {r.status for r in rows} == {"out of range"}
+    assert "its parameter count (1 G) is outside what this head was trained on" in rows[0].reason
 
 
 def test_an_unknown_device_lists_the_known_ones(bundle_dir):
@@ -285,8 +295,9 @@ def test_zoo_predictions_are_stored_once_and_read_back(bundle_dir, small_zoo):
         model = zoo.resolve("resnet50")
         live = predict_graph(zoo.graph(model), bundle, macs=model.macs, params=model.params)
     stored = stored_predictions(small_zoo, model.id, bundle)
-    assert [(r.target.column, r.status, r.value, r.low) for r in stored] == \
-        [(r.target.column, r.status, r.value, r.low) for r in live]
+    assert [(r.target.column, r.status, r.reason) for r in stored] == [(r.target.column, r.status, r.reason) for r in live]
+    for a, b in zip(stored, live):
+        assert (a.value, a.low, a.high) == pytest.approx((b.value, b.low, b.high), rel=1e-4)
 
 
 def test_nar_predict_a_zoo_name_reads_stored_rows_without_torch(bundle_dir, small_zoo):

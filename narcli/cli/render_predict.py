@@ -15,7 +15,7 @@ def target_label(row) -> str:
 
 
 def print_predictions(console: Any, results: list) -> None:
-    from narcli.search.predictions import format_value
+    from narcli.search.predictions import format_interval, format_value
 
     for result in results:
         table = Table(title=f"predictions for {result.name}", title_justify="left", box=None, pad_edge=False,
@@ -32,8 +32,7 @@ def print_predictions(console: Any, results: list) -> None:
                 continue
             target = row.target
             device = target.device + (f" ×{target.batch}" if target.batch and target.batch > 1 else "")
-            interval = f"{format_value(row, row.low)} – {format_value(row, row.high)}"
-            table.add_row(target_label(row), device or "—", format_value(row), interval, row.head)
+            table.add_row(target_label(row), device or "—", format_value(row), format_interval(row), row.head)
             used[row.head] = f"{row.title}: {row.trained_on}"
         if table.row_count:
             console.print(table)

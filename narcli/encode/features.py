@@ -67,6 +67,16 @@ def encode_graph(graph: ArchGraph, motifs: MotifSet | None = None) -> EncodedGra
     return EncodedGraph(ops, numeric, edges, motif_of, macro, wl_index, wl_count)
 
 
+def node_arrays(graph: ArchGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ops, numeric, edges) as `encode_graph` has them, without motifs or WL features (cheap)."""
+    if graph.num_nodes == 0:
+        graph = ArchGraph([_unknown_node()], [])
+    ops = np.array([op_index(n.op) for n in graph.nodes], dtype=np.int64)
+    numeric = np.array([_numeric(n) for n in graph.nodes], dtype=np.float32)
+    edges = np.array(graph.edges, dtype=np.int64).reshape(-1, 2).T.copy()
+    return ops, numeric, edges
+
+
 WL_DIM = 4096
 WL_ROUNDS = 3
 # bump when what encode_graph produces changes: cached features are keyed by it (5: attention, unfold idioms)

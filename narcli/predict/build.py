@@ -42,6 +42,11 @@ def conformal_width(residuals: np.ndarray, level: float) -> np.ndarray:
     return np.array(out, dtype=np.float32)
 
 
+def figure_range(dataset: Dataset, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    figures = np.stack([dataset.items[i].figures for i in rows])
+    return figures.min(0), figures.max(0)
+
+
 def train_head(dataset: Dataset, config: NetConfig, op_count: int, checkpoint: Path | None = None,
                on_epoch: Callable[[dict], None] | None = None) -> Head:
     fit, calibration = split_groups(dataset.groups, CALIBRATION_SHARE, config.seed)
@@ -53,6 +58,7 @@ def train_head(dataset: Dataset, config: NetConfig, op_count: int, checkpoint: P
     head = Head(dataset.name, TITLES[dataset.name], describe(dataset, len(fit)), dataset.targets, net,
                 conformal_width(learnt[calibration] - predicted, LEVEL), LEVEL, fit_latents / scale, scale,
                 reach=np.inf, requires=REQUIRES[dataset.name])
+    head.figures_low, head.figures_high = figure_range(dataset, fit)
     distances = head.distance(latents)
     head.reach = float(np.quantile(distances, 0.99) * 1.25) if len(distances) else float("inf")
     values = np.stack([t.inverse(predicted[:, j]) for j, t in enumerate(dataset.targets)], 1)

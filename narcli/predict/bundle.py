@@ -5,7 +5,9 @@ canonical graph with numpy alone.
 A head applies to a graph only when (1) the graph is the kind of model its data describes (an image
 model; ImageNet top-1 only for 1,000-class classifiers), and (2) the graph is within reach of the
 training data: the distance from its readout vector to the nearest training graph's is at most the
-head's `reach` (set on architectures held out from training, see `build`). Otherwise the row says
+head's `reach` (set on architectures held out from training, see `build`), and its whole-model
+figures (params, MACs, activations, input size, nodes, depth) lie within the training range (a
+CIFAR ResNet-50 has 23 M parameters; NAS-Bench-201 networks at most 1.5 M). Otherwise the row says
 "n/a" or "out of range", with the reason, instead of a number.
 
 Intervals are split-conformal: half-width = the `level` quantile of absolute errors on the held-out
@@ -25,7 +27,8 @@ import numpy as np
 
 from narcli.errors import NarError
 from narcli.predict.datasets import Target
-from narcli.predict.inputs import GraphInput, graph_input, image_input, output_classes
+from narcli.predict.inputs import GLOBALS, FIGURE_NAMES, GraphInput, describe_figure, graph_input, image_input, \
+    output_classes
 from narcli.predict.training import NetConfig, TrainedNet, predict_scaled
 
 CARD_VERSION = 1
@@ -47,6 +50,21 @@ class Head:
     reach: float
     requires: dict[str, Any] = field(default_factory=dict)  # {"image_channels": 3, "top1_classes": 1000}
     metrics: dict[str, Any] = field(default_factory=dict)
+    figures_low: np.ndarray | None = None  # (len(GLOBALS),) the training graphs' smallest whole-model figures
+    figures_high: np.ndarray | None = None
+
+    def outside(self, item: GraphInput) -> str:
+        """Which whole-model figure lies outside the training range (with a 5 % margin), or ""."""
+        if self.figures_low is None or self.figures_high is None:
+            return ""
+        margin = 0.05 * np.maximum(self.figures_high - self.figures_low, 0.02)
+        for j, name in enumerate(GLOBALS):
+            value = item.figures[j]
+            if not self.figures_low[j] - margin[j] <= value <= self.figures_high[j] + margin[j]:
+                what = FIGURE_NAMES[name]
+                return (f"its {what} ({describe_figure(name, value)}) is outside what this head was trained on "
+                        f"({describe_figure(name, self.figures_low[j])}–{describe_figure(name, self.figures_high[j])})")
+        return ""
 
     def distance(self, latents: np.ndarray) -> np.ndarray:
         """Distance from each readout to its nearest training readout (per dimension, RMS)."""
@@ -104,6 +122,9 @@ def save_bundle(bundle_heads: list[Head], folder: Path) -> Path:
         tensors[f"{head.name}/conformal"] = head.conformal.astype(np.float32)
         tensors[f"{head.name}/reference"] = head.reference.astype(np.float16)
         tensors[f"{head.name}/scale"] = head.scale.astype(np.float32)
+        if head.figures_low is not None and head.figures_high is not None:
+            tensors[f"{head.name}/figures_low"] = head.figures_low.astype(np.float32)
+            tensors[f"{head.name}/figures_high"] = head.figures_high.astype(np.float32)
         card["heads"].append({"name": head.name, "title": head.title, "trained_on": head.trained_on,
                               "targets": [t.to_dict() for t in head.targets], "config": head.net.config.to_dict(),
                               "level": head.level, "reach": head.reach, "requires": head.requires,
@@ -152,7 +173,8 @@ def _head(entry: dict[str, Any], tensors: dict[str, np.ndarray]) -> Head:
         raise ValueError(f"head {name}: {len(targets)} targets in the card, {len(net.mean)} in the weights")
     return Head(name, entry["title"], entry["trained_on"], targets, net, tensors[f"{name}/conformal"],
                 float(entry["level"]), tensors[f"{name}/reference"].astype(np.float32), tensors[f"{name}/scale"],
-                float(entry["reach"]), entry.get("requires", {}), entry.get("metrics", {}))
+                float(entry["reach"]), entry.get("requires", {}), entry.get("metrics", {}),
+                tensors.get(f"{name}/figures_low"), tensors.get(f"{name}/figures_high"))
 
 
 def applicability(head: Head, graph, target: Target) -> str:
@@ -189,11 +211,14 @@ def predict_graph(graph, bundle: Bundle | None = None, macs: int | None = None, 
             continue
         predicted, latents = predict_scaled(head.net, [item])
         far = float(head.distance(latents)[0])
+        beyond = head.outside(item)
         for target in chosen:
             j = head.targets.index(target)
             reason = applicability(head, graph, target)
             if reason:
                 rows.append(Row(head.name, head.title, target, None, None, None, "n/a", reason, head.trained_on))
+            elif beyond:
+                rows.append(Row(head.name, head.title, target, None, None, None, "out of range", beyond, head.trained_on))
             elif far > head.reach:
                 rows.append(Row(head.name, head.title, target, None, None, None, "out of range",
                                 f"unlike every model this head was trained on (distance {far:.2f} > {head.reach:.2f})",

@@ -11,6 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 
 GLOBALS = ("log_params", "log_macs", "log_activations", "log_pixels", "log_nodes", "log_depth")
+SCALES = {"log_params": 20, "log_macs": 25, "log_activations": 20, "log_pixels": 12, "log_nodes": 8, "log_depth": 7}
+FIGURE_NAMES = {"log_params": "parameter count", "log_macs": "MACs", "log_activations": "activation count",
+                "log_pixels": "input size", "log_nodes": "node count", "log_depth": "depth"}
 
 
 @dataclass
@@ -28,21 +31,33 @@ class GraphInput:
 def graph_input(graph, macs: int | None = None, params: int | None = None) -> GraphInput:
     """Featurise an ArchGraph. `macs` / `params`: the model's own figures when they differ from the
     stored graph's (zoo variants that share one graph at another input size)."""
-    from narcli.encode.features import encode_graph
+    from narcli.encode.features import node_arrays
 
-    encoded = encode_graph(graph)
+    ops, numeric, edges = node_arrays(graph)
     node_macs = np.array([[math.log1p(max(n.macs, 0)) / 24] for n in graph.nodes] or [[0.0]], dtype=np.float32)
-    numeric = np.concatenate([encoded.numeric, node_macs[: encoded.num_nodes]], axis=1).astype(np.float32)
+    numeric = np.concatenate([numeric, node_macs[: len(ops)]], axis=1).astype(np.float32)
     graph_macs = max(graph.macs, 1)
     macs = graph.macs if macs is None else macs
     params = graph.params if params is None else params
     activations = sum(math.prod(d for d in (n.shape or []) if isinstance(d, int) and d > 0)
                       for n in graph.nodes if n.shape) * (max(macs, 1) / graph_macs)
-    figures = np.array([
-        math.log1p(max(params, 0)) / 20, math.log1p(max(macs, 0)) / 25, math.log1p(activations) / 20,
-        math.log1p(input_pixels(graph)) / 12, math.log1p(graph.num_nodes) / 8, math.log1p(graph.depth) / 7,
-    ], dtype=np.float32)
-    return GraphInput(encoded.ops, numeric, encoded.edges, figures)
+    raw = (max(params, 0), max(macs, 0), activations, input_pixels(graph), graph.num_nodes, graph.depth)
+    figures = np.array([math.log1p(v) / SCALES[name] for name, v in zip(GLOBALS, raw)], dtype=np.float32)
+    return GraphInput(ops, numeric, edges, figures)
+
+
+def describe_figure(name: str, scaled: float) -> str:
+    """A whole-model figure back in its own units: "23.5 M", "32×32", "152"."""
+    value = math.expm1(float(scaled) * SCALES[name])
+    if name == "log_pixels":
+        side = math.sqrt(max(value, 0))
+        return f"{side:.0f}×{side:.0f} px"
+    if name in ("log_nodes", "log_depth"):
+        return f"{value:.0f}"
+    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if value >= size:
+            return f"{value / size:.3g} {unit}"
+    return f"{value:.0f}"
 
 
 def input_pixels(graph) -> int:

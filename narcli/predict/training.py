@@ -130,9 +130,10 @@ def train_net(items: list[GraphInput], targets: np.ndarray, config: NetConfig, o
 
 def predict_scaled(net: TrainedNet, items: list[GraphInput]) -> tuple[np.ndarray, np.ndarray]:
     """(predictions in the transformed target space (n, t), latents (n, 4 dim)), numpy only."""
-    from narcli.predict.network import head_numpy, latent_numpy
+    from narcli.predict.network import head_numpy, latents_numpy
 
     if not items:
         return np.zeros((0, len(net.mean)), np.float32), np.zeros((0, 4 * net.config.dim), np.float32)
-    latents = np.stack([latent_numpy(net.weights, item, net.config.layers) for item in items])
+    latents = np.concatenate([latents_numpy(net.weights, items[start:start + 128], net.config.layers)
+                              for start in range(0, len(items), 128)])
     return head_numpy(net.weights, latents) * net.std + net.mean, latents

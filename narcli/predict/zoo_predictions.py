@@ -15,17 +15,40 @@ from narcli.predict.bundle import Bundle, Row, load_bundle, predict_graph
 SCHEMA = "create table if not exists predictions (id text primary key, predictor text not null, data text not null)"
 
 
-def _compact(row: Row) -> list:
-    return [row.head, row.target.column, row.value, row.low, row.high, row.status, row.reason]
+def _compact(rows: list[Row]) -> list:
+    """Per head: [head, status, reason, [[column, value, low, high], ...]] when its rows share a
+    status and reason (the usual case: a head applies or not as a whole; a head that does not apply
+    stores no values, meaning all its targets), else one entry per row."""
+    out: list = []
+    for head in dict.fromkeys(r.head for r in rows):
+        mine = [r for r in rows if r.head == head]
+        values = [[r.target.column, _round(r.value), _round(r.low), _round(r.high)] for r in mine]
+        if len({(r.status, r.reason) for r in mine}) == 1 and mine[0].status != "ok" and len(mine) == len(
+                {r.target.column for r in mine}):
+            out.append([head, mine[0].status, mine[0].reason, []])  # no numbers: every target of the head
+        elif len({(r.status, r.reason) for r in mine}) == 1:
+            out.append([head, mine[0].status, mine[0].reason, values])
+        else:
+            out += [[head, r.status, r.reason, [v]] for r, v in zip(mine, values)]
+    return out
 
 
-def _expand(data: list, bundle: Bundle) -> Row | None:
-    head_name, column, value, low, high, status, reason = data
-    head = next((h for h in bundle.heads if h.name == head_name), None)
-    target = next((t for t in head.targets if t.column == column), None) if head else None
-    if head is None or target is None:
-        return None
-    return Row(head.name, head.title, target, value, low, high, status, reason, head.trained_on)
+def _round(value: float | None) -> float | None:
+    return None if value is None else float(f"{value:.5g}")
+
+
+def _expand(data: list, bundle: Bundle) -> list[Row] | None:
+    rows = []
+    for head_name, status, reason, values in data:
+        head = next((h for h in bundle.heads if h.name == head_name), None)
+        if head is None:
+            return None
+        targets = {t.column: t for t in head.targets}
+        for column, value, low, high in values or [[t.column, None, None, None] for t in head.targets]:
+            if column not in targets:
+                return None
+            rows.append(Row(head.name, head.title, targets[column], value, low, high, status, reason, head.trained_on))
+    return rows
 
 
 def predict_zoo(db: Path, weights: Path | None = None, force: bool = False,
@@ -37,25 +60,30 @@ def predict_zoo(db: Path, weights: Path | None = None, force: bool = False,
     connection = sqlite3.connect(db, timeout=60)
     try:
         connection.execute(SCHEMA)
+        connection.commit()
         current = {r[0] for r in connection.execute("select id from predictions where predictor = ?",
                                                     (bundle.fingerprint,))}
-        written = 0
-        with Zoo([db]) as zoo:
-            models = [m for m in zoo.models() if m.status == "ok" and m.graph_hash and (force or m.id not in current)]
-            report(f"predicting {len(models)} zoo models")
-            graphs: dict[str, Any] = {}
-            for model in models:
-                if model.graph_hash not in graphs:
-                    graphs = {model.graph_hash: zoo.graph(model)}  # models come grouped by hash often enough
-                rows = predict_graph(graphs[model.graph_hash], bundle, macs=model.macs, params=model.params)
-                data = json.dumps([_compact(r) for r in rows], separators=(",", ":"))
-                connection.execute("insert or replace into predictions values (?, ?, ?)",
-                                   (model.id, bundle.fingerprint, data))
-                written += 1
-        connection.execute("delete from predictions where predictor != ?", (bundle.fingerprint,))
-        connection.commit()
     finally:
         connection.close()
+    computed: list[tuple[str, str, str]] = []
+    with Zoo([db]) as zoo:  # read everything first: an open read keeps SQLite from committing writes
+        models = [m for m in zoo.models() if m.status == "ok" and m.graph_hash and (force or m.id not in current)]
+        report(f"predicting {len(models)} zoo models")
+        graphs: dict[str, Any] = {}
+        for model in models:
+            if model.graph_hash not in graphs:
+                graphs = {model.graph_hash: zoo.graph(model)}  # models come grouped by hash often enough
+            rows = predict_graph(graphs[model.graph_hash], bundle, macs=model.macs, params=model.params)
+            computed.append((model.id, bundle.fingerprint, json.dumps(_compact(rows), separators=(",", ":"))))
+    connection = sqlite3.connect(db, timeout=60)
+    try:
+        with connection:
+            connection.executemany("insert or replace into predictions values (?, ?, ?)", computed)
+            connection.execute("delete from predictions where predictor != ?", (bundle.fingerprint,))
+        connection.execute("vacuum")  # a bundled zoo ships as small as it can
+    finally:
+        connection.close()
+    written = len(computed)
     return {"predicted": written, "predictions_current": len(current), "predictor": bundle.fingerprint}
 
 
@@ -72,8 +100,7 @@ def stored_predictions(db: Path, model_id: str, bundle: Bundle) -> list[Row] | N
         connection.close()
     if found is None or found[0] != bundle.fingerprint:
         return None
-    rows = [_expand(d, bundle) for d in json.loads(found[1])]
-    return None if any(r is None for r in rows) else rows
+    return _expand(json.loads(found[1]), bundle)
 
 
 def embed_and_predict(db: Path, weights: Path | None = None, force: bool = False,

@@ -70,6 +70,25 @@ def format_value(row: Row, value: float | None = None) -> str:
     return f"{value:,.0f} {row.target.unit}"
 
 
+def format_interval(row: Row) -> str:
+    """"77.9–82.5 %": both ends, the unit once."""
+    if row.low is None or row.high is None:
+        return "—"
+    low, high = format_value(row, row.low), format_value(row, row.high)
+    unit = " " + row.target.unit
+    if low.endswith(unit) and high.endswith(unit):
+        return f"{low[: -len(unit)]}–{high}"
+    return f"{low} – {high}"
+
+
+def short_label(row: Row) -> str:
+    """top-1, cifar10, CPU latency, GPU throughput: what a row predicts, in a word or two."""
+    target = row.target
+    if target.kind == "accuracy":
+        return "ImageNet top-1" if target.column == "top1" else target.column.removesuffix("-test")
+    return target.kind
+
+
 def _spread(row: Row) -> str:
     if row.low is None or row.high is None:
         return "?"

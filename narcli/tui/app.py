@@ -22,7 +22,7 @@ from narcli.tui import data
 from narcli.tui.screens import CompareScreen, ExportScreen, HelpScreen, OpenScreen
 
 FILTERS = ("source", "family", "task", "coarse")
-DEBOUNCE = 0.12  # seconds of quiet typing before the table filters
+DEBOUNCE = 0.04  # seconds of quiet typing before the table filters
 TABS = ("summary", "structure", "similar", "predictions")
 
 
@@ -49,8 +49,8 @@ class NarApp(App):
     TITLE = "nar"
     COMMANDS = App.COMMANDS | {ModelCommands}
     CSS = """
-    #browser { width: 1fr; min-width: 38; }
-    #detail { width: 1fr; min-width: 38; }
+    #browser { width: 4fr; min-width: 34; }
+    #detail { width: 5fr; min-width: 40; }
     #filters { height: 1; }
     #filters Select { width: 1fr; }
     #models { height: 1fr; }
@@ -304,18 +304,15 @@ class NarApp(App):
 
     def show_predictions(self, entry: data.Entry, rows: list) -> None:
         from narcli.cli.render_search import prediction_line
-        from narcli.search.predictions import format_value
+        from narcli.search.predictions import format_interval, format_value, short_label
 
         grid = Table(box=None, pad_edge=False, header_style="bold")
         for column in ("target", "device", "predicted", "90 % interval"):
-            grid.add_column(column, no_wrap=True)
+            grid.add_column(column, justify="right" if column != "target" and column != "device" else "left")
         reasons = []
         for row in rows:
             if row.status == "ok":
-                label = "ImageNet top-1" if row.target.column == "top1" else (
-                    row.target.column if row.target.kind == "accuracy" else row.target.kind)
-                grid.add_row(label, row.target.device or "—", format_value(row),
-                             f"{format_value(row, row.low)} – {format_value(row, row.high)}")
+                grid.add_row(short_label(row), row.target.device or "—", format_value(row), format_interval(row))
             else:
                 reasons.append(f"n/a ({row.head}, {row.status}): {row.reason}")
         family = getattr(self, "_family_line", None)
