@@ -13,7 +13,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "narcli"
 
 # Pipeline order, first to last; a module may import its own stage and earlier ones.
-STAGES = ("graph", "trace", "scan", "nas", "zoo", "encode", "predict", "search", "tui", "cli")
+STAGES = ("graph", "trace", "scan", "nas", "zoo", "encode", "predict", "bench", "search", "tui", "cli")
 # Top-level modules: shared by every stage (rank -1), or a public re-export / entry point that sits
 # at the stage whose modules it re-exports or runs.
 TOP_LEVEL = {"narcli": -1, "narcli.errors": -1, "narcli.hookspecs": -1,

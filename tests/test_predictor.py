@@ -316,3 +316,25 @@ def test_nar_predict_a_zoo_name_reads_stored_rows_without_torch(bundle_dir, smal
                           env={**os.environ, "NAR_ZOO": str(small_zoo), "COLUMNS": "200"})
     assert done.returncode == 0, done.stderr
     assert "no prediction applies" in done.stdout and "not one image batch" in done.stdout
+
+
+def test_nar_predict_a_cached_scan_and_a_file(cli, bundle_dir, write):
+    model = write("tiny_cnn.py", """
+        from torch import nn
+
+        class TinyCNN(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+                self.head = nn.Linear(8, 1000)
+
+            def forward(self, x):
+                return self.head(self.body(x))
+        """)
+    first = cli("predict", model, "--weights", bundle_dir, "--json", "-i", "1,3,64,64")
+    assert first.exit_code == 0, first.output
+    rows = json.loads(first.output)["results"][0]["predictions"]
+    assert {r["column"] for r in rows} == {"top1", "cpu-x"}
+    again = cli("predict", "cache:TinyCNN", "--weights", bundle_dir, "--json")
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.output)["results"][0]["predictions"] == rows

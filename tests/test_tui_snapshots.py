@@ -26,6 +26,10 @@ def test_main_screen(snap_compare):
     assert snap_compare(NarApp(blink=False), terminal_size=SIZE)
 
 
+def test_main_screen_at_80_by_24(snap_compare):
+    assert snap_compare(NarApp(blink=False), terminal_size=(80, 24))
+
+
 def test_search_results(snap_compare):
     async def type_query(pilot):
         await pilot.press(*"efficientnet_b")

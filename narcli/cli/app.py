@@ -10,7 +10,7 @@ from __future__ import annotations
 import typer
 
 from narcli import __version__
-from narcli.cli import learn_commands, predict_commands, scan_commands, search_commands, tui_commands, zoo_commands
+from narcli.cli import bench_commands, learn_commands, predict_commands, scan_commands, search_commands, tui_commands, zoo_commands
 from narcli.cli.common import state
 
 app = typer.Typer(
@@ -50,6 +50,8 @@ app.command("compare")(search_commands.compare_command)
 app.command("check")(search_commands.check_command)
 app.command("predict")(predict_commands.predict_command)
 app.command("tui")(tui_commands.tui_command)
+app.command("bench")(bench_commands.bench_command)
+app.command("calibrate")(bench_commands.calibrate_command)
 app.command("plugins")(zoo_commands.plugins_command)
 app.add_typer(scan_commands.cache_app, name="cache")
 app.add_typer(zoo_commands.zoo_app, name="zoo")

@@ -11,15 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from narcli.scan.cache import ModelRecord
+from narcli.search.text import human
 from narcli.trace.inputs import InputSpec
-
-
-def human(n: float, unit: str = "") -> str:
-    """1234567 -> '1.23 M'."""
-    for size, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(n) >= size:
-            return f"{n / size:.3g} {suffix}{unit}"
-    return f"{n:g} {unit}".strip()
 
 
 def human_bytes(n: int) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from narcli.cli.render_scan import human
+from narcli.search.text import prediction_line
 
 
 def _shared_text(shared: list[dict[str, Any]], width: int = 28) -> str:
@@ -17,17 +18,6 @@ def _shared_text(shared: list[dict[str, Any]], width: int = 28) -> str:
         first = first[: width - 1] + "…"
     more = f" +{len(shared) - 1}" if len(shared) > 1 else ""
     return f"{first}{more}"
-
-
-def prediction_line(prediction: Any) -> str:
-    p = prediction
-    coarse = f"{p.coarse} ({p.coarse_confidence:.0%})" if p.coarse else "unknown"
-    if p.novel:
-        return (f"[bold yellow]no close family[/]: the nearest known architecture is at cosine "
-                f"{p.nearest_cosine:.3f}, below {p.threshold:.3f}; coarse class {coarse}")
-    others = ", ".join(f"{f} {c:.0%}" for f, c in p.alternatives[:2])
-    tail = f" [dim](then {others})[/]" if others else ""
-    return f"family [bold]{p.family}[/] ({p.family_confidence:.0%}), coarse class {coarse}{tail}"
 
 
 def print_similar(console: Any, results: list[Any]) -> None:

@@ -28,10 +28,25 @@ def predictions_for(text: str, options: Any = None, device: str | None = None,
     from narcli.errors import UsageError
     from narcli.search.targets import resolve_targets
 
+    from narcli.bench.calibrate import calibrated_devices, device_rows
+
     bundle = load_bundle(weights)
-    if device is not None and device not in bundle.devices():
-        raise UsageError(f"unknown device {device!r}; known: {', '.join(bundle.devices())}")
+    calibrated = calibrated_devices()
+    known = bundle.devices() + sorted(calibrated)
+    if device is not None and device not in known:
+        raise UsageError(f"unknown device {device!r}; known: {', '.join(known)}"
+                         + ("" if calibrated else " (calibrate this machine with `nar calibrate`)"))
     out = []
+    if text.startswith("cache:"):  # a model scanned before: its stored graph
+        from narcli.scan.cache import Cache
+        from narcli.search.query import resolve_queries
+
+        for query in resolve_queries(text, options):
+            graph = Cache().graph(query.graph_key)
+            rows = predict_graph(graph, bundle) if graph is not None else []
+            rows += device_rows(rows, graph.macs if graph is not None else 0, calibrated)
+            out.append(Predictions(query.name, _for_device(rows, device), known))
+        return out
     for target in resolve_targets(text, options):
         rows = None
         model = target.zoo_model
@@ -43,7 +58,8 @@ def predictions_for(text: str, options: Any = None, device: str | None = None,
             macs = model.macs if model is not None else None
             params = model.params if model is not None else None
             rows = predict_graph(target.graph, bundle, macs=macs, params=params)
-        out.append(Predictions(target.name, _for_device(rows, device), bundle.devices()))
+        rows = rows + device_rows(rows, (model.macs if model is not None else None) or target.graph.macs, calibrated)
+        out.append(Predictions(target.name, _for_device(rows, device), known))
     return out
 
 

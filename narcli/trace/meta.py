@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 
+_REAL_WEIGHTS = contextvars.ContextVar("nar_real_weights", default=False)
+
+
+@contextmanager
+def real_weights() -> Iterator[None]:
+    """Within this block `build_on_meta` builds on the CPU with the library's own random
+    initialisation (`nar bench` runs the model; the memory check comes first)."""
+    token = _REAL_WEIGHTS.set(True)
+    try:
+        yield
+    finally:
+        _REAL_WEIGHTS.reset(token)
+
+
 def build_on_meta(factory: Callable[[], Any]) -> Any:
-    """`factory()` with every parameter on meta.
+    """`factory()` with every parameter on meta (on the CPU inside `real_weights()`).
 
     First under `torch.device("meta")`. Constructors that compute with tensors (`.item()`,
     `.tolist()`) fail there; those are built again on the CPU with each parameter moved to meta as
@@ -16,6 +31,8 @@ def build_on_meta(factory: Callable[[], Any]) -> Any:
     """
     import torch
 
+    if _REAL_WEIGHTS.get():
+        return factory()
     try:
         with torch.device("meta"):
             return factory()

@@ -288,7 +288,7 @@ class NarApp(App):
         tree.root.expand()
 
     def show_similar(self, entry: data.Entry, result: Any) -> None:
-        from narcli.cli.render_search import prediction_line
+        from narcli.search.text import prediction_line
 
         self.similar_result = result
         self.query_one("#similar-head", Static).update(prediction_line(result.prediction))
@@ -303,7 +303,7 @@ class NarApp(App):
         self._family_line = result.prediction
 
     def show_predictions(self, entry: data.Entry, rows: list) -> None:
-        from narcli.cli.render_search import prediction_line
+        from narcli.search.text import prediction_line
         from narcli.search.predictions import format_interval, format_value, short_label
 
         grid = Table(box=None, pad_edge=False, header_style="bold")

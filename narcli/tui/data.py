@@ -35,7 +35,7 @@ class Entry:
         self.haystack = f"{self.key} {self.name} {self.family}".lower()
 
     def cells(self) -> tuple:
-        from narcli.cli.render_scan import human
+        from narcli.search.text import human
 
         return (self.name, self.family or "—", self.coarse or "—", self.task or "—", self.source,
                 human(self.params), human(self.macs), str(self.nodes))
@@ -95,7 +95,7 @@ def graph_of(entry: Entry) -> Any:
 
 def summary(entry: Entry) -> list[tuple[str, str]]:
     """The scan summary's rows: input, params, MACs, depth, nodes, top ops, tracer, hash, aliases."""
-    from narcli.cli.render_scan import human
+    from narcli.search.text import human
 
     source = entry.zoo_model or entry.record
     inputs = ", ".join("×".join(str(d) for d in i.get("shape", [])) + f" {i.get('dtype', '')}".rstrip()

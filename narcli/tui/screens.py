@@ -61,7 +61,7 @@ class CompareScreen(Modal):
         self.comparison = comparison
 
     def compose(self) -> ComposeResult:
-        from narcli.cli.render_scan import human
+        from narcli.search.text import human
 
         c = self.comparison
         figures = Table(box=None, pad_edge=False, header_style="bold")

@@ -1,0 +1,82 @@
+"""Which machine a measurement belongs to: CPU model or GPU name, torch version, threads."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+from dataclasses import asdict, dataclass
+
+from narcli.errors import UsageError
+
+DEVICES = ("cpu", "cuda")
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    kind: str  # cpu | cuda
+    name: str  # "AMD EPYC 7B13" / "NVIDIA H100 80GB HBM3"
+    torch: str
+    threads: int
+
+    @property
+    def key(self) -> str:
+        text = f"{self.kind}|{self.name}|{self.torch}|{self.threads}"
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+    def to_dict(self) -> dict:
+        return asdict(self) | {"key": self.key}
+
+    def describe(self) -> str:
+        threads = f", {self.threads} thread{'s' * (self.threads != 1)}" if self.kind == "cpu" else ""
+        return f"{self.name} ({self.kind}{threads}, torch {self.torch})"
+
+
+def cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "cpu"
+
+
+def check_device(kind: str) -> None:
+    """UsageError unless `kind` is cpu, or cuda with a CUDA device present."""
+    if kind not in DEVICES:
+        raise UsageError(f"--device must be cpu or cuda, not {kind!r}")
+    if kind == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise UsageError("--device cuda: no CUDA device is available here; use --device cpu")
+
+
+def device_info(kind: str, threads: int | None) -> DeviceInfo:
+    import torch
+
+    check_device(kind)
+    if threads is not None and not 1 <= threads <= 1024:
+        raise UsageError(f"--threads must be between 1 and 1024, not {threads}")
+    if kind == "cuda":
+        return DeviceInfo("cuda", torch.cuda.get_device_name(0), torch.__version__, 0)
+    return DeviceInfo("cpu", cpu_name(), torch.__version__, threads or len(os.sched_getaffinity(0)))
+
+
+def available_bytes(kind: str) -> int:
+    """Memory a model may use: MemAvailable on the CPU, free memory on the GPU."""
+    if kind == "cuda":
+        import torch
+
+        free, _ = torch.cuda.mem_get_info()
+        return int(free)
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")

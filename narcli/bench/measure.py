@@ -1,0 +1,67 @@
+"""The measuring protocol: warm up, then R timed runs; median and interquartile range. CPU threads
+are pinned (and reported), CUDA is synchronised around every run. The timer is a parameter, so tests
+run it with a fake clock."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+from narcli.errors import NarError, UsageError
+
+WARMUP_RUNS = 3
+WARMUP_SECONDS = 0.5  # keep warming up until this long has passed (allocator, caches, clocks)
+
+
+@dataclass
+class Measurement:
+    median_ms: float
+    iqr_ms: float
+    runs: int
+    warmup: int
+    times_ms: list[float]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def check_repeat(repeat: int) -> None:
+    if not 1 <= repeat <= 100_000:
+        raise UsageError(f"--repeat must be between 1 and 100,000, not {repeat}")
+
+
+def time_runs(run: Callable[[], None], repeat: int, timer: Callable[[], float] = time.perf_counter,
+              sync: Callable[[], None] = lambda: None) -> Measurement:
+    """Warm up (at least WARMUP_RUNS runs and WARMUP_SECONDS), then time `repeat` runs."""
+    check_repeat(repeat)
+    warmup, began = 0, timer()
+    while warmup < WARMUP_RUNS or timer() - began < WARMUP_SECONDS:
+        run()
+        sync()
+        warmup += 1
+        if warmup >= 50:
+            break
+    times = []
+    for _ in range(repeat):
+        start = timer()
+        run()
+        sync()
+        times.append((timer() - start) * 1000)
+    quartiles = statistics.quantiles(times, n=4) if len(times) >= 2 else [times[0]] * 3
+    return Measurement(statistics.median(times), quartiles[2] - quartiles[0], repeat, warmup, times)
+
+
+def required_bytes(params: int, activations: int, batch: int) -> int:
+    """What running the model needs, roughly: fp32 weights, plus every activation of the batch
+    (inference frees most of them early; counting all keeps the check on the safe side)."""
+    return 4 * params + 4 * activations * batch
+
+
+def check_fits(params: int, activations: int, batch: int, available: int) -> None:
+    needed = required_bytes(params, activations, batch)
+    if needed > available:
+        raise NarError(f"the model would need about {needed / 2**30:.1f} GiB at batch {batch} "
+                       f"({params:,} parameters, {activations:,} activations per sample); "
+                       f"{available / 2**30:.1f} GiB is available — refused before allocating")

@@ -1,0 +1,218 @@
+"""`nar bench TARGET`: build the model with random weights (a zoo name through its source plugin, a
+`.py` file through the loader, an `.onnx` file through onnxruntime when it is installed), check that
+it fits in memory, measure it in a child process with the protocol in `measure`, and store the
+result keyed by graph, batch and device fingerprint."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from narcli.bench import store
+from narcli.bench.device import DeviceInfo, available_bytes, check_device, device_info
+from narcli.bench.measure import check_fits, check_repeat
+from narcli.errors import NarError, UsageError
+
+
+@dataclass
+class BenchResult:
+    name: str
+    graph_hash: str
+    batch: int
+    device: dict[str, Any]
+    median_ms: float
+    iqr_ms: float
+    runs: int
+    warmup: int
+    params: int
+    macs: int
+    reused: bool = False
+    times_ms: list[float] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items()}
+
+
+@dataclass
+class _Request:
+    kind: str  # zoo | py | onnx
+    name: str
+    source: str = ""
+    path: str = ""
+    spec: str | None = None
+    inputs: list[dict] = field(default_factory=list)
+    batch: int = 1
+    device: str = "cpu"
+    threads: int = 1
+    repeat: int = 20
+
+
+def activations_per_sample(graph: Any) -> int:
+    total = 0
+    for node in graph.nodes:
+        dims = [d for d in (node.shape or []) if isinstance(d, int) and d > 0]
+        if dims:
+            total += math.prod(dims[1:]) if len(dims) > 1 else dims[0]
+    return total
+
+
+def _resolve(text: str, options: Any) -> tuple[_Request, Any, int, int]:
+    """(request without batch/device, graph, params, macs) of the single model `text` names."""
+    from narcli.scan.scanner import KINDS
+
+    path = Path(text)
+    if not path.exists() and path.suffix.lower() not in KINDS and not text.startswith((".", "/", "~")):
+        from narcli.zoo.store import Zoo
+
+        with Zoo() as zoo:
+            model = zoo.resolve(text)
+            graph = zoo.graph(model)
+        return _Request("zoo", model.id, source=model.source), graph, model.params or 0, model.macs or 0
+    if path.suffix.lower() == ".onnx" and importlib.util.find_spec("onnxruntime") is None:
+        raise NarError(f"{path.name}: benchmarking an ONNX file needs onnxruntime; pip install onnxruntime")
+    if path.suffix.lower() not in (".py", ".onnx"):
+        raise UsageError(f"{text}: nar bench takes a zoo name, a .py or an .onnx file")
+    from narcli.scan.scanner import scan_file
+
+    records, graphs = scan_file(path, options, want_graphs=True)
+    if len(records) != 1:
+        names = ", ".join(r.name for r in records)
+        raise UsageError(f"{path.name} defines {len(records)} models ({names}); pick one with --model")
+    record, graph = records[0], graphs[0]
+    kind = "onnx" if path.suffix.lower() == ".onnx" else "py"
+    spec = (options.model if options else None) or record.name
+    return _Request(kind, f"{path.name}:{record.name}", path=str(path.resolve()), spec=spec,
+                    inputs=list(record.inputs)), graph, record.params, record.macs
+
+
+def bench_target(text: str, batch: int = 1, device: str = "cpu", threads: int | None = None, repeat: int = 20,
+                 options: Any = None, timeout: float = 600.0, reuse: bool = False) -> BenchResult:
+    """Measure the model `text` names; with `reuse`, a stored measurement of the same graph, batch
+    and device is returned instead of measuring again."""
+    if not 1 <= batch <= 65_536:
+        raise UsageError(f"--batch must be between 1 and 65,536, not {batch}")
+    check_repeat(repeat)
+    check_device(device)
+    request, graph, params, macs = _resolve(text, options)
+    info = device_info(device, threads)
+    graph_hash = graph.content_hash()
+    if reuse:
+        stored = store.load(graph_hash, batch, info.key)
+        if stored:
+            return BenchResult(**{**stored, "reused": True})
+    check_fits(params, activations_per_sample(graph), batch, available_bytes(device))
+    request.batch, request.device, request.threads, request.repeat = batch, device, info.threads, repeat
+    from narcli.trace.isolation import run_isolated
+
+    measured = run_isolated(measure_in_child, (request,), timeout, f"benchmarking {request.name}")
+    result = BenchResult(request.name, graph_hash, batch, info.to_dict(), measured["median_ms"], measured["iqr_ms"],
+                         measured["runs"], measured["warmup"], params, macs, times_ms=measured["times_ms"])
+    store.save(graph_hash, batch, info.key, request.name, result.to_dict())
+    return result
+
+
+# -- in the child ---------------------------------------------------------------------------------
+def measure_in_child(request: _Request) -> dict[str, Any]:
+    from narcli.bench.measure import time_runs
+
+    if request.kind == "onnx":
+        run = _onnx_runner(request)
+        return time_runs(run, request.repeat).to_dict()
+    import torch
+
+    if request.device == "cpu":
+        torch.set_num_threads(request.threads)
+    module, inputs = _build(request)
+    module = module.eval().to(request.device)
+    inputs = [x.to(request.device) for x in inputs]
+    sync = torch.cuda.synchronize if request.device == "cuda" else (lambda: None)
+
+    def run() -> None:
+        with torch.inference_mode():
+            module(*inputs)
+
+    return time_runs(run, request.repeat, sync=sync).to_dict()
+
+
+def _build(request: _Request) -> tuple[Any, list[Any]]:
+    import torch
+
+    from narcli.trace.compat import ensure_torchvision_importable
+    from narcli.trace.meta import real_weights
+
+    ensure_torchvision_importable()
+    if request.kind == "zoo":
+        from narcli.zoo.plugins import zoo_sources
+
+        source = zoo_sources().get(request.source)
+        if source is None:
+            raise NarError(f"{request.name}: its zoo source {request.source!r} is not installed")
+        name = request.name.split("/", 1)[1] if "/" in request.name else request.name
+        entry = next((e for e in source.list_models() if e.name == name), None)
+        if entry is None:
+            raise NarError(f"{request.name}: the {request.source} source no longer lists it")
+        with real_weights():
+            built = source.build(entry)
+        module, example = built.module, built.inputs
+        inputs = [_example(x.shape, x.dtype, request.batch) for x in example]
+    else:
+        from narcli.trace.loader import build_models
+
+        with real_weights():
+            module = dict(build_models(Path(request.path), request.spec)).get(request.spec)
+        if module is None:
+            raise NarError(f"{request.name}: could not build {request.spec}")
+        inputs = [_example(tuple(i["shape"]), getattr(torch, i.get("dtype", "float32")), request.batch)
+                  for i in request.inputs]
+    return _materialise(module), inputs
+
+
+def _example(shape: tuple, dtype: Any, batch: int) -> Any:
+    import torch
+
+    shape = (batch, *tuple(shape)[1:]) if len(shape) else shape
+    if dtype.is_floating_point:
+        return torch.randn(shape, dtype=dtype)
+    return torch.zeros(shape, dtype=dtype)
+
+
+def _materialise(module: Any) -> Any:
+    """A module some source built on meta anyway: real memory, random weights, unit variances."""
+    import torch
+
+    if not any(p.is_meta for p in module.parameters()):
+        return module
+    module = module.to_empty(device="cpu")
+    with torch.no_grad():
+        for name, tensor in list(module.named_parameters()) + list(module.named_buffers()):
+            if tensor.is_floating_point():
+                if name.endswith("running_var"):
+                    tensor.fill_(1.0)
+                elif tensor.dim() >= 2:
+                    tensor.normal_(0, 0.02)
+                else:
+                    tensor.zero_()
+            else:
+                tensor.zero_()
+    return module
+
+
+def _onnx_runner(request: _Request) -> Any:
+    import numpy as np
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(request.path, providers=["CPUExecutionProvider"])
+    feeds = {}
+    for spec, meta in zip(request.inputs, session.get_inputs()):
+        shape = (request.batch, *spec["shape"][1:])
+        dtype = np.float32 if "float" in spec.get("dtype", "float32") else np.int64
+        feeds[meta.name] = np.random.standard_normal(shape).astype(dtype) if dtype == np.float32 \
+            else np.zeros(shape, dtype)
+    return lambda: session.run(None, feeds)
+
+
+def describe_device(result: BenchResult) -> str:
+    return DeviceInfo(**{k: v for k, v in result.device.items() if k != "key"}).describe()

@@ -1,0 +1,88 @@
+"""`nar bench`, `nar calibrate` and `nar eval calibration`."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from narcli.cli.common import run, scan_options, stderr_console
+from narcli.cli.learn_commands import eval_app
+
+
+def bench_command(
+    target: str = typer.Argument(..., help="A zoo name (resnet50), a .py or an .onnx file."),
+    batch: int = typer.Option(1, "--batch", "-b", help="Batch size."),
+    device: str = typer.Option("cpu", "--device", "-d", help="cpu or cuda."),
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads (default: every core this process may use)."),
+    repeat: int = typer.Option(20, "--repeat", "-r", help="Timed runs after the warm-up."),
+    model: str | None = typer.Option(None, "--model", "-m", help="Model class or factory in a .py file."),
+    input_shape: list[str] | None = typer.Option(None, "--input-shape", "-i", help="Example input shape of a .py model."),
+    input_dtype: list[str] | None = typer.Option(None, "--input-dtype", help="Input dtype of a .py model."),
+    timeout: float = typer.Option(600.0, "--timeout", help="Seconds to allow building and measuring."),
+    as_json: bool = typer.Option(False, "--json", help="Print the measurement as JSON."),
+) -> None:
+    """Measure a model's latency on this machine (random weights; warm-up, R timed runs, median and IQR)."""
+    from narcli.bench.runner import bench_target, describe_device
+
+    options = scan_options(model, input_shape, timeout, False, input_dtype)
+    console = stderr_console()
+    with console.status(f"measuring {target} ({repeat} runs after a warm-up)…"):
+        result = run(bench_target, target, batch, device, threads, repeat, options, timeout)
+    if as_json:
+        print(json.dumps(result.to_dict(), indent=2))
+        return
+    print(f"{result.name}: median {result.median_ms:.3g} ms (IQR {result.iqr_ms:.2g} ms) at batch {result.batch}, "
+          f"{result.runs} runs after {result.warmup} warm-up runs")
+    print(f"on {describe_device(result)}; stored under graph {result.graph_hash[:12]}")
+
+
+def calibrate_command(
+    name: str = typer.Option("local", "--device", "-d", help="Name to store this machine's latency head under."),
+    models: int = typer.Option(20, "--models", "-k", help="How many zoo models to measure."),
+    budget: float | None = typer.Option(None, "--budget", help="Stop measuring after this many seconds."),
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads (default: all)."),
+    repeat: int = typer.Option(20, "--repeat", "-r", help="Timed runs per model."),
+    as_json: bool = typer.Option(False, "--json", help="Print the fitted head as JSON."),
+) -> None:
+    """Fit this machine's latency head from a few zoo measurements (resumable: stored ones are reused)."""
+    from narcli.bench.calibrate import calibrate
+
+    console = stderr_console()
+    head = run(calibrate, name, models, budget, threads, repeat, report=lambda line: console.print(f"[dim]{line}[/]"))
+    if as_json:
+        print(json.dumps(head, indent=2))
+        return
+    print(f"calibrated {name!r} on {len(head['models'])} zoo models; wrote {head['path']}; "
+          f"90 % interval ±{(2.718281828 ** head['half'] - 1) * 100:.0f} %; use `nar predict MODEL --device {name}`")
+
+
+@eval_app.command("calibration")
+def eval_calibration_command(
+    ks: str = typer.Option("5,10,20,40", "--ks", help="Calibration sizes to evaluate, comma-separated."),
+    held_out: int = typer.Option(50, "--held-out", help="Held-out zoo models to score on."),
+    threads: int | None = typer.Option(None, "--threads", help="CPU threads (default: all)."),
+    repeat: int = typer.Option(20, "--repeat", "-r", help="Timed runs per model."),
+    as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
+) -> None:
+    """MAPE and ±10 % of the calibrated latency head on held-out zoo models, beside a MACs-only fit
+    and the nearest bundled CPU column rescaled."""
+    from narcli.bench.calibrate import evaluate_calibration
+    from narcli.cli.common import fail
+
+    try:
+        sizes = tuple(int(k) for k in ks.split(",") if k.strip())
+    except ValueError:
+        fail(f"--ks must be comma-separated integers, not {ks!r}", 2)
+    console = stderr_console()
+    result = run(evaluate_calibration, sizes, held_out, threads, repeat,
+                 report=lambda line: console.print(f"[dim]{line}[/]"))
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return
+    print(f"held-out: {len(result['held_out'])} zoo models, {result['gmacs_range'][0]}–{result['gmacs_range'][1]} GMACs")
+    print(f"{'K':>3}  {'calibrated MAPE / ±10 %':>24}  {'MACs-only fit':>16}  {'nearest column':>16}  coverage")
+    for row in result["results"]:
+        c, m, n = row["calibrated"], row["macs_linear"], row["nearest_column"]
+        print(f"{row['k']:>3}  {c['mape']:>11.1f} % / {c['within10']:>5.1f} %  {m['mape']:>6.1f} / {m['within10']:>5.1f} %"
+              f"  {n['mape']:>6.1f} / {n['within10']:>5.1f} %  {row['coverage90']:.0f} %")

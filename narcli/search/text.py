@@ -1,0 +1,26 @@
+"""Short texts shared by the command line and the browser: counts with SI suffixes, and the family
+line ("family resnet (92%), coarse class convolutional ...")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def human(n: float, unit: str = "") -> str:
+    """1234567 -> '1.23 M'."""
+    for size, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= size:
+            return f"{n / size:.3g} {suffix}{unit}"
+    return f"{n:g} {unit}".strip()
+
+
+def prediction_line(prediction: Any) -> str:
+    """The family prediction as one line of Rich markup."""
+    p = prediction
+    coarse = f"{p.coarse} ({p.coarse_confidence:.0%})" if p.coarse else "unknown"
+    if p.novel:
+        return (f"[bold yellow]no close family[/]: the nearest known architecture is at cosine "
+                f"{p.nearest_cosine:.3f}, below {p.threshold:.3f}; coarse class {coarse}")
+    others = ", ".join(f"{f} {c:.0%}" for f, c in p.alternatives[:2])
+    tail = f" [dim](then {others})[/]" if others else ""
+    return f"family [bold]{p.family}[/] ({p.family_confidence:.0%}), coarse class {coarse}{tail}"

@@ -1,0 +1,162 @@
+"""`nar bench`, `nar calibrate` and the calibrated device in `nar predict`: the measuring protocol
+(fake clock), the memory check, stored and reused measurements, bad input, and an interrupted
+calibration that resumes. Tiny models only."""
+
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+from narcli.bench import calibrate as cal
+from narcli.bench.measure import check_fits, time_runs
+from narcli.errors import NarError, UsageError
+
+TINY = """
+from torch import nn
+
+
+class Tiny(nn.Module):
+    def __init__(self, width={width}):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(16, width), nn.ReLU(), nn.Linear(width, 4))
+
+    def forward(self, x):
+        return self.body(x)
+"""
+
+
+class FakeClock:
+    """Each run takes the next of `durations` seconds (cycled); reading the clock costs nothing."""
+
+    def __init__(self, durations):
+        self.now, self.durations, self.calls = 0.0, list(durations), 0
+
+    def timer(self):
+        return self.now
+
+    def run(self):
+        self.now += self.durations[self.calls % len(self.durations)]
+        self.calls += 1
+
+
+def test_the_protocol_warms_up_then_reports_median_and_iqr():
+    clock = FakeClock([0.2] * 3 + [0.010, 0.012, 0.011, 0.013, 0.050])  # slow first runs: the warm-up
+    result = time_runs(clock.run, 5, timer=clock.timer)
+    assert result.warmup == 3  # three runs already took 0.6 s >= the warm-up's 0.5 s
+    assert result.runs == 5 and result.median_ms == pytest.approx(12.0)
+    assert result.iqr_ms > 0 and max(result.times_ms) == pytest.approx(50.0)
+
+
+def test_a_model_too_big_is_refused_before_allocating():
+    with pytest.raises(NarError, match="would need about 37.3 GiB .* refused before allocating"):
+        check_fits(10_000_000_000, 1000, 1, available=8 * 2**30)
+    check_fits(1000, 1000, 1, available=2**30)
+
+
+def test_bench_measures_a_file_and_stores_it(cli, write):
+    model = write("tiny.py", TINY.format(width=32))
+    result = cli("bench", model, "-i", "1,16", "--repeat", "3", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["runs"] == 3 and data["median_ms"] > 0 and data["batch"] == 1
+    assert data["device"]["kind"] == "cpu" and data["device"]["threads"] >= 1
+
+
+def test_a_stored_measurement_is_reused(write, monkeypatch):
+    from narcli.bench import runner
+    from narcli.scan.scanner import ScanOptions
+
+    model = write("tiny.py", TINY.format(width=8))
+    options = ScanOptions(input_shapes=["1,16"])
+    first = runner.bench_target(str(model), repeat=2, options=options)
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("measured again")
+
+    monkeypatch.setattr("narcli.trace.isolation.run_isolated", must_not_run)
+    again = runner.bench_target(str(model), repeat=2, options=options, reuse=True)
+    assert again.reused and again.median_ms == first.median_ms
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--repeat", "0"], "--repeat must be between 1 and 100,000"),
+    (["--batch", "0"], "--batch must be between 1 and 65,536"),
+    (["--device", "tpu"], "--device must be cpu or cuda"),
+    (["--threads", "0"], "--threads must be between 1 and 1024"),
+])
+def test_bad_options_are_usage_errors(cli, write, args, message):
+    model = write("tiny.py", TINY.format(width=8))
+    result = cli("bench", model, "-i", "1,16", *args)
+    assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
+
+
+def test_cuda_on_a_cpu_only_machine_is_one_line(cli):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    result = cli("bench", "resnet18", "--device", "cuda")
+    assert result.exit_code == 2 and "no CUDA device is available here" in result.output
+
+
+def test_an_onnx_file_without_onnxruntime_says_so(cli):
+    from pathlib import Path
+
+    if importlib.util.find_spec("onnxruntime") is not None:
+        pytest.skip("onnxruntime is installed")
+    result = cli("bench", Path(__file__).parent / "fixtures" / "tiny.onnx")
+    assert result.exit_code == 1 and "needs onnxruntime; pip install onnxruntime" in result.output
+
+
+def test_the_ridge_head_recovers_a_linear_relation():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(30, 3))
+    y = 0.5 + 2.0 * x[:, 0] + rng.normal(scale=0.01, size=30)
+    head = cal.fit(x, y)
+    assert np.abs(cal.apply(head, x) - y).max() < 0.4  # ridge shrinks, but not by much here
+    assert 0 < head["half"] < 1
+
+
+def test_an_interrupted_calibration_resumes(write, monkeypatch):
+    from narcli.scan.scanner import ScanOptions
+
+    files = [write(f"tiny{w}.py", TINY.format(width=w)) for w in (4, 64, 512, 2048)]
+    fake = [cal.Candidate(str(f), 1000 * (i + 1), 100 * (i + 1), {c: 1.0 + i for c in cal.CPU_COLUMNS}, np.zeros(0))
+            for i, f in enumerate(files)]
+    monkeypatch.setattr(cal, "candidates", lambda: fake)
+    real_bench = __import__("narcli.bench.runner", fromlist=["bench_target"]).bench_target
+    monkeypatch.setattr("narcli.bench.runner.bench_target",
+                        lambda name, *a, **k: real_bench(name, *a[:4], ScanOptions(input_shapes=["1,16"]), **k))
+
+    lines = []
+
+    def interrupt_after_two(line):
+        lines.append(line)
+        if len(lines) == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        cal.calibrate("bench-test", models=4, repeat=2, report=interrupt_after_two)
+    resumed = []
+    head = cal.calibrate("bench-test", models=4, repeat=2, report=resumed.append)
+    assert [line.endswith("(stored)") for line in resumed] == [True, True, False, False]
+    assert len(head["models"]) == 4 and cal.calibrated_devices()["bench-test"]["name"] == "bench-test"
+
+
+def test_a_calibrated_device_answers_in_predict_rows():
+    from narcli.predict.bundle import Row
+    from narcli.predict.datasets import Target
+
+    head = cal.fit(np.array([[0.0, 0.0, 1.0], [1.0, 1.0, 2.0], [2.0, 2.0, 3.0], [3.0, 3.0, 4.0]]),
+                   np.array([0.0, 1.0, 2.0, 3.0])) | {"columns": list(cal.CPU_COLUMNS), "models": [1, 2, 3, 4]}
+    cpu = [Row("timm", "t", Target(c, "latency", "ms", c, 1), 10.0, 8.0, 12.0, "ok", "", "x") for c in cal.CPU_COLUMNS]
+    (row,) = cal.device_rows(cpu, 10**9, {"mine": head})
+    assert row.status == "ok" and row.target.device == "mine" and row.low < row.value < row.high
+    off = [Row("timm", "t", r.target, None, None, None, "n/a", "not an image model", "x") for r in cpu]
+    (row,) = cal.device_rows(off, 10**9, {"mine": head})
+    assert row.status == "n/a" and row.reason == "not an image model"
+
+
+def test_device_names_are_checked():
+    with pytest.raises(UsageError, match="device name '../x'"):
+        cal.check_name("../x")
