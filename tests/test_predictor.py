@@ -338,3 +338,12 @@ def test_nar_predict_a_cached_scan_and_a_file(cli, bundle_dir, write):
     again = cli("predict", "cache:TinyCNN", "--weights", bundle_dir, "--json")
     assert again.exit_code == 0, again.output
     assert json.loads(again.output)["results"][0]["predictions"] == rows
+
+
+def test_nar_predict_bad_input_is_one_line(cli, bundle_dir, tmp_path):
+    unknown = cli("predict", "resnet50", "--weights", bundle_dir, "--device", "tpu9")
+    assert unknown.exit_code == 2 and "unknown device 'tpu9'; known: testcpu" in unknown.output
+    missing = cli("predict", "resnet50", "--weights", tmp_path / "nowhere")
+    assert missing.exit_code == 1 and "no predictor weights in" in missing.output
+    for result in (unknown, missing):
+        assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1

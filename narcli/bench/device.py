@@ -54,15 +54,25 @@ def check_device(kind: str) -> None:
             raise UsageError("--device cuda: no CUDA device is available here; use --device cpu")
 
 
-def device_info(kind: str, threads: int | None) -> DeviceInfo:
-    import torch
+def torch_version() -> str:
+    """torch's version without importing it (the child that measures does; this process need not)."""
+    from importlib.metadata import PackageNotFoundError, version
 
+    try:
+        return version("torch")
+    except PackageNotFoundError:
+        return "none"
+
+
+def device_info(kind: str, threads: int | None) -> DeviceInfo:
     check_device(kind)
     if threads is not None and not 1 <= threads <= 1024:
         raise UsageError(f"--threads must be between 1 and 1024, not {threads}")
     if kind == "cuda":
+        import torch
+
         return DeviceInfo("cuda", torch.cuda.get_device_name(0), torch.__version__, 0)
-    return DeviceInfo("cpu", cpu_name(), torch.__version__, threads or len(os.sched_getaffinity(0)))
+    return DeviceInfo("cpu", cpu_name(), torch_version(), threads or len(os.sched_getaffinity(0)))
 
 
 def available_bytes(kind: str) -> int:

@@ -22,6 +22,7 @@ class Measurement:
     runs: int
     warmup: int
     times_ms: list[float]
+    warmup_ms: float = 0.0  # time spent warming up (what a run costs beyond the timed runs is the rest)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -43,6 +44,7 @@ def time_runs(run: Callable[[], None], repeat: int, timer: Callable[[], float] =
         warmup += 1
         if warmup >= 50:
             break
+    warmed = (timer() - began) * 1000
     times = []
     for _ in range(repeat):
         start = timer()
@@ -50,7 +52,7 @@ def time_runs(run: Callable[[], None], repeat: int, timer: Callable[[], float] =
         sync()
         times.append((timer() - start) * 1000)
     quartiles = statistics.quantiles(times, n=4) if len(times) >= 2 else [times[0]] * 3
-    return Measurement(statistics.median(times), quartiles[2] - quartiles[0], repeat, warmup, times)
+    return Measurement(statistics.median(times), quartiles[2] - quartiles[0], repeat, warmup, times, warmed)
 
 
 def required_bytes(params: int, activations: int, batch: int) -> int:

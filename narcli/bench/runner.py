@@ -31,6 +31,7 @@ class BenchResult:
     macs: int
     reused: bool = False
     times_ms: list[float] = field(default_factory=list)
+    warmup_ms: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items()}
@@ -109,7 +110,8 @@ def bench_target(text: str, batch: int = 1, device: str = "cpu", threads: int | 
 
     measured = run_isolated(measure_in_child, (request,), timeout, f"benchmarking {request.name}")
     result = BenchResult(request.name, graph_hash, batch, info.to_dict(), measured["median_ms"], measured["iqr_ms"],
-                         measured["runs"], measured["warmup"], params, macs, times_ms=measured["times_ms"])
+                         measured["runs"], measured["warmup"], params, macs, times_ms=measured["times_ms"],
+                         warmup_ms=measured.get("warmup_ms", 0.0))
     store.save(graph_hash, batch, info.key, request.name, result.to_dict())
     return result
 

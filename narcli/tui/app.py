@@ -191,7 +191,14 @@ class NarApp(App):
 
     @on(Input.Submitted, "#search")
     def search_submitted(self) -> None:
+        """Enter in the search box opens the highlighted row (the first match unless moved)."""
+        if self._debounce is not None:  # the table may still show the previous query
+            self._debounce.stop()
+            self.refresh_table()
         self.query_one("#models", DataTable).focus()
+        key = self.selected_key()
+        if key is not None:
+            self.open_key(key)
 
     @on(Select.Changed)
     def filter_changed(self) -> None:
