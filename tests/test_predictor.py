@@ -347,3 +347,12 @@ def test_nar_predict_bad_input_is_one_line(cli, bundle_dir, tmp_path):
     assert missing.exit_code == 1 and "no predictor weights in" in missing.output
     for result in (unknown, missing):
         assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_both_kendall_implementations_agree():
+    from narcli.predict.metrics import _kendall_tau_quadratic
+
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 20, 300).astype(float)  # ties on both sides
+    b = a + rng.normal(scale=5, size=300).round()
+    assert kendall_tau(a, b) == pytest.approx(_kendall_tau_quadratic(a, b), abs=1e-9)
