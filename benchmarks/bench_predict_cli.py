@@ -35,8 +35,8 @@ def main() -> None:
     nar = nar_command()
     torch_import = median_cold([sys.executable, "-c", "import torch"])
     predict_zoo = median_cold(nar + ["predict", "resnet50"])
-    scan_file = median_cold(nar + ["scan", str(MODEL)])
-    predict_file = median_cold(nar + ["predict", str(MODEL)])
+    scan_file = median_cold(nar + ["scan", str(MODEL), "-i", "1,3,32,32"])
+    predict_file = median_cold(nar + ["predict", str(MODEL), "-i", "1,3,32,32"])
     with tempfile.TemporaryDirectory() as home:
         torch_used = imports_torch(["predict", "resnet50"], {**os.environ, "NAR_HOME": home})
     result = {

@@ -35,6 +35,12 @@ class Entry:
         self.haystack = f"{self.key} {self.name} {self.family}".lower()
 
     def cells(self) -> tuple:
+        cached = self.__dict__.get("_cells")
+        if cached is None:
+            cached = self.__dict__["_cells"] = self._make_cells()
+        return cached
+
+    def _make_cells(self) -> tuple:
         from narcli.search.text import human
 
         return (self.name, self.family or "—", self.coarse or "—", self.task or "—", self.source,
