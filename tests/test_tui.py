@@ -3,6 +3,7 @@ comparing, scanning from inside (and a broken file), exporting, help. Data: the 
 temporary NAR_HOME (conftest)."""
 
 import asyncio
+import io
 import json
 import os
 import subprocess
@@ -27,6 +28,14 @@ def run_app(script, *, target=None, blink=False):
             return await script(app, pilot)
 
     return asyncio.run(main())
+
+
+def rendered_text(renderable):
+    from rich.console import Console
+
+    console = Console(width=100, record=True, file=io.StringIO())
+    console.print(renderable)
+    return console.export_text()
 
 
 async def settle(app, pilot, seconds=0.3):
@@ -68,7 +77,7 @@ def test_enter_opens_the_detail_and_similar_walks_and_back_returns():
         await pilot.press("enter")
         await settle(app, pilot)
         opened = app.current
-        summary = str(app.query_one("#summary-body").render())
+        summary = rendered_text(app.query_one("#summary-body").content)
         await pilot.press("3")
         app.query_one("#similar-table").focus()
         await pilot.press("enter")  # the nearest neighbour
@@ -76,10 +85,10 @@ def test_enter_opens_the_detail_and_similar_walks_and_back_returns():
         walked = app.current
         await pilot.press("backspace")
         await settle(app, pilot)
-        return opened, walked, app.current, len(app.similar_result.neighbours)
+        return opened, walked, app.current, len(app.similar_result.neighbours), summary
 
-    opened, walked, back, neighbours = run_app(script)
-    assert opened == "timm/resnet50"
+    opened, walked, back, neighbours, summary = run_app(script)
+    assert opened == "timm/resnet50" and "params" in summary and "MACs" in summary
     assert walked != opened and neighbours == 10
     assert back == "timm/resnet50"
 

@@ -62,10 +62,10 @@ def activations_per_sample(graph: Any) -> int:
 
 def _resolve(text: str, options: Any) -> tuple[_Request, Any, int, int]:
     """(request without batch/device, graph, params, macs) of the single model `text` names."""
-    from narcli.scan.scanner import KINDS
+    from narcli.scan.scanner import looks_like_a_name
 
     path = Path(text)
-    if not path.exists() and path.suffix.lower() not in KINDS and not text.startswith((".", "/", "~")):
+    if not path.exists() and looks_like_a_name(text):
         from narcli.zoo.store import Zoo
 
         with Zoo() as zoo:

@@ -57,9 +57,7 @@ def encode_graph(graph: ArchGraph, motifs: MotifSet | None = None) -> EncodedGra
                             f"{MAX_NODES:,}")
     if graph.num_nodes == 0:
         graph, motifs = ArchGraph([_unknown_node()], []), None
-    ops = np.array([op_index(n.op) for n in graph.nodes], dtype=np.int64)
-    numeric = np.array([_numeric(n) for n in graph.nodes], dtype=np.float32)
-    edges = np.array(graph.edges, dtype=np.int64).reshape(-1, 2).T.copy()
+    ops, numeric, edges = node_arrays(graph)
     motifs = motifs or sample_motifs(graph)
     motif_of = np.array(motifs.node_instance, dtype=np.int64)
     macro = np.array(motifs.macro_edges, dtype=np.int64).reshape(-1, 2).T.copy()

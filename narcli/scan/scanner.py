@@ -18,6 +18,11 @@ from narcli.scan.fingerprint import file_fingerprint
 from narcli.trace.inputs import InputSpec, describe, parse_inputs
 
 KINDS = {".py": "py", ".onnx": "onnx", ".pt2": "pt2"}
+
+
+def looks_like_a_name(text: str) -> bool:
+    """Whether `text` names a zoo model rather than a file (no model-file suffix, not a path)."""
+    return Path(text).suffix.lower() not in KINDS and not text.startswith((".", "/", "~"))
 SKIPPED_DIRS = {".git", ".hg", ".venv", "venv", "env", "__pycache__", "node_modules", "site-packages",
                 ".tox", ".mypy_cache", ".pytest_cache", "build", "dist"}
 TOP_OPS = 8

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from narcli.scan.scanner import KINDS, ScanOptions
+from narcli.scan.scanner import ScanOptions, looks_like_a_name
 
 
 @dataclass
@@ -16,11 +16,6 @@ class Target:
     name: str
     graph: Any  # ArchGraph
     zoo_model: Any = None  # ZooModel when the target is a zoo name
-
-
-def looks_like_a_name(text: str) -> bool:
-    """Whether `text` names a zoo model rather than a file (no model-file suffix, not a path)."""
-    return Path(text).suffix.lower() not in KINDS and not text.startswith((".", "/", "~"))
 
 
 def _is_checkpoint(path: Path) -> bool:

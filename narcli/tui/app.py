@@ -91,6 +91,7 @@ class NarApp(App):
         self.history: list[str] = []
         self.current: str | None = None
         self.similar_result: Any = None
+        self.family: Any = None  # the open model's family prediction (from Similar), for Predictions
         self.sort_column = "name"
         self._debounce: Timer | None = None
 
@@ -304,10 +305,7 @@ class NarApp(App):
         for i, n in enumerate(result.neighbours):
             shared = ", ".join("/".join(list(m.get("ops", {}))[:2]) for m in n.shared[:3]) or "—"
             table.add_row(n.name, n.family or "—", f"{n.cosine:.3f}", shared, key=f"{i}")
-        self.show_predictions_family(result)
-
-    def show_predictions_family(self, result: Any) -> None:
-        self._family_line = result.prediction
+        self.family = result.prediction
 
     def show_predictions(self, entry: data.Entry, rows: list) -> None:
         from narcli.search.text import prediction_line
@@ -322,7 +320,7 @@ class NarApp(App):
                 grid.add_row(short_label(row), row.target.device or "—", format_value(row), format_interval(row))
             else:
                 reasons.append(f"n/a ({row.head}, {row.status}): {row.reason}")
-        family = getattr(self, "_family_line", None)
+        family = self.family
         parts: list[Any] = [prediction_line(family) if family is not None else "family: loading…", ""]
         parts.append(grid if grid.row_count else "no accuracy or latency prediction applies")
         parts += sorted(set(reasons))
