@@ -14,7 +14,10 @@ top-1, predicted-family accuracy, top-5 hit rate, and the rate of wrong "no clos
 The zoo sometimes labels one architecture with several families (timm's `vit_small_patch16_224`
 and `deit_small_patch16_224` are the same graph; so are HF's wav2vec2 and HuBERT CTC models). The
 strict figures count only the family the manifest names; the `*_equivalent` figures also accept a
-family that shares an identical zoo graph with it, since no retrieval can tell those apart.
+family that shares an identical zoo graph with it, since no retrieval can tell those apart; the
+`*_design` figures compare designs (`narcli.zoo.lineage`: Helium, Mistral or Qwen3 are Llama
+designs, as transformers' own modular files derive them), the answer `nar similar` gives beside
+the family.
 Writes benchmarks/results/<out>.json (default real-clients.json).
 """
 
@@ -124,6 +127,7 @@ def main() -> None:
     scored = [r for r in results if "error" not in r]
     n = len(results)
     by_hash, same = zoo_families()
+    from narcli.zoo.lineage import design
 
     def equivalent(found: str | None, expected: str) -> bool:
         return found == expected or (found is not None and expected in same.get(found, ()))
@@ -140,6 +144,9 @@ def main() -> None:
         "wrongly_novel": round(sum(r["novel"] for r in scored) / n, 3),
         "nearest_family_top1_equivalent": round(sum(nearest_is(r) for r in scored) / n, 3),
         "predicted_family_equivalent": round(sum(equivalent(r["predicted"], r["expected"]) for r in scored) / n, 3),
+        "nearest_design": round(sum(design(r["nearest_family"]) == design(r["expected"]) for r in scored) / n, 3),
+        "predicted_design": round(sum(r["predicted"] is not None and design(r["predicted"]) == design(r["expected"])
+                                      for r in scored) / n, 3),
         "mean_nearest_cosine": round(sum(r["cosine"] for r in scored) / max(len(scored), 1), 3),
     }
     print()

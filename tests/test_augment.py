@@ -67,3 +67,19 @@ def test_an_edit_that_does_not_apply_says_so():
     assert EDITS["cifar_stem"](graph, random.Random(0)) is None
     assert EDITS["no_stem_pool"](graph, random.Random(0)) is None
     assert variants(graph, 3, seed=0) == []
+
+
+def test_width_scales_channels_but_not_the_image_input_or_the_classes():
+    graph = imagenet_stem_net()
+    edited = EDITS["width"](graph, random.Random(0))
+    factor = edited.nodes[1].shape[1] / 8
+    assert factor != 1
+    stem, conv, head = edited.nodes[1], edited.nodes[4], edited.nodes[7]
+    assert stem.attrs["in_channels"] == 3 and stem.attrs["out_channels"] == stem.shape[1]
+    assert conv.attrs["in_channels"] == conv.attrs["out_channels"] == conv.shape[1]
+    assert head.attrs["out_features"] == 1000 and head.attrs["in_features"] == edited.nodes[6].shape[1]
+    assert conv.params == round(graph.nodes[4].params * factor * factor)
+    assert edited.nodes[0].shape == [1, 3, 224, 224] and edited.nodes[8].shape == [1, 1000]
+    token_model = ArchGraph([Node("input", [1, 16]), Node("embedding", [1, 16, 32]), Node("output", [1, 16, 32])],
+                            [(0, 1), (1, 2)])
+    assert EDITS["width"](token_model, random.Random(0)) is None

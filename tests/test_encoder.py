@@ -65,6 +65,20 @@ def test_width_labels_of_a_feature_map_follow_its_channels_not_its_resolution():
     assert width_labels(at_224).tolist() != width_labels(wider).tolist()
 
 
+def test_width_labels_tell_a_grouped_convolution_from_a_plain_one_of_the_same_width():
+    from narcli.encode.features import width_labels
+
+    plain = conv_graph(64, 56)
+    grouped = conv_graph(64, 56)
+    for node in grouped.nodes:
+        if node.op == "conv2d":
+            node.attrs["groups"] = 32  # ResNeXt's 32 groups; a wide ResNet has 1
+    one, two = width_labels(encode_graph(plain)), width_labels(encode_graph(grouped))
+    convs = [i for i, n in enumerate(plain.nodes) if n.op == "conv2d"]
+    assert all(one[i] != two[i] for i in convs)
+    assert [v for i, v in enumerate(one) if i not in convs] == [v for i, v in enumerate(two) if i not in convs]
+
+
 def test_an_embedding_batch_must_carry_the_sketch_features():
     pytest.importorskip("torch")
     from narcli.encode.encoder import collate

@@ -256,9 +256,9 @@ def test_a_softmax_that_is_not_attention_stays():
             self.fc = nn.Linear(8, 4)
 
         def forward(self, x):
-            return self.fc(x).softmax(dim=-1)
+            return self.fc(x).softmax(dim=-1) * 2  # not the output itself (a probability head folds away)
 
-    assert ops(canonical(Head(), 1, 8))[-2] == "softmax"
+    assert ops(canonical(Head(), 1, 8))[-3] == "softmax"
 
 
 class Glu(nn.Module):
@@ -311,3 +311,172 @@ def test_one_idiom_written_another_way_moves_the_embedding_by_less_than_0_02(mon
     assert "hard_swish" not in ops(stored) and "relu6" in ops(stored)
     first, second = Embedder().embed([library, stored])
     assert float(np.dot(first.vector, second.vector)) >= 0.98
+
+
+class Block(nn.Module):
+    """A pre-norm transformer self-attention block with its projections written four ways."""
+
+    def __init__(self, how, dim=32, heads=4, kv_heads=4):
+        super().__init__()
+        self.how, self.heads, self.kv_heads = how, heads, kv_heads
+        self.norm = nn.LayerNorm(dim)
+        head = dim // heads
+        if how == "module":
+            self.mha = nn.MultiheadAttention(dim, heads, batch_first=True)
+        elif how == "fused":
+            self.qkv, self.out = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+        else:
+            self.q, self.out = nn.Linear(dim, dim), nn.Linear(dim, dim)
+            self.k, self.v = nn.Linear(dim, kv_heads * head), nn.Linear(dim, kv_heads * head)
+
+    def forward(self, x):
+        h = self.norm(x)
+        if self.how == "module":
+            return x + self.mha(h, h, h, need_weights=False)[0]
+        b, t, c = x.shape
+        d = c // self.heads
+        if self.how == "fused":
+            q, k, v = self.qkv(h).split(c, dim=-1)
+        else:
+            q, k, v = self.q(h), self.k(h), self.v(h)
+        q = q.view(b, t, self.heads, d).transpose(1, 2)
+        k, v = (z.view(b, t, self.kv_heads, d).transpose(1, 2) for z in (k, v))
+        if self.kv_heads != self.heads:  # grouped-query attention, k/v heads repeated by hand
+            repeat = self.heads // self.kv_heads
+            if self.how == "repeat_interleave":
+                k, v = k.repeat_interleave(repeat, dim=1), v.repeat_interleave(repeat, dim=1)
+            else:  # expand + reshape, as transformers' repeat_kv does
+                k, v = (z[:, :, None].expand(b, self.kv_heads, repeat, t, d).reshape(b, self.heads, t, d)
+                        for z in (k, v))
+        y = F.scaled_dot_product_attention(q, k, v)
+        return x + self.out(y.transpose(1, 2).reshape(b, t, c))
+
+
+@pytest.mark.parametrize("how", ["module", "fused"])
+def test_attention_projections_written_as_a_module_one_linear_or_three_agree(how):
+    separate, other = canonical(Block("separate"), 1, 16, 32), canonical(Block(how), 1, 16, 32)
+    assert ops(separate) == ops(other) == ["input", "layer_norm", "linear", "attention", "linear", "add", "output"]
+    assert separate.content_hash() == other.content_hash()
+    projection = separate.nodes[2]
+    assert projection.attrs["out_features"] == 96 and projection.params == 32 * 96 + 96
+
+
+def test_grouped_query_heads_repeated_by_hand_or_by_expand_agree():
+    one = canonical(Block("repeat_interleave", kv_heads=2), 1, 16, 32)
+    two = canonical(Block("expand", kv_heads=2), 1, 16, 32)
+    assert "repeat" not in ops(one)
+    assert one.content_hash() == two.content_hash()
+
+
+def test_cross_attention_module_projects_queries_and_memory_separately():
+    class Cross(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mha = nn.MultiheadAttention(32, 4, batch_first=True)
+            self.memory = nn.Linear(32, 32)
+
+        def forward(self, x):
+            memory = self.memory(x)
+            return self.mha(x * 2, memory, memory, need_weights=False)[0]
+
+    graph = canonical(Cross(), 1, 16, 32)
+    widths = sorted(n.attrs["out_features"] for n in graph.nodes if n.op == "linear")
+    assert widths == [32, 32, 32, 64]  # memory, q, out; k/v from the memory as one projection
+    assert all(s < d for s, d in graph.edges)
+
+
+def test_relu6_however_written_is_relu6():
+    for act in (nn.ReLU6(), Lambda(F.relu6), Lambda(lambda x: F.hardtanh(x, 0.0, 6.0))):
+        assert ops(canonical(Wrap(act), 1, 3, 8, 8))[2] == "relu6"
+
+
+class PaddedConv(nn.Module):
+    def __init__(self, separate_pad: bool):
+        super().__init__()
+        self.separate_pad = separate_pad
+        self.conv = nn.Conv2d(3, 8, 3, padding=0 if separate_pad else 1)
+
+    def forward(self, x):
+        return self.conv(F.pad(x, (1, 1, 1, 1)) if self.separate_pad else x)
+
+
+def test_a_zero_pad_before_a_conv_is_the_conv_padding():
+    one, two = canonical(PaddedConv(True), 1, 3, 16, 16), canonical(PaddedConv(False), 1, 3, 16, 16)
+    assert ops(one) == ops(two) == ["input", "conv2d", "output"]
+    assert one.content_hash() == two.content_hash()
+    assert one.nodes[1].attrs["padding"] == [1, 1]
+
+
+def test_a_linear_over_a_flattened_view_is_the_linear_over_the_tensor():
+    class Conv1D(nn.Module):  # GPT-2's projection: addmm over x.view(-1, d)
+        def __init__(self):
+            super().__init__()
+            self.weight, self.bias = nn.Parameter(torch.zeros(8, 12)), nn.Parameter(torch.zeros(12))
+
+        def forward(self, x):
+            return torch.addmm(self.bias, x.view(-1, x.size(-1)), self.weight).view(*x.shape[:-1], 12)
+
+    one, two = canonical(Conv1D(), 1, 5, 8), canonical(nn.Linear(8, 12), 1, 5, 8)
+    assert ops(one) == ops(two)
+    assert one.nodes[1].shape == two.nodes[1].shape == [1, 5, 12]
+
+
+class Rotary(nn.Module):
+    """q projected, then rotated: rotate-half (transformers' Llama) or interleaved pairs (llama2.c)."""
+
+    def __init__(self, interleaved: bool, dim=16):
+        super().__init__()
+        self.interleaved = interleaved
+        self.q = nn.Linear(dim, dim)
+        self.register_buffer("cos", torch.ones(8, dim // 2 if interleaved else dim))
+        self.register_buffer("sin", torch.zeros(8, dim // 2 if interleaved else dim))
+
+    def forward(self, x):
+        q = self.q(x)
+        if self.interleaved:
+            q1, q2 = q.reshape(*q.shape[:-1], -1, 2).unbind(-1)
+            out = torch.stack([q1 * self.cos - q2 * self.sin, q1 * self.sin + q2 * self.cos], dim=-1)
+            return out.flatten(-2)
+        a, b = q.chunk(2, dim=-1)
+        return q * self.cos + torch.cat((-b, a), dim=-1) * self.sin
+
+
+def test_rotary_embedding_over_interleaved_pairs_is_the_rotate_half_form():
+    one, two = canonical(Rotary(True), 1, 8, 16), canonical(Rotary(False), 1, 8, 16)
+    assert "stack" not in ops(one) and "sub" not in ops(one)
+    assert sorted(ops(one)) == sorted(ops(two))
+    assert one.content_hash() == two.content_hash()
+    assert all(s < d for s, d in one.edges)
+
+
+class Dense(nn.Module):
+    """Three dense layers: each layer's output concatenated onto a running tensor (CIFAR code), or
+    all earlier outputs concatenated when a layer starts (torchvision/timm)."""
+
+    def __init__(self, chained: bool):
+        super().__init__()
+        self.chained = chained
+        self.layers = nn.ModuleList(nn.Conv2d(4 + 2 * k, 2, 3, padding=1) for k in range(3))
+
+    def forward(self, x):
+        if self.chained:
+            for layer in self.layers:
+                x = torch.cat([x, layer(x)], 1)
+            return x
+        features = [x]
+        for layer in self.layers:
+            features.append(layer(torch.cat(features, 1)))
+        return torch.cat(features, 1)
+
+
+def test_dense_connections_as_a_chain_or_as_one_concat_per_layer_agree():
+    one, two = canonical(Dense(True), 1, 4, 8, 8), canonical(Dense(False), 1, 4, 8, 8)
+    assert ops(one) == ops(two)
+    assert one.content_hash() == two.content_hash()
+
+
+def test_log_softmax_on_the_logits_is_the_classifier_itself():
+    head = nn.Sequential(nn.Flatten(), nn.Linear(12, 10))
+    with_probabilities = nn.Sequential(head, nn.LogSoftmax(dim=1))
+    assert canonical(with_probabilities, 1, 12).content_hash() == canonical(head, 1, 12).content_hash()
+    assert "softmax" in ops(canonical(nn.Sequential(nn.Linear(12, 10), nn.Softmax(1), nn.Linear(10, 3)), 1, 12))

@@ -1,7 +1,8 @@
 """Edits that real authors make to a known architecture, as training augmentation for the encoder.
 
 A CIFAR re-implementation of ResNet-50 has a 3×3 stem without max-pool, 10 classes and 4×4 maps
-at the end; a hand-written MobileNet may use ReLU6 where the paper used h-swish. Each is still the
+at the end; a hand-written MobileNet may use ReLU6 where the paper used h-swish; a CIFAR ResNet-56
+is a ResNet at a quarter of the width. Each is still the
 same design. Training on such variants of every training architecture, labelled with its family,
 teaches the encoder that these edits do not change the family.
 
@@ -108,9 +109,53 @@ def resolution(graph: ArchGraph, rng: random.Random) -> ArchGraph | None:
     return out if changed else None
 
 
+# width multipliers authors apply to a convolutional design (CIFAR ResNets are ResNets at 1/4 width)
+WIDTHS = (0.25, 0.5, 2.0)
+
+
+def width(graph: ArchGraph, rng: random.Random) -> ArchGraph | None:
+    """Every feature map's channel count scaled (a width multiplier): convolutions, norms and the
+    pooled features follow; the image input and the classifier's outputs keep theirs."""
+    if not any(n.op == "input" and n.shape is not None and len(n.shape) == 4 for n in graph.nodes):
+        return None
+    factor = rng.choice(WIDTHS)
+    out = _copy(graph)
+    parents: dict[int, list[int]] = {}
+    for s, d in out.edges:
+        parents.setdefault(d, []).append(s)
+    outputs = {i for i, n in enumerate(out.nodes) if n.op == "output"}
+    heads = {s for s, d in out.edges if d in outputs}
+
+    def scaled(value: int) -> int:
+        return max(1, round(value * factor))
+
+    changed = False
+    for i, node in enumerate(out.nodes):
+        if node.op in ("input", "output"):
+            continue
+        from_input = any(out.nodes[p].op == "input" for p in parents.get(i, []))
+        if node.shape is not None and len(node.shape) in (2, 4) and i not in heads:
+            node.shape[1] = scaled(node.shape[1])
+            changed = True
+        attrs, growth = node.attrs, 1.0
+        for key in ("in_channels", "in_features"):
+            if key in attrs and not from_input:
+                attrs[key] = scaled(int(attrs[key]))
+                growth *= factor
+        for key in ("out_channels", "out_features", "features"):
+            if key in attrs and i not in heads:
+                attrs[key] = scaled(int(attrs[key]))
+                growth *= factor
+        if node.op.startswith("depthwise") and "groups" in attrs:
+            attrs["groups"] = attrs.get("out_channels", attrs["groups"])
+            growth = factor  # one filter per channel
+        node.params = round(node.params * growth)
+    return out if changed else None
+
+
 EDITS: dict[str, Callable[[ArchGraph, random.Random], ArchGraph | None]] = {
     "cifar_stem": cifar_stem, "no_stem_pool": no_stem_pool, "swap_activation": swap_activation,
-    "new_head": new_head, "resolution": resolution,
+    "new_head": new_head, "resolution": resolution, "width": width,
 }
 
 

@@ -77,8 +77,8 @@ def node_arrays(graph: ArchGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 WL_DIM = 4096
 WL_ROUNDS = 3
-# bump when what encode_graph produces changes: cached features are keyed by it (5: attention, unfold idioms)
-FEATURES_VERSION = 5
+# bump when what encode_graph produces changes: cached features are keyed by it (6: attention projections, padding, relu6)
+FEATURES_VERSION = 6
 
 _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 _PARENT, _CHILD = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xD6E8FEB86659FD93)
@@ -143,7 +143,8 @@ def width_labels(graph: EncodedGraph) -> np.ndarray:
     dimension otherwise (a transformer's hidden size), so it does not follow the input's
     resolution or sequence length (only nodes shaped like the input itself, e.g. token ids, do).
     WL over these labels tells apart graphs of one structure at different sizes, which ranked
-    the right family first more often on validation (README).
+    the right family first more often on validation (README). A grouped convolution is marked as
+    such (depthwise ones are their own operation already).
     """
     numeric = graph.numeric.astype(np.float64)  # ln(1 + value) / 8, and ln(1 + size) / 16
     channels, last = np.expm1(numeric[:, 0] * 8), np.expm1(numeric[:, 1] * 8)
@@ -151,7 +152,9 @@ def width_labels(graph: EncodedGraph) -> np.ndarray:
     # with batch 1, only a tensor with spatial dimensions holds more than channels x last values
     spatial = size > 1.5 * channels * last
     width = np.where(spatial, channels, last)
-    return graph.ops * 1000 + np.rint(2 * np.log1p(width)).astype(np.int64)
+    # a grouped convolution (ResNeXt) is not a plain one of the same width (a wide ResNet)
+    grouped = _CONVOLUTIONS[graph.ops] & (np.expm1(numeric[:, 4] * 8) > 1.5)
+    return graph.ops * 1000 + np.rint(2 * np.log1p(width)).astype(np.int64) + 500 * grouped
 
 
 # Coarse operation classes for the robust sketch: what an author may swap without changing the

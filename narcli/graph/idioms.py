@@ -23,6 +23,13 @@ Rules come in two kinds:
   einsum) and graphs stored before.
 - **Window views**: `Tensor.unfold` folds away like a reshape (patches cut with it, then a
   `Linear`, are a patch embedding).
+- **Attention projections** (`_attention_projections`): however q, k and v are projected (one
+  module, one fused `Linear` and a split, or one `Linear` each), the graph says one `linear` from
+  each source into `attention` (a self-attention reads one source; cross-attention two: q from the
+  latest, k/v from the other) and one `linear` out. A split or a head repetition whose only reader
+  is the attention moves data and folds away.
+- **Padding**: a separate zero pad whose only readers are convolutions or pools is part of them
+  (how the padding is spelled, not what is computed).
 
 `normalise_idioms` applies them all until nothing changes. It keeps a valid topological order, so it is
 safe on stored graphs as well as inside the canonicaliser (it is idempotent).
@@ -40,6 +47,14 @@ safe on stored graphs as well as inside the canonicaliser (it is idempotent).
 | linear | 1×1 conv (groups 1) on a 1×1 map | `linear` |
 | patch embedding | reshape, rearrange or `unfold` into k×k patches + `linear` on the input image | `conv2d` k×k, stride k |
 | attention | `softmax(q @ kᵀ / √d + mask) @ v` (matmul, bmm or einsum; any scaling/masking) | `attention` |
+| relu6 | `F.relu6` / `nn.ReLU6` (traced as `hardtanh(0, 6)`) | `relu6` |
+| padding | `F.pad` / `nn.ZeroPad2d` right before a convolution or pool (TF "same" padding) | the conv/pool alone |
+| linear on a flattened view | `addmm` over `x.view(-1, d)` (GPT-2's `Conv1D`) | `linear` shaped like its input |
+| q/k/v projection | `nn.MultiheadAttention` (one module); one `Linear(d, 3d)` then split; three `Linear(d, d)` | one `linear` into `attention`, one `linear` out |
+| rotary embedding | interleaved pairs, `stack(x₁cos − x₂sin, x₁sin + x₂cos)` (llama2.c) | rotate-half, `x·cos + cat(−x₂, x₁)·sin` |
+| concatenation | `cat([x])` of one tensor; `cat(cat(a, b), c)` (DenseNet written as a chain) | folded; `cat(a, b, c)` |
+| probability head | `log_softmax`/`softmax` of the final logits, right before the output | the logits |
+| grouped-query heads | k/v heads repeated (`repeat_interleave`, `repeat`) right before attention | folded (like `expand`) |
 """
 
 from __future__ import annotations
@@ -119,9 +134,12 @@ def normalise_idioms(graph: ArchGraph) -> ArchGraph:
         parents[d].append(s)
         children[s].append(d)
     alive = [True] * len(nodes)
+    order = [float(i) for i in range(len(nodes))]  # new nodes slot in between (projections)
     changed = False
     for i in range(len(nodes)):
-        if nodes[i].op in _WINDOW_VIEWS and len(parents[i]) == 1:
+        if len(parents[i]) == 1 and (nodes[i].op in _WINDOW_VIEWS or _is_padding(i, nodes, children)):
+            if nodes[i].op == "pad":
+                _pad_into_readers(i, nodes, parents, children)
             _fold(i, parents, children, alive)
             changed = True
     for i in range(len(nodes)):
@@ -130,6 +148,20 @@ def normalise_idioms(graph: ArchGraph) -> ArchGraph:
     for i in range(len(nodes)):
         if nodes[i].op == "softmax" and alive[i]:
             changed |= _fuse_attention(i, nodes, parents, children, alive)
+    for i in range(len(nodes)):
+        if not alive[i]:
+            continue
+        if nodes[i].op == "concat" and len(parents[i]) == 1 or _is_probability_head(i, nodes, parents, children):
+            _fold(i, parents, children, alive)
+            changed = True
+        elif nodes[i].op == "concat":
+            changed |= _flatten_concat(i, nodes, parents, children)
+    for i in range(len(nodes)):
+        if nodes[i].op == "stack" and alive[i]:
+            changed |= _rotary_rotate_half(i, nodes, parents, children, alive, order)
+    for i in range(len(nodes)):
+        if nodes[i].op == "attention" and alive[i]:
+            changed |= _attention_projections(i, nodes, parents, children, alive, order)
     again = True
     while again:
         again = False
@@ -139,7 +171,8 @@ def normalise_idioms(graph: ArchGraph) -> ArchGraph:
                 again = changed = True
     if not changed:
         return graph
-    index = {old: new for new, old in enumerate(i for i in range(len(nodes)) if alive[i])}
+    index = {old: new for new, old in enumerate(sorted((i for i in range(len(nodes)) if alive[i]),
+                                                          key=order.__getitem__))}
     edges = sorted({(index[p], index[i]) for i in index for p in parents[i] if p in index})
     return ArchGraph([nodes[i] for i in index], edges, dict(graph.meta))
 
@@ -247,6 +280,15 @@ def _rewrite_node(i: int, nodes: list[Node], parents: list[list[int]]) -> bool:
                                                 "out_features": node.attrs.get("out_channels")},
                         node.params, node.macs, node.scope)
         return True
+    if node.op == "hardtanh":  # how ReLU6 traces; hand-written and library ReLU6 read alike
+        nodes[i] = Node("relu6", node.shape, dict(node.attrs), node.params, node.macs, node.scope)
+        return True
+    if node.op == "linear" and source is not None and node.shape and source.shape \
+            and len(node.shape) == 2 < len(source.shape) and math.prod(source.shape[:-1]) == node.shape[0]:
+        # addmm over x.view(-1, d) (GPT-2's Conv1D): the linear over x itself
+        nodes[i] = Node("linear", [*source.shape[:-1], node.shape[-1]], dict(node.attrs), node.params,
+                        node.macs, node.scope)
+        return True
     if node.op == "linear" and source is not None and source.op == "input":
         return _patch_embedding(i, node, source, nodes)
     return False
@@ -319,4 +361,181 @@ def _fuse_attention(soft: int, nodes: list[Node], parents: list[list[int]], chil
     node = nodes[out]
     nodes[out] = Node("attention", node.shape, {}, node.params + sum(nodes[g].params for g in gone),
                       node.macs + sum(nodes[g].macs for g in gone), node.scope)
+    return True
+
+
+_PADDED = {"convolution", "pooling"}
+
+
+def _is_padding(i: int, nodes: list[Node], children: list[list[int]]) -> bool:
+    """A zero pad read only by convolutions or pools: their padding, written as its own op."""
+    from narcli.graph.vocab import OPS
+
+    return nodes[i].op == "pad" and bool(children[i]) and all(OPS.get(nodes[c].op) in _PADDED for c in children[i])
+
+
+def _pad_into_readers(i: int, nodes: list[Node], parents: list[list[int]], children: list[list[int]]) -> None:
+    """Add the pad's size (half of what it adds per spatial side, rounded down) to its readers' padding."""
+    before, after = _spatial(nodes[parents[i][0]].shape), _spatial(nodes[i].shape)
+    if before is None or after is None or len(before) != len(after):
+        return
+    added = [max(b - a, 0) // 2 for a, b in zip(before, after)]
+    for c in children[i]:
+        padding = nodes[c].attrs.get("padding")
+        if isinstance(padding, list) and len(padding) == len(added):
+            nodes[c].attrs["padding"] = [int(p) + k for p, k in zip(padding, added)]
+
+
+# what moves q, k or v between their projection and the attention: a split of one fused projection,
+# k/v heads repeated for grouped-query attention (`repeat_interleave`, or `[:, :, None]` + expand)
+_HEAD_VIEWS = {"split", "slice", "repeat", "tile"}
+
+
+def _attention_projections(a: int, nodes: list[Node], parents: list[list[int]], children: list[list[int]],
+                           alive: list[bool], order: list[float]) -> bool:
+    """One canonical form for how q, k and v are projected into attention node `a` (see the module
+    docstring): expand a whole-module attention, fold head views, merge parallel projections."""
+    changed = False
+    for p in list(parents[a]):  # a fused projection split into q, k, v; k/v heads repeated
+        if nodes[p].op in _HEAD_VIEWS and len(parents[p]) == 1 and set(children[p]) == {a}:
+            _fold(p, parents, children, alive)
+            changed = True
+    node = nodes[a]
+    width = node.shape[-1] if node.shape else 0
+    if width and node.params >= 3 * width * width:  # the module's own projections (nn.MultiheadAttention)
+        return _expand_module(a, width, nodes, parents, children, alive, order) or changed
+    groups: dict[int, list[int]] = {}
+    for p in parents[a]:
+        if nodes[p].op == "linear" and children[p] == [a] and len(parents[p]) == 1:
+            groups.setdefault(parents[p][0], []).append(p)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        keep, *rest = sorted(members)
+        out = sum(int(nodes[m].attrs.get("out_features") or (nodes[m].shape or [0])[-1]) for m in members)
+        first = nodes[keep]
+        shape = [*first.shape[:-1], out] if first.shape else None
+        nodes[keep] = Node("linear", shape, {**first.attrs, "out_features": out}, sum(nodes[m].params for m in members),
+                           sum(nodes[m].macs for m in members), first.scope)
+        for m in rest:
+            for q in parents[m]:
+                children[q] = [c for c in children[q] if c != m]
+            parents[m], children[m], alive[m] = [], [], False
+        parents[a] = [p for p in parents[a] if p not in rest]
+        changed = True
+    return changed
+
+
+def _expand_module(a: int, width: int, nodes: list[Node], parents: list[list[int]], children: list[list[int]],
+                   alive: list[bool], order: list[float]) -> bool:
+    """An attention node that holds its projections' weights -> `linear` in, `attention`, `linear` out."""
+    sources = [p for p in parents[a] if nodes[p].shape and nodes[p].shape[-1] == width]
+    if not sources:
+        return False
+    q_source, kv_source = max(sources), min(sources)
+    node = nodes[a]
+    quarter = node.params // 4
+    tokens = math.prod(nodes[q_source].shape[:-1])
+
+    def linear(source: int, out: int, params: int, at: float) -> int:
+        shape = [*nodes[source].shape[:-1], out]
+        nodes.append(Node("linear", shape, {"in_features": width, "out_features": out}, params,
+                          tokens * width * out, node.scope))
+        parents.append([source])
+        children.append([a])
+        alive.append(True)
+        order.append(at)
+        children[source] = [c for c in children[source] if c != a] + [len(nodes) - 1]
+        return len(nodes) - 1
+
+    rest = [p for p in parents[a] if p not in (q_source, kv_source)]  # masks
+    if q_source == kv_source:
+        projections = [linear(q_source, 3 * width, 3 * quarter, order[a] - 0.5)]
+    else:
+        projections = [linear(kv_source, 2 * width, 2 * quarter, order[a] - 0.6),
+                       linear(q_source, width, quarter, order[a] - 0.5)]
+    out = len(nodes)
+    nodes.append(Node("linear", node.shape, {"in_features": width, "out_features": width},
+                      node.params - sum(nodes[p].params for p in projections), tokens * width * width, node.scope))
+    parents.append([a])
+    children.append(children[a])
+    alive.append(True)
+    order.append(order[a] + 0.5)
+    for c in children[a]:
+        parents[c] = [out if p == a else p for p in parents[c]]
+    children[a] = [out]
+    parents[a] = projections + rest
+    nodes[a] = Node("attention", node.shape, {}, 0,
+                    max(node.macs - sum(nodes[p].macs for p in projections) - nodes[out].macs, 0), node.scope)
+    return True
+
+
+def _rotary_rotate_half(exit_: int, nodes: list[Node], parents: list[list[int]], children: list[list[int]],
+                        alive: list[bool], order: list[float]) -> bool:
+    """A rotary embedding over interleaved pairs, `stack(x1*cos - x2*sin, x1*sin + x2*cos)` with x1, x2
+    the two halves of one split of x, -> the rotate-half form most libraries trace to:
+    `x*cos + concat(split(x), -split(x))*sin` (the same rotation, pairs laid out differently)."""
+    pair = parents[exit_]
+    if len(pair) != 2 or sorted(nodes[p].op for p in pair) != ["add", "sub"]:
+        return False
+    products = [m for p in pair for m in parents[p]]
+    if len(products) != 4 or any(nodes[m].op != "mul" or len(parents[m]) != 1 or len(children[m]) != 1
+                                 for m in products):
+        return False
+    (split,) = {parents[m][0] for m in products} if len({parents[m][0] for m in products}) == 1 else (None,)
+    if split is None or nodes[split].op != "split" or len(parents[split]) != 1 \
+            or sorted(children[split]) != sorted(products) or any(len(children[p]) != 1 for p in pair):
+        return False
+    entry = parents[split][0]
+    region = sorted([split, *products, *pair, exit_], key=order.__getitem__)
+    half = nodes[split].shape
+    full = [*half[:-1], 2 * half[-1]] if half else nodes[exit_].shape
+    scope = nodes[exit_].scope
+    # the rotate-half form, each node (op, shape, parents: -1 = the entry, k = the k-th new node)
+    template = [("mul", full, [-1]), ("split", half, [-1]), ("neg", half, [1]), ("concat", full, [1, 2]),
+                ("mul", full, [3]), ("add", full, [0, 4])]
+    slots = region[:len(template)]
+    readers = children[exit_]
+    for r in region:
+        for p in parents[r]:
+            children[p] = [c for c in children[p] if c != r]
+        parents[r], children[r], alive[r] = [], [], False
+    for (op, shape, inputs), slot in zip(template, slots):
+        nodes[slot] = Node(op, list(shape) if shape else None, {}, 0, 0, scope)
+        alive[slot] = True
+        parents[slot] = [entry if k < 0 else slots[k] for k in inputs]
+        for p in parents[slot]:
+            children[p].append(slot)
+    last = slots[-1]
+    children[last] = list(readers)
+    for c in readers:
+        parents[c] = [last if p == exit_ else p for p in parents[c]]
+    return True
+
+
+def _is_probability_head(i: int, nodes: list[Node], parents: list[list[int]], children: list[list[int]]) -> bool:
+    """`log_softmax`/`softmax` turning a classifier's logits into (log-)probabilities at the output."""
+    return nodes[i].op in ("softmax", "log_softmax") and len(parents[i]) == 1 and bool(children[i]) \
+        and all(nodes[c].op == "output" for c in children[i]) and nodes[parents[i][0]].op == "linear"
+
+
+def _flatten_concat(i: int, nodes: list[Node], parents: list[list[int]], children: list[list[int]]) -> bool:
+    """`cat(cat(a, b), c)` -> `cat(a, b, c)` when the inner one has the outer's rank (it may have other readers)."""
+    shape = nodes[i].shape
+    flat: list[int] = []
+    for p in parents[i]:
+        inner = nodes[p]
+        if inner.op == "concat" and inner.shape is not None and shape is not None and len(inner.shape) == len(shape):
+            flat.extend(parents[p])
+        else:
+            flat.append(p)
+    flat = list(dict.fromkeys(flat))
+    if flat == parents[i]:
+        return False
+    for p in parents[i]:
+        children[p] = [c for c in children[p] if c != i]
+    parents[i] = flat
+    for p in flat:
+        if i not in children[p]:
+            children[p].append(i)
     return True

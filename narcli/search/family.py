@@ -25,6 +25,8 @@ class FamilyPrediction:
     nearest_cosine: float
     threshold: float
     alternatives: list[tuple[str, float]]  # other likely families
+    design: str | None = None  # the design the family derives from (zoo.lineage), when not itself
+    design_confidence: float = 0.0  # the share of the vote for families of that design
 
     @property
     def novel(self) -> bool:
@@ -34,7 +36,8 @@ class FamilyPrediction:
         return {"family": self.family, "family_confidence": round(self.family_confidence, 4),
                 "coarse": self.coarse, "coarse_confidence": round(self.coarse_confidence, 4),
                 "nearest_cosine": round(self.nearest_cosine, 4), "novelty_threshold": self.threshold,
-                "novel": self.novel, "alternatives": [[f, round(p, 4)] for f, p in self.alternatives]}
+                "novel": self.novel, "alternatives": [[f, round(p, 4)] for f, p in self.alternatives],
+                "design": self.design, "design_confidence": round(self.design_confidence, 4)}
 
 
 def vote(labels: list[str], cosines: list[float], temperature: float = VOTE_TEMPERATURE) -> dict[str, float]:
@@ -76,8 +79,14 @@ def predict_family(prediction: dict[str, Any] | None, neighbours: list[tuple[str
     coarse_label, coarse_p = coarse[0] if coarse else (None, 0.0)
     if nearest < threshold or not families:
         return FamilyPrediction(None, 0.0, coarse_label, coarse_p, nearest, threshold, families[:3])
+    from narcli.zoo.lineage import design
+
+    root = design(families[0][0])
+    # many transformers families are one design under other names (Helium, Mistral, ... are Llamas):
+    # the vote for the design pools them
+    pooled = sum(p for f, p in families if design(f) == root)
     return FamilyPrediction(families[0][0], families[0][1], coarse_label, coarse_p, nearest, threshold,
-                            families[1:4])
+                            families[1:4], root if root != families[0][0] else None, pooled)
 
 
 # the threshold keeps this share of the known-family queries (edited copies of held-out designs)
