@@ -97,6 +97,8 @@ def run_one(nar: list[str], row: dict, env: dict, timeout: float) -> dict:
         "nearest_hash": zoo[0].get("graph_hash") if zoo else None,
         "cosine": zoo[0]["cosine"] if zoo else None,
         "predicted": prediction.get("family"),
+        # the design `nar similar` names beside the family (None: the family is its own design)
+        "predicted_design": prediction.get("design") or prediction.get("family"),
         "novel": bool(prediction.get("novel")),
         "top5": any(n["family"] == row["family"] for n in zoo[:5]),
     })
@@ -145,8 +147,8 @@ def main() -> None:
         "nearest_family_top1_equivalent": round(sum(nearest_is(r) for r in scored) / n, 3),
         "predicted_family_equivalent": round(sum(equivalent(r["predicted"], r["expected"]) for r in scored) / n, 3),
         "nearest_design": round(sum(design(r["nearest_family"]) == design(r["expected"]) for r in scored) / n, 3),
-        "predicted_design": round(sum(r["predicted"] is not None and design(r["predicted"]) == design(r["expected"])
-                                      for r in scored) / n, 3),
+        "predicted_design": round(sum(r["predicted_design"] is not None
+                                      and design(r["predicted_design"]) == design(r["expected"]) for r in scored) / n, 3),
         "mean_nearest_cosine": round(sum(r["cosine"] for r in scored) / max(len(scored), 1), 3),
     }
     print()

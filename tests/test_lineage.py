@@ -54,7 +54,15 @@ def test_a_family_prediction_names_its_design_and_pools_the_vote_of_that_design(
     prediction = predict_family(None, neighbours, threshold=0.7)
     assert prediction.design == "llama"
     assert prediction.design_confidence > prediction.family_confidence
-    assert "a [bold]llama[/] design" in prediction_line(prediction)
+    assert "design [bold]llama[/]" in prediction_line(prediction)
     assert prediction.to_json()["design"] == "llama"
     plain = predict_family(None, [("llama", "transformer", 0.95)], threshold=0.7)
     assert plain.design is None and "design" not in prediction_line(plain)
+
+
+def test_the_design_is_the_one_with_the_most_pooled_vote_not_only_the_top_familys():
+    # one family of another design first, two of the Llama design close behind
+    neighbours = [("bert", "transformer", 0.95), ("helium", "transformer", 0.948), ("mistral", "transformer", 0.947)]
+    prediction = predict_family(None, neighbours, threshold=0.7)
+    assert prediction.family == "bert"
+    assert prediction.design == "llama" and prediction.design_confidence > prediction.family_confidence

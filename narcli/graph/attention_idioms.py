@@ -29,7 +29,7 @@ _SCORE_STEPS = {"mul", "div", "add", "sub", "masked_fill", "where"}
 
 
 def fuse_attention(soft: int, nodes: list[Node], parents: list[list[int]], children: list[list[int]],
-                    alive: list[bool]) -> bool:
+                   alive: list[bool]) -> bool:
     """`softmax(scores(q @ kᵀ)) @ v` -> one `attention` node, at the place of the second product."""
     if len(children[soft]) != 1 or len(parents[soft]) != 1:
         return False
@@ -79,7 +79,7 @@ _HEAD_VIEWS = {"split", "slice", "repeat", "tile"}
 
 
 def attention_projections(a: int, nodes: list[Node], parents: list[list[int]], children: list[list[int]],
-                           alive: list[bool], order: list[float]) -> bool:
+                          alive: list[bool], order: list[float]) -> bool:
     """One canonical form for how q, k and v are projected into attention node `a` (see the module
     docstring): expand a whole-module attention, fold head views, merge parallel projections."""
     changed = False
@@ -158,7 +158,7 @@ def _expand_module(a: int, width: int, nodes: list[Node], parents: list[list[int
 
 
 def rotary_rotate_half(exit_: int, nodes: list[Node], parents: list[list[int]], children: list[list[int]],
-                        alive: list[bool], order: list[float]) -> bool:
+                       alive: list[bool], order: list[float]) -> bool:
     """A rotary embedding over interleaved pairs, `stack(x1*cos - x2*sin, x1*sin + x2*cos)` with x1, x2
     the two halves of one split of x, -> the rotate-half form most libraries trace to:
     `x*cos + concat(split(x), -split(x))*sin` (the same rotation, pairs laid out differently)."""
@@ -169,7 +169,8 @@ def rotary_rotate_half(exit_: int, nodes: list[Node], parents: list[list[int]], 
     if len(products) != 4 or any(nodes[m].op != "mul" or len(parents[m]) != 1 or len(children[m]) != 1
                                  for m in products):
         return False
-    (split,) = {parents[m][0] for m in products} if len({parents[m][0] for m in products}) == 1 else (None,)
+    sources = {parents[m][0] for m in products}
+    split = sources.pop() if len(sources) == 1 else None
     if split is None or nodes[split].op != "split" or len(parents[split]) != 1 \
             or sorted(children[split]) != sorted(products) or any(len(children[p]) != 1 for p in pair):
         return False

@@ -81,12 +81,14 @@ def predict_family(prediction: dict[str, Any] | None, neighbours: list[tuple[str
         return FamilyPrediction(None, 0.0, coarse_label, coarse_p, nearest, threshold, families[:3])
     from narcli.zoo.lineage import design
 
-    root = design(families[0][0])
     # many transformers families are one design under other names (Helium, Mistral, ... are Llamas):
-    # the vote for the design pools them
-    pooled = sum(p for f, p in families if design(f) == root)
+    # the design with the most pooled vote, which may not be the top family's own
+    pooled: Counter[str] = Counter()
+    for name, p in families:
+        pooled[design(name)] += p
+    root, share = sorted(pooled.items(), key=lambda kv: (-kv[1], kv[0]))[0]
     return FamilyPrediction(families[0][0], families[0][1], coarse_label, coarse_p, nearest, threshold,
-                            families[1:4], root if root != families[0][0] else None, pooled)
+                            families[1:4], root if root != families[0][0] else None, share)
 
 
 # the threshold keeps this share of the known-family queries (edited copies of held-out designs)
