@@ -79,11 +79,16 @@ def swap_activation(graph: ArchGraph, rng: random.Random) -> ArchGraph | None:
     return out
 
 
+def _output_readers(graph: ArchGraph) -> set[int]:
+    """The nodes whose values are the model's outputs (a classifier's last layer, say)."""
+    outputs = {i for i, n in enumerate(graph.nodes) if n.op == "output"}
+    return {s for s, d in graph.edges if d in outputs}
+
+
 def new_head(graph: ArchGraph, rng: random.Random) -> ArchGraph | None:
     """A classifier for another number of classes (10 or 100 instead of 1000)."""
     out = _copy(graph)
-    outputs = [i for i, n in enumerate(out.nodes) if n.op == "output"]
-    heads = {s for s, d in out.edges if d in outputs and out.nodes[s].op == "linear"}
+    heads = {i for i in _output_readers(out) if out.nodes[i].op == "linear"}
     if not heads:
         return None
     classes = rng.choice((10, 100))
@@ -120,11 +125,8 @@ def width(graph: ArchGraph, rng: random.Random) -> ArchGraph | None:
         return None
     factor = rng.choice(WIDTHS)
     out = _copy(graph)
-    parents: dict[int, list[int]] = {}
-    for s, d in out.edges:
-        parents.setdefault(d, []).append(s)
-    outputs = {i for i, n in enumerate(out.nodes) if n.op == "output"}
-    heads = {s for s, d in out.edges if d in outputs}
+    parents = out.parents()
+    heads = _output_readers(out)
 
     def scaled(value: int) -> int:
         return max(1, round(value * factor))
@@ -133,7 +135,7 @@ def width(graph: ArchGraph, rng: random.Random) -> ArchGraph | None:
     for i, node in enumerate(out.nodes):
         if node.op in ("input", "output"):
             continue
-        from_input = any(out.nodes[p].op == "input" for p in parents.get(i, []))
+        from_input = any(out.nodes[p].op == "input" for p in parents[i])
         if node.shape is not None and len(node.shape) in (2, 4) and i not in heads:
             node.shape[1] = scaled(node.shape[1])
             changed = True

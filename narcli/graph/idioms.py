@@ -65,6 +65,7 @@ from collections import Counter
 from narcli.graph.arch_graph import ArchGraph, Node
 from narcli.graph.attention_idioms import attention_projections, fuse_attention, rotary_rotate_half
 from narcli.graph.attention_idioms import fold as _fold
+from narcli.graph.vocab import OPS
 
 MAX_REGION = 12
 
@@ -311,8 +312,6 @@ _PADDED = {"convolution", "pooling"}
 
 def _is_padding(i: int, nodes: list[Node], children: list[list[int]]) -> bool:
     """A zero pad read only by convolutions or pools: their padding, written as its own op."""
-    from narcli.graph.vocab import OPS
-
     return nodes[i].op == "pad" and bool(children[i]) and all(OPS.get(nodes[c].op) in _PADDED for c in children[i])
 
 

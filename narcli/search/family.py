@@ -25,8 +25,8 @@ class FamilyPrediction:
     nearest_cosine: float
     threshold: float
     alternatives: list[tuple[str, float]]  # other likely families
-    design: str | None = None  # the design the family derives from (zoo.lineage), when not itself
-    design_confidence: float = 0.0  # the share of the vote for families of that design
+    design: str | None = None  # the design with the most pooled vote (zoo.lineage), when not the family itself
+    design_confidence: float = 0.0  # that design's pooled share of the vote
 
     @property
     def novel(self) -> bool:
@@ -86,7 +86,7 @@ def predict_family(prediction: dict[str, Any] | None, neighbours: list[tuple[str
     pooled: Counter[str] = Counter()
     for name, p in families:
         pooled[design(name)] += p
-    root, share = sorted(pooled.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+    root, share = min(pooled.items(), key=lambda kv: (-kv[1], kv[0]))
     return FamilyPrediction(families[0][0], families[0][1], coarse_label, coarse_p, nearest, threshold,
                             families[1:4], root if root != families[0][0] else None, share)
 

@@ -23,5 +23,5 @@ def prediction_line(prediction: Any) -> str:
                 f"{p.nearest_cosine:.3f}, below {p.threshold:.3f}; coarse class {coarse}")
     others = ", ".join(f"{f} {c:.0%}" for f, c in p.alternatives[:2])
     tail = f" [dim](then {others})[/]" if others else ""
-    design = f"; design [bold]{p.design}[/] ({p.design_confidence:.0%})" if getattr(p, "design", None) else ""
+    design = f"; design [bold]{p.design}[/] ({p.design_confidence:.0%})" if p.design else ""
     return f"family [bold]{p.family}[/] ({p.family_confidence:.0%}){design}, coarse class {coarse}{tail}"
