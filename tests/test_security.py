@@ -140,3 +140,81 @@ def test_a_planted_training_checkpoint_does_not_run(tmp_path):
     torch.save({"config": _Planted(marker)}, path)
     assert _read_checkpoint(path) is None
     assert not marker.exists()
+
+
+# -- code inside a model folder is never imported by a walk ------------------------------------------
+EVIL_MODELING = """
+import torch
+from torch import nn
+open({marker!r}, "w").write("ran")
+
+
+class EvilModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+"""
+
+
+def _evil_folder(folder, marker, config=None):
+    folder.mkdir(parents=True, exist_ok=True)
+    config = config or {"model_type": "bert", "architectures": ["EvilModel"],
+                        "auto_map": {"AutoModel": "modeling_evil.EvilModel"}}
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "modeling_evil.py").write_text(EVIL_MODELING.format(marker=str(marker)))
+    (folder / "inner").mkdir(exist_ok=True)
+    (folder / "inner" / "helpers.py").write_text(EVIL_MODELING.format(marker=str(marker) + "-inner"))
+    return folder
+
+
+@pytest.mark.parametrize("depth", [["sub"], ["a", "b", "sub"]])
+def test_a_directory_scan_never_imports_a_nested_model_folders_code(cli, tmp_path, depth):
+    marker = tmp_path / "ran"
+    root = tmp_path / "project"
+    _evil_folder(root.joinpath(*depth), marker)
+    result = cli("scan", root, "--json")
+    assert not marker.exists() and not (tmp_path / "ran-inner").exists()
+    files = {entry["path"]: entry for entry in json.loads(result.stdout)["files"]}
+    folder = str(root.joinpath(*depth))
+    assert "needs its own modeling code" in files[folder]["error"]  # the folder itself went through its check
+    for name in ("modeling_evil.py", "inner/helpers.py"):
+        assert "never imports a model folder's code" in files[f"{folder}/{name}"]["skipped"]
+    assert "EvilModel" not in result.stdout.replace("modeling_evil", "")
+
+
+def test_a_scan_of_a_folder_inside_a_model_folder_imports_nothing(cli, tmp_path):
+    marker = tmp_path / "ran"
+    folder = _evil_folder(tmp_path / "hub" / "evil", marker)
+    result = cli("scan", folder / "inner", "--json")
+    assert not (tmp_path / "ran-inner").exists()
+    [entry] = json.loads(result.stdout)["files"]
+    assert "never imports a model folder's code" in entry["skipped"]
+
+
+def test_check_never_imports_a_model_folders_code(cli, tmp_path, monkeypatch):
+    marker = tmp_path / "ran"
+    folder = _evil_folder(tmp_path / "repo" / "weights", marker)
+    monkeypatch.chdir(tmp_path / "repo")
+    result = cli("check", folder / "modeling_evil.py", folder / "inner" / "helpers.py", "--json")
+    assert not marker.exists() and not (tmp_path / "ran-inner").exists()
+    assert all("model folder" in r["skipped"] for r in json.loads(result.stdout)["results"])
+
+
+def test_a_training_config_beside_a_model_is_not_a_model_folder(cli, write, tmp_path):
+    from narcli.scan.scanner import model_targets
+
+    write("proj/train/config.json", json.dumps({"lr": 0.1, "epochs": 3}))
+    model = write("proj/train/net.py", "from torch import nn\nclass Net(nn.Module):\n    pass\n")
+    assert model_targets(tmp_path / "proj") == [(model, None)]
+
+
+def test_naming_a_model_folders_file_is_consent(cli, tmp_path):
+    """The refusal says 'scan its .py file instead': naming the file runs it, as any .py does."""
+    marker = tmp_path / "ran"
+    folder = _evil_folder(tmp_path / "hub", marker)
+    result = cli("scan", folder / "modeling_evil.py", "--input-shape", "1,4")
+    assert result.exit_code == 0, result.output
+    assert marker.exists()

@@ -328,16 +328,44 @@ def scan_file_annotated(path: Path, options: ScanOptions | None = None, cache: C
     return records, graphs, [payload.get("note") for payload in payloads]
 
 
-def model_files(root: Path) -> list[Path]:
-    """Model files under a directory, skipping environments, caches and hidden folders."""
-    found = []
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root).parts
-        if any(p in SKIPPED_DIRS or p.startswith(".") for p in rel[:-1]):
-            continue
-        if path.is_file() and path.suffix.lower() in KINDS:
-            found.append(path)
+def model_targets(root: Path) -> list[tuple[Path, str | None]]:
+    """What a directory scan visits under `root`, in path order: model files, and model folders
+    (a `config.json` of transformers or timm), each with None, or with why it is skipped.
+
+    Environments, caches and hidden folders are not entered. A `.py` file inside a model folder is
+    never imported (`enclosing_model_folder`, the check every walk shares): the folder is scanned
+    from its config, which refuses custom code; its ONNX and `.pt2` files, data only, are scanned.
+    """
+    from narcli.trace.model_folders import enclosing_model_folder, folder_code_refusal, holds_model_config
+
+    root = Path(root)
+    found: list[tuple[Path, str | None]] = []
+
+    def visit(folder: Path, owner: Path | None) -> None:
+        try:
+            entries = sorted(folder.iterdir())
+        except OSError:
+            return
+        if owner is None and holds_model_config(folder):
+            owner = folder
+            found.append((folder, None))
+        for path in entries:
+            if path.is_symlink() and path.is_dir():
+                continue  # a link can loop, or lead out of the tree the user named
+            if path.is_dir():
+                if path.name not in SKIPPED_DIRS and not path.name.startswith("."):
+                    visit(path, owner)
+            elif path.is_file() and path.suffix.lower() in KINDS:
+                skip = folder_code_refusal(path, owner) if owner is not None and path.suffix.lower() == ".py" else None
+                found.append((path, skip))
+
+    visit(root, enclosing_model_folder(root))  # a folder inside a model folder is part of it
     return found
+
+
+def model_files(root: Path) -> list[Path]:
+    """Model files and folders a directory scan would trace (nothing skipped)."""
+    return [path for path, skip in model_targets(root) if skip is None]
 
 
 def mentions_torch(path: Path) -> bool:
@@ -351,14 +379,17 @@ def mentions_torch(path: Path) -> bool:
 def scan_directory(root: Path, options: ScanOptions | None = None, cache: Cache | None = None,
                    on_file: Callable[[Path, int, int], None] | None = None) -> list[FileResult]:
     """Scan every model file under `root`; one file's failure is recorded, not raised."""
-    files = model_files(root)
+    files = model_targets(root)
     if not files:
         raise LoadError(f"{root}: no model files under it (.py, .onnx, .pt2), no model config "
                         f"(config.json) and no checkpoint (.safetensors, .pt, .bin)")
     results = []
-    for i, path in enumerate(files):
+    for i, (path, skip) in enumerate(files):
         if on_file:
             on_file(path, i, len(files))
+        if skip is not None:
+            results.append(FileResult(path, skipped=skip))
+            continue
         if path.suffix == ".py" and not mentions_torch(path):
             results.append(FileResult(path, skipped="does not use torch"))
             continue

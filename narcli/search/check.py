@@ -89,6 +89,7 @@ def check_models(paths: list[Path], threshold: float | None = None, strict: bool
     from narcli.scan.scanner import mentions_torch
     from narcli.search.neighbours import zoo_index
     from narcli.search.query import file_queries
+    from narcli.trace.model_folders import enclosing_model_folder, folder_code_refusal
     from narcli.zoo.store import Zoo
 
     root = root or Path.cwd()
@@ -108,6 +109,10 @@ def check_models(paths: list[Path], threshold: float | None = None, strict: bool
         if not isinstance(patterns, list) or not all(isinstance(p, str) and p.strip() for p in patterns):
             raise UsageError(f"{config_path}: check-paths must be a glob or a list of globs, not {patterns!r}")
         base = config_path.parent if config_path else root
+        outside = [p for p in patterns if Path(p).is_absolute() or ".." in Path(p).parts or p.startswith("~")]
+        if outside:
+            raise UsageError(f"{config_path}: check-paths {outside} reach outside the project; globs are relative "
+                             f"to {base} and stay inside it (no absolute paths, no '..')")
         paths = sorted({Path(p) for pattern in patterns for p in glob.glob(str(base / pattern), recursive=True)})
         if not paths:
             raise UsageError(f"{config_path}: check-paths {patterns} matched no files under {base}; "
@@ -116,6 +121,11 @@ def check_models(paths: list[Path], threshold: float | None = None, strict: bool
     index = None
     zoo = Zoo()
     for path in paths:
+        # pre-commit hands over file lists nobody typed: code inside a model folder is never imported
+        owner = enclosing_model_folder(path) if path.suffix.lower() == ".py" else None
+        if owner is not None:
+            report.results.append(Checked(str(path), skipped=folder_code_refusal(path, owner)))
+            continue
         if path.suffix.lower() == ".py" and path.exists() and not mentions_torch(path):
             report.results.append(Checked(str(path), skipped="does not use torch"))
             continue

@@ -22,6 +22,49 @@ def is_model_folder(path: Path) -> bool:
     return path.is_dir() and (path / CONFIG).is_file()
 
 
+MODEL_CONFIG_KEYS = ("model_type", "architectures", "architecture", "auto_map")
+MAX_CONFIG_BYTES = 16 << 20  # real configs are kilobytes; a bigger one is not read to find out
+
+
+def holds_model_config(folder: Path) -> bool:
+    """Whether `folder` is a model folder as far as running code goes: its config.json is a
+    transformers or timm config, asks for custom code (`auto_map`), or cannot be read (the safe
+    guess). A project's own training config (none of those keys) does not make a model folder."""
+    config = folder / CONFIG
+    try:
+        if not config.is_file():
+            return False
+        if config.stat().st_size > MAX_CONFIG_BYTES:
+            return True
+        data = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return True
+    return not isinstance(data, dict) or any(key in data for key in MODEL_CONFIG_KEYS)
+
+
+def enclosing_model_folder(path: Path, root: Path | None = None) -> Path | None:
+    """The model folder whose code `path` is part of: the nearest folder holding a model config
+    among `path`'s parents (up to and including `root` when given, else up to the filesystem root).
+
+    This is the one check every walk (a scanned directory, `nar check`'s file lists and globs)
+    applies before importing a `.py` file: code inside a model folder is never imported unless the
+    user names that file on the command line."""
+    path = Path(path).absolute()
+    stop = Path(root).absolute() if root is not None else None
+    for folder in path.parents:
+        if holds_model_config(folder):
+            return folder
+        if stop is not None and folder == stop:
+            break
+    return None
+
+
+def folder_code_refusal(path: Path, folder: Path) -> str:
+    """Why a walk skips `path`: one line for the scan's list of skipped files."""
+    return (f"part of the model folder {folder} (nar never imports a model folder's code; name the file "
+            "itself to scan it)")
+
+
 def read_config(folder: Path) -> dict[str, Any]:
     path = folder / CONFIG
     try:
