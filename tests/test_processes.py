@@ -102,3 +102,67 @@ def _spawn_and_hang(pid_file: str) -> None:
     os.replace(pid_file + ".tmp", pid_file)
     while True:
         time.sleep(0.1)
+
+
+# a model file whose import starts a daemon the classic way (fork, setsid, fork again: its parent is
+# then init), records its pid, and returns normally
+DAEMONIZES = """
+import os, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        with open({pids!r} + ".tmp", "w") as f:
+            f.write(str(os.getpid()))
+        os.replace({pids!r} + ".tmp", {pids!r})
+        time.sleep(300)
+    os._exit(0)
+while not os.path.exists({pids!r}):  # the daemon is up before the model file goes on
+    time.sleep(0.01)
+{after}
+"""
+
+
+@pytest.mark.parametrize("after", ["import torch", "import time; time.sleep(300)", "import os, signal; "
+                                   "time_ = __import__('time'); time_.sleep(1); os.kill(os.getpid(), signal.SIGSEGV)"])
+def test_a_daemon_started_by_model_code_does_not_outlive_the_scan(tmp_path, after):
+    pids = tmp_path / "pids"
+    path = tmp_path / "daemon.py"
+    path.write_text(DAEMONIZES.format(pids=str(pids), after=after))
+    with open(tmp_path / "err", "w") as err:  # a file, not a pipe: an escaped daemon would hold a pipe open
+        nar = subprocess.run([sys.executable, "-m", "narcli", "scan", str(path), "--timeout", "5"],
+                             stdout=err, stderr=err, timeout=120)
+    assert nar.returncode != 0, (tmp_path / "err").read_text()  # no model / timeout / crash: the daemon matters
+    daemon = _wait_for(pids, 1)
+    assert _gone(daemon, 5), f"the daemon {daemon} outlived nar"
+
+
+def test_a_daemon_started_by_model_code_dies_with_a_killed_nar(tmp_path):
+    pids = tmp_path / "pids"
+    path = tmp_path / "daemon.py"
+    path.write_text(DAEMONIZES.format(pids=str(pids), after="import time; time.sleep(300)"))
+    with open(tmp_path / "err", "w") as err:
+        nar = subprocess.Popen([sys.executable, "-m", "narcli", "scan", str(path), "--timeout", "600"],
+                               stdout=err, stderr=err)
+    try:
+        daemon = _wait_for(pids)
+        os.kill(nar.pid, signal.SIGKILL)
+        nar.wait(30)
+        assert _gone(daemon, 5), f"the daemon {daemon} outlived nar"
+    finally:
+        if nar.poll() is None:
+            nar.kill()
+        nar.wait()
+
+
+def test_a_pool_task_that_daemonizes_leaves_nothing_behind(tmp_path):
+    from narcli.trace.pool import run_pool
+
+    pid_file = tmp_path / "pool-pids"
+    results = []
+    run_pool(_daemonize, [("a", (str(pid_file),))], results.append, jobs=1, timeout=30)
+    assert [r.ok for r in results] == [True]
+    assert _gone(_wait_for(pid_file, 1), 5)
+
+
+def _daemonize(pid_file: str) -> None:
+    exec(DAEMONIZES.format(pids=pid_file, after=""))

@@ -1,9 +1,20 @@
 """Run a function in a child process with a timeout, so user code that hangs or crashes can't take nar down.
 
-The child is the leader of its own session, so everything it starts (a subprocess the user's code
-launches, say) shares its process group, and a timeout kills the whole group. The child also dies
-with nar: on Linux the kernel sends it SIGTERM when nar exits (`PR_SET_PDEATHSIG`), and on every
-platform a thread watches for a new parent process; either way it kills its group.
+What the guarantee is (Linux): the user's code runs in a process tree that nar kills whole.
+
+- `run_isolated` starts a *supervisor* child that leads its own session and is a **child
+  subreaper** (`PR_SET_CHILD_SUBREAPER`): a process started below it that detaches (double fork,
+  `setsid`, a daemon) is re-parented to the supervisor, not to init, so it stays in the tree. The
+  supervisor runs no user code; it forks the *worker* that does, waits for it, then kills every
+  descendant (`kill_tree`, read from /proc, stopped then killed, round after round until none is
+  left), so nothing the code started outlives the call, even when the worker crashes.
+- On timeout nar stops the supervisor and kills its tree the same way. When nar exits or is killed,
+  the kernel signals the supervisor (`PR_SET_PDEATHSIG`) and a thread watching for a new parent
+  backs it up; either way it kills its tree.
+- Not covered: code that kills nar's own processes first, or asks something outside the tree to
+  start a process (systemd, cron, ssh, a server it talks to). Only a container or a VM stops those.
+  Elsewhere than Linux there is no /proc and no subreaper: the process group is killed, which
+  misses processes that left it with `setsid`.
 """
 
 from __future__ import annotations
@@ -25,23 +36,83 @@ from narcli.errors import IsolationError, NarError
 
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+KILL_ROUNDS = 200  # a fork bomb is stopped in a few rounds; this only bounds a pathological case
+
+
+def _prctl(option: int, value: int) -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0
+    except (OSError, AttributeError, ValueError):
+        return False
+
+
+def _process_table() -> dict[int, list[int]]:
+    """parent pid -> pids of its living (not zombie) children, from /proc; empty where there is none."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return children
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if len(fields) > 1 and fields[0] != b"Z":
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    return children
+
+
+def descendants(pid: int) -> list[int]:
+    """Every living process below `pid` (children, their children, ...), from /proc."""
+    table = _process_table()
+    found, todo = [], list(table.get(pid, []))
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        todo.extend(table.get(current, []))
+    return found
+
+
+def kill_tree(pid: int) -> None:
+    """Kill every descendant of `pid` (not `pid` itself). `pid` must be a living subreaper (or
+    stopped): what a killed process leaves behind is re-parented to it and found in the next round.
+    Each round stops the processes first, so none can fork while its siblings are being killed."""
+    for _ in range(KILL_ROUNDS):
+        found = descendants(pid)
+        if not found:
+            return
+        for how in (signal.SIGSTOP, signal.SIGKILL):
+            for child in found:
+                try:
+                    os.kill(child, how)
+                except (ProcessLookupError, PermissionError):
+                    pass
 
 
 def _kill_own_group(*_: Any) -> None:
+    kill_tree(os.getpid())
     os.killpg(os.getpgrp(), signal.SIGKILL)
 
 
 def guard_child(parent: int) -> None:
-    """In a freshly started child: lead a new session, and kill it all when `parent` goes away."""
+    """In a freshly started child: lead a new session, keep every process started below it in its
+    tree (subreaper), and kill that tree when `parent` goes away."""
     try:
         os.setsid()
     except OSError:  # already a session leader
         pass
-    if sys.platform.startswith("linux"):
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    if _prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM)):
         try:
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
             signal.signal(signal.SIGTERM, _kill_own_group)
-        except (OSError, AttributeError, ValueError):
+        except ValueError:
             pass
     if os.getppid() != parent:  # the parent died before the guard was set
         _kill_own_group()
@@ -56,7 +127,14 @@ def guard_child(parent: int) -> None:
 
 def kill_group(process: Any) -> None:
     """Kill a guarded child and everything it started. Call before `join()`: until the child is
-    reaped its pid cannot be reused, so the group id is still ours."""
+    reaped its pid cannot be reused, so the group id is still ours. The child is stopped first, so
+    that it stays alive (a subreaper) while its tree is killed."""
+    if process.is_alive():
+        try:
+            os.kill(process.pid, signal.SIGSTOP)
+            kill_tree(process.pid)
+        except (ProcessLookupError, PermissionError):
+            pass
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError, OSError):
@@ -66,7 +144,38 @@ def kill_group(process: Any) -> None:
 
 
 def _child(conn: Any, fn: Callable[..., Any], args: tuple, parent: int) -> None:
+    """The supervisor: guarded, it forks the worker that runs `fn`, waits for it, then kills
+    whatever the worker's code started and leaves with the worker's status."""
     guard_child(parent)
+    if not hasattr(os, "fork"):
+        _work(conn, fn, args)
+        return
+    worker = os.fork()
+    if worker == 0:
+        _prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))  # dies with the supervisor
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        try:
+            _work(conn, fn, args)
+        finally:
+            os._exit(0)
+    conn.close()  # the worker holds the only copy now: its death shows as EOF in the parent
+    while True:
+        try:
+            _, status = os.waitpid(worker, 0)
+            break
+        except InterruptedError:
+            continue
+    kill_tree(os.getpid())
+    if os.WIFSIGNALED(status):  # leave the way the worker did, so the parent can say how it died
+        try:
+            signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+        except (OSError, ValueError):  # SIGKILL has no handler to reset
+            pass
+        os.kill(os.getpid(), os.WTERMSIG(status))
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+
+
+def _work(conn: Any, fn: Callable[..., Any], args: tuple) -> None:
     # user code that prints must not corrupt our stdout (e.g. `--json`)
     os.dup2(2, 1)
     if not os.environ.get("NAR_DEBUG"):

@@ -21,7 +21,7 @@ from multiprocessing.connection import wait
 from typing import Any
 
 from narcli.errors import NarError
-from narcli.trace.isolation import guard_child, kill_group
+from narcli.trace.isolation import guard_child, kill_group, kill_tree
 
 
 @dataclass
@@ -66,6 +66,7 @@ def _worker(conn: Any, fn: Callable[..., Any], log_path: str, parent: int) -> No
             message = f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
             print(f"--- {key}\n{traceback.format_exc()}", file=sys.stderr, flush=True)
             reply = (key, False, None, reason, message)
+        kill_tree(os.getpid())  # nothing a task started outlives it, however it detached
         try:
             conn.send(reply + (time.perf_counter() - start,))
         except Exception as exc:  # an unpicklable result
