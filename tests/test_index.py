@@ -1,6 +1,7 @@
 """Annoy indexes: cosine from angular distance, agreement with brute force, atomic rebuilds."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -85,3 +86,45 @@ def test_index_info_and_build_commands(cli):
     result = cli("index", "build", "--json")
     assert result.exit_code == 0, result.output
     assert any(r["path"].endswith(".json") and "nar-home" in r["path"] for r in json.loads(result.stdout))
+
+
+def _rebuild_and_read(path: str, seed: int, rounds: int, failures) -> None:
+    """One of several processes sharing an index: rebuild it, then read and query it, `rounds` times."""
+    for r in range(rounds):
+        vectors = unit_vectors(40, seed=seed * 1000 + r)
+        build_index(Path(path), [f"p{seed}-{i}" for i in range(40)], vectors, trees=4)
+        try:
+            index = VectorIndex(Path(path))
+            assert len(index.query(vectors[0], 3)) == 3
+        except Exception as exc:  # noqa: BLE001 - counted, then asserted on by the test
+            failures.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_concurrent_rebuilds_never_pull_a_file_from_under_a_reader(tmp_path):
+    """Eight processes rebuild and read one index at once: no reader sees its annoy file vanish,
+    and no old generation is left behind."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    failures = ctx.Queue()
+    path = tmp_path / "user.json"
+    workers = [ctx.Process(target=_rebuild_and_read, args=(str(path), seed, 25, failures)) for seed in range(8)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(120)
+    seen = []
+    while not failures.empty():
+        seen.append(failures.get())
+    assert seen == [] and all(w.exitcode == 0 for w in workers), seen[:3]
+    index = VectorIndex(path)
+    index.verify()
+    assert sorted(p.name for p in tmp_path.glob("*.ann")) == [index.meta["ann"]]
+
+
+def test_an_open_index_survives_its_file_being_replaced(tmp_path):
+    vectors = unit_vectors(30)
+    build_index(tmp_path / "i.json", [f"k{i}" for i in range(30)], vectors)
+    opened = VectorIndex(tmp_path / "i.json")  # named, not loaded yet
+    build_index(tmp_path / "i.json", [f"j{i}" for i in range(30)], unit_vectors(30, seed=1))
+    assert opened.query(vectors[3], 1)[0][0] == "k3"

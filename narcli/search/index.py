@@ -4,13 +4,21 @@ An index is two files: `<name>.json` (keys, dimension, what it was built from) a
 it names, `<name>-<digest>.ann`. A build writes the annoy file under a new name, then replaces the
 JSON in one rename, then removes the old annoy file, so a crash at any point leaves either the old
 index or the new one, never a mix. Reads check the annoy file's size and digest against the JSON.
+
+Concurrent processes (eight `nar similar` at once, each rebuilding the user's index): a reader
+reads the JSON and opens the annoy file it names under a shared lock (`.index.lock` in the folder),
+and a build swaps the JSON and removes the old annoy file under the exclusive lock. So the file a
+reader has just read the name of cannot vanish before it is open; once open, the reader keeps the
+descriptor and loads through it, so a later removal costs it nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +40,44 @@ def angular_to_cosine(distance: float) -> float:
     return 1.0 - distance * distance / 2.0
 
 
-def _file_digest(path: Path) -> str:
+def _file_digest(path: Path | int) -> str:
+    """sha256 prefix of a file, by path or by an open descriptor (read from its start, not moved)."""
     digest = hashlib.sha256()
+    if isinstance(path, int):
+        offset = 0
+        while block := os.pread(path, 1 << 20, offset):
+            digest.update(block)
+            offset += len(block)
+        return digest.hexdigest()[:16]
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()[:16]
+
+
+LOCK_NAME = ".index.lock"
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path, exclusive: bool) -> Iterator[bool]:
+    """A lock over the index files of `folder`: shared for readers, exclusive for a build's swap;
+    yields whether it is held. A build creates the lock file; a reader only opens it, so reading
+    the shipped index writes nothing into the package. Without fcntl (Windows), nothing is locked."""
+    try:
+        import fcntl
+    except ImportError:
+        yield False
+        return
+    try:
+        fd = os.open(folder / LOCK_NAME, (os.O_RDWR | os.O_CREAT) if exclusive else os.O_RDONLY, 0o644)
+    except OSError:  # no build has run here yet, or a read-only folder (where none can)
+        yield False
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield True
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 def build_index(path: Path, keys: list[str], vectors: np.ndarray, meta: dict[str, Any] | None = None,
@@ -68,15 +108,16 @@ def build_index(path: Path, keys: list[str], vectors: np.ndarray, meta: dict[str
     digest = _file_digest(tmp_ann)
     ann = path.with_name(f"{path.stem}-{digest}.ann")
     tmp_ann.replace(ann)
-    old = _previous_ann(path)
     record = {"format": FORMAT, "ann": ann.name, "ann_bytes": ann.stat().st_size, "ann_digest": digest,
               "dim": dim, "items": len(keys), "trees": trees, "metric": "angular", "keys": list(keys),
               **(meta or {})}
     tmp_json = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     tmp_json.write_text(json.dumps(record))
-    tmp_json.replace(path)
-    if old is not None and old != ann:
-        old.unlink(missing_ok=True)
+    with folder_lock(path.parent, exclusive=True):
+        old = _previous_ann(path)  # read under the lock: a concurrent build may have swapped it
+        tmp_json.replace(path)
+        if old is not None and old != ann:
+            old.unlink(missing_ok=True)
     return VectorIndex(path)
 
 
@@ -116,24 +157,58 @@ class VectorIndex:
 
     def __init__(self, path: Path):
         self.path = Path(path)
+        self._fd: int | None = None
         try:
-            self.meta: dict[str, Any] = json.loads(self.path.read_text())
-            ann = self.path.with_name(self.meta["ann"])
-            size_ok = ann.exists() and ann.stat().st_size == self.meta["ann_bytes"]
+            if not self.path.parent.is_dir():
+                raise FileNotFoundError(self.path)
+            for attempt in range(3):
+                with folder_lock(self.path.parent, exclusive=False) as locked:  # JSON and annoy file: one generation
+                    self.meta: dict[str, Any] = json.loads(self.path.read_text())
+                    ann = self.path.with_name(self.meta["ann"])
+                    try:
+                        self._fd = os.open(ann, os.O_RDONLY)
+                        break
+                    except FileNotFoundError:
+                        if locked or attempt == 2:  # no build could have swapped it: it is gone
+                            raise IndexError_(f"index {self.path} is damaged or incomplete (no {ann.name})") from None
+                        # unlocked (the first build in this folder is making the lock): read again
+            size_ok = os.fstat(self._fd).st_size == self.meta["ann_bytes"]
         except FileNotFoundError:
             raise IndexError_(f"index {self.path} is missing") from None
         except (OSError, ValueError, KeyError, TypeError) as exc:
+            self.close()
             raise IndexError_(f"index {self.path} is damaged ({exc})") from None
+        except IndexError_:
+            raise
         if self.meta.get("format") != FORMAT or not size_ok:
+            self.close()
             raise IndexError_(f"index {self.path} is damaged or incomplete")
         self.keys: list[str] = self.meta["keys"]
         self.dim: int = self.meta["dim"]
         self._ann_path = ann
         self._annoy: Any = None
 
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except (OSError, AttributeError):
+            pass
+
+    def _open_path(self) -> str:
+        """A path to the very file this index opened: through the descriptor where /proc shows it
+        (a build may have removed the name since), else the name."""
+        fd_path = f"/proc/self/fd/{self._fd}"
+        return fd_path if self._fd is not None and os.path.exists(fd_path) else str(self._ann_path)
+
     def verify(self) -> None:
         """Check the annoy file's digest (reads the whole file)."""
-        if _file_digest(self._ann_path) != self.meta["ann_digest"]:
+        digest = _file_digest(self._fd) if self._fd is not None else _file_digest(self._ann_path)
+        if digest != self.meta["ann_digest"]:
             raise IndexError_(f"index {self._ann_path} is damaged (digest mismatch)")
 
     def _load(self) -> Any:
@@ -142,7 +217,7 @@ class VectorIndex:
 
             self.verify()  # annoy trusts its file blindly: a damaged one could crash the process
             annoy = AnnoyIndex(self.dim, "angular")
-            annoy.load(str(self._ann_path))  # memory-mapped
+            annoy.load(self._open_path())  # memory-mapped: the mapping outlives the name
             self._annoy = annoy
         return self._annoy
 

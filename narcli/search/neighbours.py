@@ -169,7 +169,7 @@ def index_info() -> list[dict[str, Any]]:
             index = VectorIndex(path)
             meta = index.meta
             row.update({"kind": meta.get("kind"), "items": meta["items"], "dim": meta["dim"], "trees": meta["trees"],
-                        "bytes": index._ann_path.stat().st_size + path.stat().st_size, "status": "ok"})
+                        "bytes": index.meta["ann_bytes"] + path.stat().st_size, "status": "ok"})
             if meta.get("kind") == "zoo":
                 row["current"] = meta.get("fingerprint") == fingerprint
                 if "calibration" in meta:
