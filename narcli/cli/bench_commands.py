@@ -6,8 +6,9 @@ import json
 
 import typer
 
-from narcli.cli.common import run, scan_options, stderr_console
+from narcli.cli.common import run, safe, scan_options, stderr_console
 from narcli.cli.learn_commands import eval_app
+from narcli.errors import printable
 
 
 def bench_command(
@@ -32,7 +33,7 @@ def bench_command(
     if as_json:
         print(json.dumps(result.to_dict(), indent=2))
         return
-    print(f"{result.name}: median {result.median_ms:.3g} ms (IQR {result.iqr_ms:.2g} ms) at batch {result.batch}, "
+    print(f"{printable(result.name)}: median {result.median_ms:.3g} ms (IQR {result.iqr_ms:.2g} ms) at batch {result.batch}, "
           f"{result.runs} runs after {result.warmup} warm-up runs")
     print(f"on {describe_device(result)}; stored under graph {result.graph_hash[:12]}")
 
@@ -49,7 +50,7 @@ def calibrate_command(
     from narcli.bench.calibrate import calibrate
 
     console = stderr_console()
-    head = run(calibrate, name, models, budget, threads, repeat, report=lambda line: console.print(f"[dim]{line}[/]"))
+    head = run(calibrate, name, models, budget, threads, repeat, report=lambda line: console.print(f"[dim]{safe(line)}[/]"))
     if as_json:
         print(json.dumps(head, indent=2))
         return
@@ -76,7 +77,7 @@ def eval_calibration_command(
         fail(f"--ks must be comma-separated integers, not {ks!r}", 2)
     console = stderr_console()
     result = run(evaluate_calibration, sizes, held_out, threads, repeat,
-                 report=lambda line: console.print(f"[dim]{line}[/]"))
+                 report=lambda line: console.print(f"[dim]{safe(line)}[/]"))
     if as_json:
         print(json.dumps(result, indent=2))
         return

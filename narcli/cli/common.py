@@ -7,30 +7,48 @@ from typing import Any
 
 import typer
 
-from narcli.errors import NarError, shorten
+from narcli.errors import NarError, printable, shorten
 
 # set by the app's callback before any command runs
 state = {"debug": False}
 
 
-def stdout() -> Any:
-    from rich.console import Console
+def safe(text: object) -> str:
+    """A string from outside (a file name, an op type, a model name, an error message) for a place
+    that reads Rich markup: shown as the text it is, control characters escaped."""
+    from rich.markup import escape
 
-    return Console()
+    return escape(printable(text))
+
+
+def console(**options: Any) -> Any:
+    """A Rich console that shows any control character that reaches it escaped, as the last line
+    of defence behind `safe()`: whatever a renderer missed cannot drive the terminal."""
+    from rich.console import Console
+    from rich.segment import Segment
+
+    class SafeConsole(Console):
+        def render(self, renderable: Any, options: Any = None) -> Any:
+            for segment in super().render(renderable, options):
+                text = segment.text
+                if segment.control is None and not text.isprintable() and text != "\n":
+                    segment = Segment(printable(text, newlines=True), segment.style)
+                yield segment
+
+    return SafeConsole(**options)
+
+
+def stdout() -> Any:
+    return console()
 
 
 def stderr_console() -> Any:
-    from rich.console import Console
-
-    return Console(stderr=True)
+    return console(stderr=True)
 
 
 def fail(message: str, code: int) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-
     # soft wrap: the error stays one line however narrow the terminal
-    Console(stderr=True, highlight=False, soft_wrap=True).print(f"[bold red]error:[/bold red] {escape(message)}")
+    console(stderr=True, highlight=False, soft_wrap=True).print(f"[bold red]error:[/bold red] {safe(message)}")
     raise typer.Exit(code)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from narcli.cli.common import fail, run, stderr_console
+from narcli.cli.common import fail, run, safe, stderr_console
 
 eval_app = typer.Typer(help="Measure retrieval quality against baselines.", no_args_is_help=True)
 train_app = typer.Typer(help="Train the encoder.", no_args_is_help=True)
@@ -70,7 +70,7 @@ def eval_retrieval(
     chosen = _methods(methods)
     console = stderr_console()
     results = run(evaluate_retrieval, split, ks, config, ablations, seed, "darts" if nas else "zoo",
-                   report=lambda line: console.print(f"[dim]{line}[/]"), methods=chosen)
+                   report=lambda line: console.print(f"[dim]{safe(line)}[/]"), methods=chosen)
     results.pop("nar_model", None)
     text = json.dumps(results, indent=2, default=str)
     if out:
@@ -135,6 +135,6 @@ def train_encoder_command(
     path = out or bundled_weights_path()
     chosen = _methods(methods)
     console = stderr_console()
-    results = run(train_and_save, path, config, report=lambda line: console.print(f"[dim]{line}[/]"), methods=chosen)
+    results = run(train_and_save, path, config, report=lambda line: console.print(f"[dim]{safe(line)}[/]"), methods=chosen)
     nar = results["methods"]["NAR"]["family"]
     print(f"wrote {path}: test MRR@20 {nar['MRR@20']:.3f}, MAP@20 {nar['MAP@20']:.3f}, NDCG@20 {nar['NDCG@20']:.3f}")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from narcli.cli.common import fail, run, scan_options, stderr_console, stdout
+from narcli.cli.common import fail, run, safe, scan_options, stderr_console, stdout
 from narcli.cli.learn_commands import _device, eval_app, train_app
 
 
@@ -69,7 +69,7 @@ def train_predictor_command(
     console = stderr_console()
     config = _net_config(epochs, seed, device, 0)
     card = run(train_from_folders, nb201, timm, out, config, epochs, graphs_db, jobs,
-               report=lambda line: console.print(f"[dim]{line}[/]"), on_epoch=_progress_reporter(console))
+               report=lambda line: console.print(f"[dim]{safe(line)}[/]"), on_epoch=_progress_reporter(console))
     print(f"wrote {card} and its weights")
 
 
@@ -93,7 +93,7 @@ def eval_predictor_command(
     console = stderr_console()
     config = _net_config(epochs, seed, device, 60) if train_size is not None else None
     results = run(evaluate_folders, nb201, timm, weights, train_size, seed, config, graphs_db, jobs,
-                  report=lambda line: console.print(f"[dim]{line}[/]"), on_epoch=_progress_reporter(console))
+                  report=lambda line: console.print(f"[dim]{safe(line)}[/]"), on_epoch=_progress_reporter(console))
     if as_json:
         print(json.dumps(results, indent=2))
         return

@@ -13,8 +13,10 @@ def ops_text(ops: dict[str, int]) -> str:
 def print_motifs(console: Any, reports: list[dict], limit: int) -> None:
     from rich.table import Table
 
+    from narcli.cli.common import safe
+
     for report in reports:
-        console.print(f"[bold]{report['name']}[/]: {report['nodes']} nodes → {report['instances']} motif "
+        console.print(f"[bold]{safe(report['name'])}[/]: {report['nodes']} nodes → {report['instances']} motif "
                       f"instances of {report['types']} types (macro graph: {report['instances']} nodes, "
                       f"{report['macro_edges']} edges)")
         table = Table(box=None, pad_edge=False)
@@ -22,7 +24,7 @@ def print_motifs(console: Any, reports: list[dict], limit: int) -> None:
             table.add_column(column, justify=justify)
         shown = report["motifs"] if limit == 0 else report["motifs"][:limit]
         for row in shown:
-            table.add_row(row["type"], str(row["size"]), f"×{row['count']}", ops_text(row["ops"]))
+            table.add_row(safe(row["type"]), str(row["size"]), f"×{row['count']}", safe(ops_text(row["ops"])))
         console.print(table)
         hidden = len(report["motifs"]) - len(shown)
         if hidden > 0:

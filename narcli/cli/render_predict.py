@@ -6,6 +6,8 @@ from typing import Any
 
 from rich.table import Table
 
+from narcli.cli.common import safe
+
 
 def target_label(row) -> str:
     target = row.target
@@ -18,7 +20,7 @@ def print_predictions(console: Any, results: list) -> None:
     from narcli.search.predictions import format_interval, format_value
 
     for result in results:
-        table = Table(title=f"predictions for {result.name}", title_justify="left", box=None, pad_edge=False,
+        table = Table(title=f"predictions for {safe(result.name)}", title_justify="left", box=None, pad_edge=False,
                       header_style="bold")
         for column in ("target", "device", "predicted", "90 % interval", "head"):
             table.add_column(column, justify="right" if column in ("predicted", "90 % interval") else "left",
@@ -37,11 +39,11 @@ def print_predictions(console: Any, results: list) -> None:
         if table.row_count:
             console.print(table)
             for head, about in used.items():
-                console.print(f"[dim]{head} = {about}[/]")
+                console.print(f"[dim]{safe(head)} = {safe(about)}[/]")
         else:
-            console.print(f"[bold]{result.name}[/]: no prediction applies")
+            console.print(f"[bold]{safe(result.name)}[/]: no prediction applies")
         for reason, count in skipped.items():
-            console.print(f"[yellow]not predicted[/] ({count} target{'s' * (count > 1)}) — {reason}")
+            console.print(f"[yellow]not predicted[/] ({count} target{'s' * (count > 1)}) — {safe(reason)}")
 
 
 def print_evaluation(console: Any, results: list[dict[str, Any]]) -> None:

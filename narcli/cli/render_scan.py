@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console, Group
-from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from narcli.cli.common import safe
+from narcli.errors import printable
 from narcli.scan.cache import ModelRecord
 from narcli.search.text import human
 from narcli.trace.inputs import InputSpec
@@ -27,24 +28,24 @@ def record_panel(record: ModelRecord, performance: str | None = None) -> Panel:
     grid.add_column(style="bold cyan", no_wrap=True)
     grid.add_column()
     inputs = ", ".join(str(InputSpec.from_json(i)) for i in record.inputs)
-    grid.add_row("source", record.source)
+    grid.add_row("source", safe(record.source))
     origin = "  [dim](from the zoo)[/dim]" if record.kind == "zoo" else "  [dim](from cache)[/dim]"
     how = f"{record.tracer}" + (origin if record.cached else f"  [dim]({record.seconds:.2f} s)[/dim]")
     grid.add_row("tracer", how)
     if record.assumed:
-        grid.add_row("input", Text.assemble((f"{inputs}", ""), ("  assumed: " + record.assumed, "yellow")))
+        grid.add_row("input", Text.assemble((safe(inputs), ""), ("  assumed: " + printable(record.assumed), "yellow")))
     else:
-        grid.add_row("input", inputs)
+        grid.add_row("input", safe(inputs))
     grid.add_row("params", f"{human(record.params)}  [dim]({record.params:,})[/dim]")
     grid.add_row("MACs", f"{human(record.macs)}  [dim]({record.macs:,})[/dim]")
     grid.add_row("depth", f"{record.depth}  [dim](nodes on the longest path)[/dim]")
     grid.add_row("graph", f"{record.nodes} nodes, {record.edges} edges")
     ops = ", ".join(f"{op} ×{n}" for op, n in record.top_ops)
-    grid.add_row("top ops", ops or "-")
+    grid.add_row("top ops", safe(ops) or "-")
     grid.add_row("hash", f"[dim]{record.graph_hash}[/dim]")
     if performance:
-        grid.add_row("predicted", performance.removeprefix("predicted: "))
-    return Panel(grid, title=f"[bold]{record.name}[/bold]", title_align="left", expand=False)
+        grid.add_row("predicted", safe(performance.removeprefix("predicted: ")))
+    return Panel(grid, title=f"[bold]{safe(record.name)}[/bold]", title_align="left", expand=False)
 
 
 def print_records(console: Console, records: list[ModelRecord], performance: list[str | None] | None = None) -> None:
@@ -65,7 +66,7 @@ def print_directory(console: Console, results: list[Any]) -> None:
         elif result.skipped:
             skipped.append(result)
         for r in result.records:
-            table.add_row(str(result.path), r.name, human(r.params), human(r.macs), str(r.depth),
+            table.add_row(safe(result.path), safe(r.name), human(r.params), human(r.macs), str(r.depth),
                           str(r.nodes), r.tracer + (" (cached)" if r.cached else ""))
     if table.row_count:
         console.print(table)
@@ -73,20 +74,20 @@ def print_directory(console: Console, results: list[Any]) -> None:
     console.print(f"{models} model(s) in {len(results) - len(failed) - len(skipped)} file(s); "
                   f"{len(skipped)} skipped, {len(failed)} failed")
     for result in failed:
-        console.print(f"[red]failed[/red] {result.path}: {result.error}", highlight=False)
+        console.print(f"[red]failed[/red] {safe(result.path)}: {safe(result.error)}", highlight=False)
 
 
 def print_cache_info(console: Console, info: dict[str, Any]) -> None:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold cyan")
     grid.add_column()
-    grid.add_row("path", info["path"] + ("" if info["exists"] else "  [dim](not created yet)[/dim]"))
+    grid.add_row("path", safe(info["path"]) + ("" if info["exists"] else "  [dim](not created yet)[/dim]"))
     grid.add_row("size", human_bytes(info["bytes"]))
     for key in ("scans", "models", "graphs"):
         grid.add_row(key, str(info[key]))
     if info["exists"]:
         ok = info["health"] == "ok"
-        grid.add_row("health", "ok" if ok else f"[bold red]damaged[/] ({escape(info['health'])})")
+        grid.add_row("health", "ok" if ok else f"[bold red]damaged[/] ({safe(info['health'])})")
     console.print(grid)
 
 
@@ -94,8 +95,8 @@ def print_identification(console: Console, found: Any) -> None:
     """`nar scan x.safetensors`: what the checkpoint holds and which zoo architectures it matches."""
     dtypes = ", ".join(f"{d}" + (f" ×{n}" if len(found.dtypes) > 1 else "") for d, n in found.dtypes.items())
     shards = f" in {found.files} files" if found.files > 1 else ""
-    nested = f", weights under [bold]{found.nested_key}[/]" if found.nested_key else ""
-    console.print(f"[bold]{found.path}[/]: {found.format} checkpoint{shards}, {found.tensors:,} "
+    nested = f", weights under [bold]{safe(found.nested_key)}[/]" if found.nested_key else ""
+    console.print(f"[bold]{safe(found.path)}[/]: {found.format} checkpoint{shards}, {found.tensors:,} "
                   f"tensor{'' if found.tensors == 1 else 's'}, "
                   f"{human(found.numel)} values ({dtypes}){nested}")
     best = found.best
@@ -105,17 +106,17 @@ def print_identification(console: Console, found: Any) -> None:
         return
     if found.identified:
         verdict = "[bold green]exact match[/]" if best.exact else "[bold]identified[/]"
-        console.print(f"{verdict}: [bold]{best.id}[/] ({best.family}): {best.matched:,} of {best.zoo_tensors:,} "
+        console.print(f"{verdict}: [bold]{safe(best.id)}[/] ({safe(best.family)}): {best.matched:,} of {best.zoo_tensors:,} "
                       f"tensors match" + (f", {best.extra:,} extra in the checkpoint" if best.extra else ""))
         if best.reshaped:
             console.print(f"  {len(best.reshaped)} differ in shape (a new head or a resized embedding):")
             for name, ckpt, zoo in best.reshaped[:6]:
-                console.print(f"    {name}  [dim]checkpoint[/] {tuple(ckpt)}  [dim]zoo[/] {tuple(zoo)}")
+                console.print(f"    {safe(name)}  [dim]checkpoint[/] {tuple(ckpt)}  [dim]zoo[/] {tuple(zoo)}")
         if best.same_as:
             more = f" and {len(best.same_as) - 6} more" if len(best.same_as) > 6 else ""
-            console.print(f"  [dim]the same tensors as {', '.join(best.same_as[:6])}{more}[/]")
+            console.print(f"  [dim]the same tensors as {safe(', '.join(best.same_as[:6]))}{more}[/]")
     elif found.resized:
-        console.print(f"[bold]a resized {best.id}[/] ({best.family}): {best.name_cover:.0%} of the checkpoint's "
+        console.print(f"[bold]a resized {safe(best.id)}[/] ({safe(best.family)}): {best.name_cover:.0%} of the checkpoint's "
                       f"tensors have a namesake in it, {len(best.reshaped):,} with other shapes and {best.matched:,} "
                       f"equal ({best.zoo_tensors:,} in the zoo's configuration): other widths or depths of it")
     else:
@@ -127,6 +128,6 @@ def print_identification(console: Console, found: Any) -> None:
                             ("tensors", "right"), ("params", "right")):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for i, m in enumerate(found.matches, 1):
-        table.add_row(str(i), m.id + (f" [dim](+{len(m.same_as)})[/]" if m.same_as else ""), m.family,
+        table.add_row(str(i), safe(m.id) + (f" [dim](+{len(m.same_as)})[/]" if m.same_as else ""), safe(m.family),
                       f"{m.share:.0%}", f"{m.matched}/{m.zoo_tensors}", human(m.params))
     console.print(table)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from narcli.cli.common import safe
 from narcli.cli.render_scan import human
 from narcli.search.text import prediction_line
 
@@ -21,28 +22,27 @@ def _shared_text(shared: list[dict[str, Any]], width: int = 28) -> str:
 
 
 def print_similar(console: Any, results: list[Any]) -> None:
-    from rich.markup import escape
     from rich.table import Table
 
     for result in results:
         q = result.query
         figures = f"{human(q.params)} params, {human(q.macs)} MACs" if q.params or q.macs else ""
-        console.print(f"[bold]{escape(q.name)}[/] [dim]({q.kind}{', ' + figures if figures else ''})[/]")
+        console.print(f"[bold]{safe(q.name)}[/] [dim]({q.kind}{', ' + figures if figures else ''})[/]")
         if q.zoo_model is not None:  # a zoo model has a family label: show it, and what the encoder says
             m = q.zoo_model
-            console.print(f"zoo label: family [bold]{escape(m.family)}[/], coarse class {escape(m.coarse)}")
+            console.print(f"zoo label: family [bold]{safe(m.family)}[/], coarse class {safe(m.coarse)}")
             console.print("[dim]encoder:[/] " + prediction_line(result.prediction))
         else:
             console.print(prediction_line(result.prediction))
         if getattr(result, "performance", None):
-            console.print(f"[dim]{escape(result.performance)}[/]")
+            console.print(f"[dim]{safe(result.performance)}[/]")
         if result.identical:
             shown = ", ".join(result.identical[:5]) + (f" and {len(result.identical) - 5} more"
                                                          if len(result.identical) > 5 else "")
-            console.print(f"[dim]same architecture as: {escape(shown)}[/]")
+            console.print(f"[dim]same architecture as: {safe(shown)}[/]")
         if not result.neighbours:
             what = ", ".join(f"{k} {v}" for k, v in result.filters.items())
-            console.print(f"[yellow]no architecture matches {what or 'the index'}[/]")
+            console.print(f"[yellow]no architecture matches {safe(what) or 'the index'}[/]")
             continue
         table = Table(box=None, pad_edge=False, header_style="bold")
         table.add_column("#", justify="right", min_width=2, no_wrap=True)
@@ -55,16 +55,15 @@ def print_similar(console: Any, results: list[Any]) -> None:
             table.add_column(column, justify="right", no_wrap=True, min_width=6)
         table.add_column("shared motifs", no_wrap=True, overflow="ellipsis", max_width=26)
         for rank, n in enumerate(result.neighbours, 1):
-            name = escape(n.name) + (f" [dim]+{len(n.aliases)}[/]" if n.aliases else "")
-            cells = [str(rank), name, escape(n.family)] + ([escape(n.task or "")] if wide else [])
-            table.add_row(*cells, f"{n.cosine:.3f}", human(n.params), human(n.macs), escape(_shared_text(n.shared)))
+            name = safe(n.name) + (f" [dim]+{len(n.aliases)}[/]" if n.aliases else "")
+            cells = [str(rank), name, safe(n.family)] + ([safe(n.task or "")] if wide else [])
+            table.add_row(*cells, f"{n.cosine:.3f}", human(n.params), human(n.macs), safe(_shared_text(n.shared)))
         console.print(table)
         if any(n.aliases for n in result.neighbours):
             console.print("[dim]+N: N more zoo models share that architecture[/]")
 
 
 def print_indexes(console: Any, rows: list[dict[str, Any]]) -> None:
-    from rich.markup import escape
     from rich.table import Table
 
     from narcli.cli.render_scan import human_bytes
@@ -78,26 +77,25 @@ def print_indexes(console: Any, rows: list[dict[str, Any]]) -> None:
             status = "stale (rebuilt on next use)"
         elif status == "ok" and "novelty_threshold" in row:
             status = f"ok, novelty cosine {row['novelty_threshold']:.3f}"
-        table.add_row(escape(row["path"]), row.get("kind") or "", str(row.get("items", "")), str(row.get("dim", "")),
-                      str(row.get("trees", "")), human_bytes(row["bytes"]) if "bytes" in row else "", escape(status))
+        table.add_row(safe(row["path"]), row.get("kind") or "", str(row.get("items", "")), str(row.get("dim", "")),
+                      str(row.get("trees", "")), human_bytes(row["bytes"]) if "bytes" in row else "", safe(status))
     console.print(table)
 
 
 def print_comparison(console: Any, c: Any) -> None:
-    from rich.markup import escape
     from rich.table import Table
 
     from narcli.cli.render_motifs import ops_text
 
     table = Table(box=None, pad_edge=False, header_style="bold")
     table.add_column("")
-    table.add_column(escape(c.a.name), justify="right")
-    table.add_column(escape(c.b.name), justify="right")
+    table.add_column(safe(c.a.name), justify="right")
+    table.add_column(safe(c.b.name), justify="right")
     for label, x, y in (("params", human(c.a.params), human(c.b.params)), ("MACs", human(c.a.macs), human(c.b.macs)),
                         ("depth", str(c.a.depth), str(c.b.depth)), ("nodes", str(c.a.nodes), str(c.b.nodes))):
         table.add_row(label, x, y)
     for op, x, y in c.op_difference[:10]:
-        table.add_row(f"[dim]op[/] {escape(op)}", str(x), str(y))
+        table.add_row(f"[dim]op[/] {safe(op)}", str(x), str(y))
     if len(c.op_difference) > 10:
         table.add_row(f"[dim]… {len(c.op_difference) - 10} more ops differ[/]", "", "")
     console.print(table)
@@ -107,24 +105,23 @@ def print_comparison(console: Any, c: Any) -> None:
                           (f"only in {c.b.name}", c.motifs_only_b)):
         listed = "; ".join(f"{ops_text(m['ops'])} ×{m['count']}" for m in motifs[:4]) or "none"
         more = f" (+{len(motifs) - 4})" if len(motifs) > 4 else ""
-        console.print(f"[bold]{escape(title)}[/]: {escape(listed)}{more}")
+        console.print(f"[bold]{safe(title)}[/]: {safe(listed)}{more}")
 
 
 def print_check(console: Any, report: Any) -> None:
-    from rich.markup import escape
 
     for r in report.results:
         if r.skipped:
             continue
         if r.error:
             tag = "[red]FAIL[/]" if report.strict else "[yellow]skip[/]"
-            console.print(f"{tag} {escape(r.path)}: {escape(r.error)}")
+            console.print(f"{tag} {safe(r.path)}: {safe(r.error)}")
         elif r.flagged:
-            console.print(f"[red]KNOWN[/] {escape(r.name)}: cosine {r.cosine:.3f} to {escape(r.nearest)} "
-                          f"(family {escape(r.family)}), at or above {report.threshold:.3f}")
+            console.print(f"[red]KNOWN[/] {safe(r.name)}: cosine {r.cosine:.3f} to {safe(r.nearest)} "
+                          f"(family {safe(r.family)}), at or above {report.threshold:.3f}")
         else:
-            console.print(f"[green]ok[/] {escape(r.name)}: nearest {escape(r.nearest)} at cosine {r.cosine:.3f}")
+            console.print(f"[green]ok[/] {safe(r.name)}: nearest {safe(r.nearest)} at cosine {r.cosine:.3f}")
     if report.flagged:
         console.print(f"[bold red]{len(report.flagged)} model(s) match a known architecture[/] (threshold "
-                      f"{report.threshold:.3f} from {escape(report.threshold_from)}); rename is not redesign — "
+                      f"{report.threshold:.3f} from {safe(report.threshold_from)}); rename is not redesign — "
                       "reuse the known model, or raise the threshold with --threshold or \\[tool.nar] check-threshold")

@@ -9,7 +9,9 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 
+from narcli.cli.common import safe
 from narcli.cli.render_scan import human
+from narcli.errors import printable
 
 
 def _shape(spec: dict[str, Any]) -> str:
@@ -21,23 +23,23 @@ def print_zoo_model(console: Console, model: Any, aliases: list[str]) -> None:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold cyan", no_wrap=True)
     grid.add_column()
-    grid.add_row("family", f"{model.family}  [dim]({model.coarse}; from {model.source}'s "
-                           f"{model.source_family!r}, labelled by {model.labelled_by})[/dim]")
-    grid.add_row("task", model.task)
+    grid.add_row("family", f"{safe(model.family)}  [dim]({safe(model.coarse)}; from {safe(model.source)}'s "
+                           f"{safe(repr(model.source_family))}, labelled by {safe(model.labelled_by)})[/dim]")
+    grid.add_row("task", safe(model.task))
     if model.status != "ok":
-        grid.add_row("status", f"[red]failed[/red]: {model.reason}: {model.message}")
+        grid.add_row("status", f"[red]failed[/red]: {safe(model.reason)}: {safe(model.message)}")
     else:
-        grid.add_row("input", ", ".join(_shape(s) for s in model.inputs))
+        grid.add_row("input", safe(", ".join(_shape(s) for s in model.inputs)))
         grid.add_row("params", f"{human(model.params)}  [dim]({model.params:,})[/dim]")
         grid.add_row("MACs", f"{human(model.macs)}  [dim]({model.macs:,})[/dim]")
         grid.add_row("depth", f"{model.depth}  [dim](nodes on the longest path)[/dim]")
-        grid.add_row("graph", f"{model.nodes} nodes, {model.edges} edges  [dim](traced by {model.tracer})[/dim]")
-        grid.add_row("top ops", ", ".join(f"{op} ×{n}" for op, n in model.top_ops) or "-")
+        grid.add_row("graph", f"{model.nodes} nodes, {model.edges} edges  [dim](traced by {safe(model.tracer)})[/dim]")
+        grid.add_row("top ops", safe(", ".join(f"{op} ×{n}" for op, n in model.top_ops)) or "-")
         grid.add_row("hash", f"[dim]{model.graph_hash}[/dim]")
         if aliases:
             shown = ", ".join(aliases[:6]) + (f" and {len(aliases) - 6} more" if len(aliases) > 6 else "")
-            grid.add_row("same as", shown)
-    console.print(Panel(grid, title=f"[bold]{model.id}[/bold]", title_align="left", expand=False))
+            grid.add_row("same as", safe(shown))
+    console.print(Panel(grid, title=f"[bold]{safe(model.id)}[/bold]", title_align="left", expand=False))
 
 
 def print_model_list(console: Console, models: list[Any], total: int, failed: bool) -> None:
@@ -51,6 +53,7 @@ def print_model_list(console: Console, models: list[Any], total: int, failed: bo
         header = ("model", "family", "coarse", "task", "params", "MACs", "nodes")
         rows = [(m.id, m.family, m.coarse, m.task, human(m.params), human(m.macs), str(m.nodes)) for m in models]
         right = (4, 5, 6)
+    rows = [tuple(printable(c) for c in r) for r in rows]  # written straight to the file: no console to escape them
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
 
     def line(cells: tuple) -> str:
@@ -69,7 +72,7 @@ def print_families(console: Console, families: list[dict[str, Any]]) -> None:
                             ("architectures", "right"), ("sources", "left")):
         table.add_column(column, justify=justify)
     for f in families:
-        table.add_row(f["family"], f["coarse"], str(f["models"]), str(f["architectures"]), ", ".join(f["sources"]))
+        table.add_row(safe(f["family"]), safe(f["coarse"]), str(f["models"]), str(f["architectures"]), safe(", ".join(f["sources"])))
     console.print(table)
 
 
@@ -83,15 +86,15 @@ def print_stats(console: Console, stats: dict[str, Any]) -> None:
     for name, s in stats["sources"].items():
         tried = s["models"] + s["failed"]
         reasons = ", ".join(f"{r} ×{n}" for r, n in list(s["reasons"].items())[:3])
-        table.add_row(name, str(s["models"]), str(s["architectures"]), str(s["failed"]), str(s["skipped"]),
-                      f"{s['models'] / tried:.1%}" if tried else "-", reasons)
+        table.add_row(safe(name), str(s["models"]), str(s["architectures"]), str(s["failed"]), str(s["skipped"]),
+                      f"{s['models'] / tried:.1%}" if tried else "-", safe(reasons))
     console.print(table)
     for title, counts in (("coarse class", stats["coarse"]), ("task", stats["tasks"])):
         small = Table(title=f"by {title}", title_justify="left")
         small.add_column(title)
         small.add_column("models", justify="right")
         for key, n in counts.items():
-            small.add_row(key, str(n))
+            small.add_row(safe(key), str(n))
         console.print(small)
 
 
@@ -103,9 +106,9 @@ def print_plugins(console: Console, plugins: list[dict[str, Any]]) -> None:
     for column in ("plugin", "package", "version", "hooks", "zoo sources"):
         table.add_column(column)
     for p in plugins:
-        sources = ", ".join(s["name"] + (f" [yellow](unusable: {s['missing']})[/yellow]" if s["missing"] else "")
+        sources = ", ".join(safe(s["name"]) + (f" [yellow](unusable: {safe(s['missing'])})[/yellow]" if s["missing"] else "")
                             for s in p["sources"])
-        table.add_row(p["name"], p["package"], p["version"], ", ".join(p["hooks"]), sources)
+        table.add_row(safe(p["name"]), safe(p["package"]), safe(p["version"]), safe(", ".join(p["hooks"])), sources)
     console.print(table)
 
 
@@ -135,12 +138,12 @@ class BuildProgress:
         self.progress.__exit__(*exc)
 
     def start(self, source: str, total: int) -> None:
-        self.tasks[source] = self.progress.add_task(source, total=total, failed=0)
+        self.tasks[source] = self.progress.add_task(safe(source), total=total, failed=0)
 
     def advance(self, source: str, result: Any) -> None:
         task = self.tasks[source]
         failed = self.progress.tasks[self.progress.task_ids.index(task)].fields["failed"] + (not result.ok)
-        self.progress.update(task, advance=1, failed=failed, description=f"{source} {result.key[:40]}")
+        self.progress.update(task, advance=1, failed=failed, description=safe(f"{source} {result.key[:40]}"))
 
 
 def print_build_reports(console: Console, reports: list[Any], db: Path) -> None:
@@ -152,7 +155,7 @@ def print_build_reports(console: Console, reports: list[Any], db: Path) -> None:
     for r in reports:
         tried = r.ok + r.failed
         rate = f"{tried / r.seconds * 60:.0f}/min" if r.seconds and tried else "-"
-        table.add_row(r.source, str(r.listed), str(r.already), str(r.ok), str(r.failed), str(r.skipped),
+        table.add_row(safe(r.source), str(r.listed), str(r.already), str(r.ok), str(r.failed), str(r.skipped),
                       str(r.new_architectures),
                       f"{r.seconds:.0f} s", rate)
     console.print(table)
@@ -161,6 +164,6 @@ def print_build_reports(console: Console, reports: list[Any], db: Path) -> None:
         for reason, n in r.reasons.items():
             reasons[f"{r.source}: {reason}"] = n
     for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:10]:
-        console.print(f"  [red]{n:>5}[/red] {reason}", highlight=False)
+        console.print(f"  [red]{n:>5}[/red] {safe(reason)}", highlight=False)
     if reasons:
         console.print("  (`nar zoo list --failed` shows each failure)")

@@ -10,6 +10,7 @@ from typing import Any
 import typer
 
 from narcli.cli.common import check_timeout, fail, open_zoo, run, stderr_console, stdout
+from narcli.errors import printable
 
 cache_app = typer.Typer(help="Inspect or clear the scan cache.", no_args_is_help=True)
 
@@ -139,9 +140,7 @@ def _scan_directory(path: Path, options: Any, as_json: bool) -> None:
 @cache_app.command("info")
 def cache_info(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
     """Where the cache is and what it holds."""
-    from narcli.scan.cache import Cache
-
-    from narcli.scan.cache import DAMAGE_FIX
+    from narcli.scan.cache import DAMAGE_FIX, Cache
 
     info = run(Cache().info)
     if as_json:
@@ -164,6 +163,6 @@ def cache_clear(yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask 
         typer.confirm(f"Delete everything cached in {cache.path}?", abort=True)
     removed = run(cache.clear)
     if "damaged" in removed:
-        print(f"the cache was damaged ({removed['damaged']}); deleted {cache.path}")
+        print(printable(f"the cache was damaged ({removed['damaged']}); deleted {cache.path}"))
         return
     print(f"removed {removed['scans']} scans, {removed['models']} models, {removed['graphs']} graphs")

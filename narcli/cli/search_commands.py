@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from narcli.cli.common import fail, run, scan_options, stderr_console, stdout
+from narcli.cli.common import fail, run, safe, scan_options, stderr_console, stdout
 
 index_app = typer.Typer(help="Build or inspect the nearest-neighbour indexes.", no_args_is_help=True)
 
@@ -33,7 +33,7 @@ def similar_command(
     options = scan_options(model, input_shape, timeout, no_cache, input_dtype)
     console = stderr_console()
     results = run(find_similar, target, k, family, task, source, options,
-                   report=lambda line: console.print(f"[dim]{line}[/]"))
+                   report=lambda line: console.print(f"[dim]{safe(line)}[/]"))
     if as_json:
         print(json.dumps({"target": target, "results": [r.to_json() for r in results]}, indent=2))
         return
@@ -102,7 +102,7 @@ def index_build(
     from narcli.search.neighbours import rebuild_indexes
 
     console = stderr_console()
-    rows = run(rebuild_indexes, bundled, report=lambda line: console.print(f"[dim]{line}[/]"))
+    rows = run(rebuild_indexes, bundled, report=lambda line: console.print(f"[dim]{safe(line)}[/]"))
     _print_indexes(rows, as_json)
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import typer
 
-from narcli.cli.common import check_timeout, fail, open_zoo, run, stderr_console, stdout
+from narcli.cli.common import check_timeout, fail, open_zoo, run, safe, stderr_console, stdout
+from narcli.errors import printable
 
 zoo_app = typer.Typer(help="Browse the zoo of known architectures, or build it.", no_args_is_help=True)
 
@@ -66,8 +67,8 @@ def zoo_upgrade(db: Path | None = typer.Option(None, "--db", help="Zoo database 
 
     path = db or user_zoo_path()
     console = stderr_console()
-    counts = run(upgrade_zoo, path, report=lambda line: console.print(f"[dim]{line}[/]"))
-    print(f"{path}: {counts['rewritten']} of {counts['graphs']} graphs rewritten ({counts['models']} models moved, "
+    counts = run(upgrade_zoo, path, report=lambda line: console.print(f"[dim]{safe(line)}[/]"))
+    print(f"{printable(path)}: {counts['rewritten']} of {counts['graphs']} graphs rewritten ({counts['models']} models moved, "
           f"{counts['merged']} merged with an existing graph), {counts['reordered']} reordered; "
           f"run `nar zoo embed --db {path}` next")
 
@@ -87,11 +88,11 @@ def zoo_embed(
     if not path.exists():
         fail(f"zoo database {path} does not exist; build it with `nar zoo build --db {path}`", 1)
     console = stderr_console()
-    summary = run(embed_and_predict, path, weights, force, report=lambda line: console.print(f"[dim]{line}[/]"))
+    summary = run(embed_and_predict, path, weights, force, report=lambda line: console.print(f"[dim]{safe(line)}[/]"))
     if as_json:
         print(json.dumps(summary, indent=2))
         return
-    print(f"{summary['database']}: {summary['embedded']} embedded, {summary['unchanged']} already current "
+    print(f"{printable(summary['database'])}: {summary['embedded']} embedded, {summary['unchanged']} already current "
           f"(encoder {summary['encoder']}); {summary['predicted']} models predicted, {summary['predictions_current']} current "
           f"(predictor {summary['predictor']})")
 
@@ -117,9 +118,9 @@ def zoo_signatures(
     with BuildProgress(stderr_console()) as progress:
         reports = run(compute_signatures, path, _split(source), jobs, timeout, limit, progress)
     if not reports:
-        print(f"{path}: every model has its signature")
+        print(f"{printable(path)}: every model has its signature")
     for r in reports:
-        print(f"{r.source}: {r.ok} signatures stored, {r.failed} failed, of {r.missing} missing ({r.seconds:.0f} s)")
+        print(f"{printable(r.source)}: {r.ok} signatures stored, {r.failed} failed, of {r.missing} missing ({r.seconds:.0f} s)")
     if any(r.failed and not r.ok for r in reports):
         raise typer.Exit(1)
 

@@ -107,13 +107,15 @@ def build_index(path: Path, keys: list[str], vectors: np.ndarray, meta: dict[str
     annoy.unload()
     digest = _file_digest(tmp_ann)
     ann = path.with_name(f"{path.stem}-{digest}.ann")
-    tmp_ann.replace(ann)
-    record = {"format": FORMAT, "ann": ann.name, "ann_bytes": ann.stat().st_size, "ann_digest": digest,
+    record = {"format": FORMAT, "ann": ann.name, "ann_bytes": tmp_ann.stat().st_size, "ann_digest": digest,
               "dim": dim, "items": len(keys), "trees": trees, "metric": "angular", "keys": list(keys),
               **(meta or {})}
     tmp_json = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     tmp_json.write_text(json.dumps(record))
+    # Every rename in and every removal happens under the exclusive lock: two builds of the same
+    # entries name the same annoy file, and one must not remove it after the other has put it back.
     with folder_lock(path.parent, exclusive=True):
+        tmp_ann.replace(ann)
         old = _previous_ann(path)  # read under the lock: a concurrent build may have swapped it
         tmp_json.replace(path)
         if old is not None and old != ann:

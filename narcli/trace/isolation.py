@@ -34,7 +34,6 @@ from typing import Any
 from narcli import errors
 from narcli.errors import IsolationError, NarError
 
-
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 KILL_ROUNDS = 200  # a fork bomb is stopped in a few rounds; this only bounds a pathological case

@@ -122,10 +122,9 @@ def _build_transformers(folder: Path) -> tuple[str, Any, list[Any], list[str]]:
 
     import transformers
     from transformers import AutoConfig
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
     from narcli.trace.transformers_build import build_transformers
-
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
     raw = read_config(folder)
     model_type = raw.get("model_type")

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -18,6 +19,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Select, Static, TabbedContent, TabPane, Tree
 
+from narcli.errors import printable
 from narcli.tui import data
 from narcli.tui.screens import CompareScreen, ExportScreen, HelpScreen, OpenScreen
 
@@ -132,7 +134,7 @@ class NarApp(App):
         if self.initial:
             entry = self.find_entry(self.initial)
             if entry is None:
-                self.notify(f"{self.initial!r} is not in the zoo or the cache", severity="warning")
+                self.notify(f"{self.initial!r} is not in the zoo or the cache", severity="warning", markup=False)
             else:
                 self.open_key(entry.key)
 
@@ -177,7 +179,7 @@ class NarApp(App):
     def update_status(self) -> None:
         marked = f" · marked: {', '.join(self.by_key[k].name for k in self.marked)}" if self.marked else ""
         self.query_one("#status", Static).update(
-            f"{len(self.shown):,} of {len(self.entries):,} models · sorted by {self.sort_column}{marked}")
+            data.shown(f"{len(self.shown):,} of {len(self.entries):,} models · sorted by {self.sort_column}{marked}"))
 
     @on(Input.Changed, "#search")
     def search_changed(self) -> None:
@@ -243,7 +245,7 @@ class NarApp(App):
         self.current = key
         if key in self.shown:
             self.query_one("#models", DataTable).move_cursor(row=self.shown.index(key))
-        self.query_one("#summary-body", Static).update(f"[b]{entry.name}[/b]\nloading…")
+        self.query_one("#summary-body", Static).update(Text.assemble(data.shown(entry.name, "bold"), "\nloading…"))
         self.query_one("#predictions-body", Static).update("loading…")
         self.query_one("#similar-head", Static).update("loading…")
         self.query_one("#similar-table", DataTable).clear()
@@ -270,27 +272,28 @@ class NarApp(App):
         message = str(exc) if isinstance(exc, NarError) else f"internal error: {type(exc).__name__}: {exc}"
         widget = {"summary": "#summary-body", "predictions": "#predictions-body", "similar": "#similar-head"}.get(name)
         if widget:
-            self.query_one(widget, Static).update(f"[red]{message}[/red]")
-        self.notify(message, title=f"{entry.name}: {name}", severity="error")
+            self.query_one(widget, Static).update(data.shown(message, "red"))
+        self.notify(printable(message), title=printable(f"{entry.name}: {name}"), severity="error", markup=False)
 
     def show_summary(self, entry: data.Entry, rows: list[tuple[str, str]]) -> None:
         grid = Table.grid(padding=(0, 2))
         grid.add_column(style="bold cyan", no_wrap=True)
         grid.add_column()
         for label, value in rows:
-            grid.add_row(label, value)
+            grid.add_row(label, data.shown(value))
         self.query_one("#summary-body", Static).update(grid)
 
     def show_structure(self, entry: data.Entry, found: dict[str, Any]) -> None:
         tree = self.query_one("#structure-tree", Tree)
         tree.clear()
-        tree.root.set_label(f"{entry.name}: {found['nodes']} nodes in {found['instances']} motif instances")
+        tree.root.set_label(data.shown(f"{entry.name}: {found['nodes']} nodes in {found['instances']} motif instances"))
         for motif in found["motifs"]:
             ops = list(motif["ops"])
             name = "-".join(ops[:3]) + ("…" if len(ops) > 3 else "")
             repeat = f" × {motif['count']}" if motif["count"] > 1 else ""
-            branch = tree.root.add(f"[b]{name}[/b] block ({motif['size']} ops){repeat}", expand=False)
-            branch.add_leaf("ops: " + ", ".join(f"{op} ×{n}" for op, n in motif["ops"].items()))
+            branch = tree.root.add(Text.assemble(data.shown(name, "bold"), f" block ({motif['size']} ops){repeat}"),
+                                   expand=False)
+            branch.add_leaf(data.shown("ops: " + ", ".join(f"{op} ×{n}" for op, n in motif["ops"].items())))
             at = motif["at"]
             branch.add_leaf("at nodes " + ", ".join(str(a) for a in at[:12]) + (" …" if len(at) > 12 else ""))
         tree.root.expand()
@@ -304,7 +307,7 @@ class NarApp(App):
         table.clear()
         for i, n in enumerate(result.neighbours):
             shared = ", ".join("/".join(list(m.get("ops", {}))[:2]) for m in n.shared[:3]) or "—"
-            table.add_row(n.name, n.family or "—", f"{n.cosine:.3f}", shared, key=f"{i}")
+            table.add_row(data.shown(n.name), data.shown(n.family or "—"), f"{n.cosine:.3f}", data.shown(shared), key=f"{i}")
         self.family = result.prediction
 
     def show_predictions(self, entry: data.Entry, rows: list) -> None:
@@ -323,7 +326,7 @@ class NarApp(App):
         family = self.family
         parts: list[Any] = [prediction_line(family) if family is not None else "family: loading…", ""]
         parts.append(grid if grid.row_count else "no accuracy or latency prediction applies")
-        parts += sorted(set(reasons))
+        parts += [data.shown(reason) for reason in sorted(set(reasons))]
         from rich.console import Group
 
         self.query_one("#predictions-body", Static).update(Group(*parts))
@@ -336,7 +339,7 @@ class NarApp(App):
         entry = self.by_key.get(neighbour.name) or next(
             (e for e in self.entries if e.zoo_model is not None and e.zoo_model.graph_hash == neighbour.graph_hash), None)
         if entry is None:
-            self.notify(f"{neighbour.name} is not in the table", severity="warning")
+            self.notify(printable(f"{neighbour.name} is not in the table"), severity="warning", markup=False)
             return
         self.open_key(entry.key)
 
@@ -390,7 +393,7 @@ class NarApp(App):
 
     def start_scan(self, request: dict | None) -> None:
         if request:
-            self.notify(f"scanning {request['path']}…", title="scan")
+            self.notify(printable(f"scanning {request['path']}…"), title="scan", markup=False)
             self.scan_in_background(request)
 
     @work(thread=True, exclusive=True, group="scan")
@@ -402,11 +405,11 @@ class NarApp(App):
             options = ScanOptions(model=request["model"], input_shapes=[request["shape"]] if request["shape"] else None)
             records, _ = scan_file(Path(request["path"]).expanduser(), options)
         except NarError as exc:
-            self.call_from_thread(self.notify, str(exc), title="scan failed", severity="error")
+            self.call_from_thread(self.notify, printable(exc), title="scan failed", severity="error", markup=False)
             return
         except Exception as exc:  # noqa: BLE001
-            self.call_from_thread(self.notify, f"internal error: {type(exc).__name__}: {exc}", title="scan failed",
-                                  severity="error")
+            self.call_from_thread(self.notify, printable(f"internal error: {type(exc).__name__}: {exc}"),
+                                  title="scan failed", severity="error", markup=False)
             return
         self.call_from_thread(self.add_scanned, records)
 
@@ -419,7 +422,7 @@ class NarApp(App):
         self.shown = []
         self.refresh_table()
         if added:
-            self.notify(f"scanned {', '.join(e.name for e in added)}", title="scan")
+            self.notify(printable(f"scanned {', '.join(e.name for e in added)}"), title="scan", markup=False)
             self.open_key(added[0].key)
 
     def action_export(self) -> None:
@@ -438,9 +441,10 @@ class NarApp(App):
             paths = (data.export_similar(self.similar_result, Path(folder), entry.name) if similar
                      else data.export_graph(entry, Path(folder)))
         except OSError as exc:
-            self.notify(f"{exc.filename or folder}: {exc.strerror or exc}", title="export failed", severity="error")
+            self.notify(printable(f"{exc.filename or folder}: {exc.strerror or exc}"), title="export failed",
+                        severity="error", markup=False)
             return
-        self.notify("wrote " + ", ".join(str(p) for p in paths), title="export")
+        self.notify(printable("wrote " + ", ".join(str(p) for p in paths)), title="export", markup=False)
 
 
 def run(target: str | None = None) -> None:

@@ -12,6 +12,18 @@ from pathlib import Path
 from typing import Any
 
 COLUMNS = ("name", "family", "coarse", "task", "source", "params", "MACs", "nodes")
+
+
+def shown(text: Any, style: str = "") -> Any:
+    """Text from outside (a name, a path, an op type) as a Rich `Text`: never read as markup, its
+    control characters escaped. Every widget that takes a string would parse markup in it."""
+    from rich.text import Text
+
+    from narcli.errors import printable
+
+    return Text(printable(text), style=style)
+
+
 WIDTHS = {"name": 30, "family": 12, "coarse": 13, "task": 14, "source": 12, "params": 7, "MACs": 7, "nodes": 6}
 
 
@@ -43,8 +55,8 @@ class Entry:
     def _make_cells(self) -> tuple:
         from narcli.search.text import human
 
-        return (self.name, self.family or "—", self.coarse or "—", self.task or "—", self.source,
-                human(self.params), human(self.macs), str(self.nodes))
+        return (shown(self.name), shown(self.family or "—"), shown(self.coarse or "—"), shown(self.task or "—"),
+                shown(self.source), human(self.params), human(self.macs), str(self.nodes))
 
     def sort_value(self, column: str) -> Any:
         return {"params": self.params, "MACs": self.macs, "nodes": self.nodes}.get(column) \

@@ -5,11 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
+
+from narcli.tui.data import shown
 
 KEYS = (
     ("/", "search (type to filter; focus starts here)"),
@@ -65,7 +68,7 @@ class CompareScreen(Modal):
 
         c = self.comparison
         figures = Table(box=None, pad_edge=False, header_style="bold")
-        for column in ("", c.a.name, c.b.name):
+        for column in ("", shown(c.a.name), shown(c.b.name)):
             figures.add_column(column, overflow="ellipsis", no_wrap=True, max_width=40)
         for label, a, b in (("params", human(c.a.params), human(c.b.params)), ("MACs", human(c.a.macs), human(c.b.macs)),
                             ("depth", c.a.depth, c.b.depth), ("nodes", c.a.nodes, c.b.nodes)):
@@ -74,7 +77,7 @@ class CompareScreen(Modal):
         for column in ("op", "A", "B"):
             ops.add_column(column)
         for op, a, b in c.op_difference[:12]:
-            ops.add_row(op, str(a), str(b))
+            ops.add_row(shown(op), str(a), str(b))
         same = "the same architecture" if c.same_architecture else "different architectures"
         with Vertical():
             yield Label(f"[b]compare[/b]  cosine {c.cosine:.3f} — {same}  (Esc closes)")
@@ -86,12 +89,12 @@ class CompareScreen(Modal):
                 yield Static(_motif_line("only in B", c.motifs_only_b))
 
 
-def _motif_line(title: str, motifs: list[dict]) -> str:
+def _motif_line(title: str, motifs: list[dict]) -> Any:
     if not motifs:
-        return f"[b]{title}[/b]: none"
+        return Text.assemble(shown(title, "bold"), ": none")
     parts = [f"{'/'.join(list(m.get('ops', {}))[:3])} ×{m.get('count', 1)}" for m in motifs[:6]]
     more = f" and {len(motifs) - 6} more" if len(motifs) > 6 else ""
-    return f"[b]{title}[/b] ({len(motifs)}): " + ", ".join(parts) + more
+    return Text.assemble(shown(title, "bold"), shown(f" ({len(motifs)}): " + ", ".join(parts) + more))
 
 
 class OpenScreen(Modal):
