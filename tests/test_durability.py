@@ -43,6 +43,23 @@ def test_four_concurrent_scans_three_rounds(write):
     _sound()
 
 
+def test_concurrent_similar_on_new_files_two_rounds(write, nar_home):
+    """Each `nar similar` of a new file rebuilds the user's index; none may pull the annoy file from
+    under another (issue 30: 4 of 8 failed with `…/index/user-….ann: No such file or directory`)."""
+    from narcli.search.index import VectorIndex
+
+    for round_ in range(2):
+        paths = [write(f"s{round_}/m{i}.py", mlp_source(3 + i, 6 + round_, 2)) for i in range(6)]
+        procs = [_nar("similar", p, "-k", "2") for p in paths]
+        for proc in procs:
+            _, err = proc.communicate(timeout=300)
+            assert proc.returncode == 0, err
+    _sound()
+    index = VectorIndex(nar_home / "index" / "user.json")
+    index.verify()
+    assert len(index) == 12 and len(list((nar_home / "index").glob("user-*.ann"))) == 1
+
+
 def test_kill_9_at_random_moments_of_a_directory_scan(write, tmp_path):
     for i in range(6):
         write(f"proj/m{i}.py", mlp_source(2 + i, 4, 3))

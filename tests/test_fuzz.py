@@ -49,6 +49,14 @@ FILES = {
     "notes.txt": "hello",
     "unicodé ✓.py": TINY,
     "config-folder/config.json": '{"model_type": "no-such-architecture"}',
+    # hostile names: markup, terminal escapes (issue 30)
+    "m[/]x.py": TINY,
+    "[bold red]y[blink].py": TINY,
+    "esc\x1b[2J\x1b]0;title\x07.py": TINY,
+    # a model folder whose own code must never run, however a command reaches it (issue 30)
+    "project/hub/config.json": '{"model_type": "bert", "auto_map": {"AutoModel": "modeling_evil.Evil"}}',
+    "project/hub/modeling_evil.py": "import torch\nopen('EVIL-RAN', 'w').write('ran')\n",
+    "project/hub/nested/more.py": "import torch\nopen('EVIL-RAN', 'w').write('ran')\n",
 }
 
 
@@ -59,6 +67,10 @@ def workspace(tmp_path_factory):
         write_file(root / name, text)
     (root / "tiny.onnx").write_bytes((FIXTURES / "tiny.onnx").read_bytes())
     (root / "half.onnx").write_bytes((FIXTURES / "tiny.onnx").read_bytes()[:60])
+    from .test_hostile_names import HOSTILE_OPS, onnx_with_op
+
+    for i, op_type in enumerate(HOSTILE_OPS):
+        onnx_with_op(root / f"hostile{i}.onnx", op_type)
     return root
 
 
@@ -68,7 +80,9 @@ unicode_names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",))
 
 def paths(root):
     known = [str(root / name) for name in FILES] + [str(root / "tiny.onnx"), str(root / "half.onnx"),
-                                                      str(root), str(root / "config-folder")]
+                                                      str(root), str(root / "config-folder"), str(root / "project"),
+                                                      str(root / "project" / "hub"), "project/hub/nested"]
+    known += [str(root / f"hostile{i}.onnx") for i in range(4)]
     odd = ["", " ", "-", ".", "x" * 300 + ".py", str(root / "missing.py"), "cache:", "cache:tiny",
            "cache:" + "x" * 500, "tiny:Tiny", "os.path:join", "a.b:C(", "/dev/null", "resnet50", "timm/resnet50",
            "bert", "nope", "hf/", "%", "_", "resnet*", "*", "[", "\\"]
@@ -159,6 +173,12 @@ def check_outcome(cli, argv: list[str]) -> None:
     assert result.exit_code in (0, 1, 2), (shown, result.exit_code, result.output[-500:])
     assert "Traceback" not in result.output, shown
     assert "internal error" not in result.output, (shown, result.output[-500:])
+    assert "\x1b" not in result.output, (shown, result.output[-500:])  # no terminal escape gets through
+    # code in a model folder runs only when its file is named (consent); never through a walk
+    named = any("project/hub/" in a and a.endswith(".py") for a in argv)
+    assert named or not os.path.exists("EVIL-RAN"), shown
+    if os.path.exists("EVIL-RAN"):
+        os.remove("EVIL-RAN")
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     directory = argv[0] == "scan" and os.path.isdir(argv[1]) and not os.path.exists(os.path.join(argv[1], "config.json"))
     per_file = argv[0] == "check" or directory  # these report each file's failure in their output
