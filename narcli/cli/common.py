@@ -79,7 +79,7 @@ def run(fn: Any, *args: Any, **kwargs: Any) -> Any:
 def open_zoo() -> Any:
     from narcli.zoo.store import Zoo
 
-    return Zoo()
+    return run(Zoo)  # a NAR_HOME that is a file, a damaged user zoo: one line, not a traceback
 
 
 MAX_TIMEOUT = 86_400.0

@@ -142,7 +142,7 @@ def cache_info(as_json: bool = typer.Option(False, "--json", help="Print as JSON
     """Where the cache is and what it holds."""
     from narcli.scan.cache import DAMAGE_FIX, Cache
 
-    info = run(Cache().info)
+    info = run(lambda: Cache().info())
     if as_json:
         print(json.dumps(info, indent=2))
     else:
@@ -158,7 +158,7 @@ def cache_clear(yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask 
     """Delete every cached scan and graph."""
     from narcli.scan.cache import Cache
 
-    cache = Cache()
+    cache = run(Cache)
     if not yes and sys.stdin.isatty():
         typer.confirm(f"Delete everything cached in {cache.path}?", abort=True)
     removed = run(cache.clear)

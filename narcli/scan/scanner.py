@@ -295,6 +295,12 @@ def scan_file_annotated(path: Path, options: ScanOptions | None = None, cache: C
     if options.use_cache:
         records = cache.lookup(key)
         if records is not None:
+            # the key is the content: the same bytes under another name hit this entry, so show the
+            # file that was asked for (and, for one-graph files, the model named after it)
+            for record in records:
+                record.source = str(path)
+                if kind in ("onnx", "pt2"):
+                    record.name = path.stem
             graphs = [cache.graph(r.graph_key) for r in records] if want_graphs else []
             return records, graphs, [None] * len(records)
 
