@@ -42,3 +42,99 @@ def test_a_cache_hit_shows_the_path_asked_for(cli, write, tmp_path, monkeypatch)
     cli("scan", a)
     [record] = json.loads(cli("scan", b, "--json").stdout)["models"]
     assert record["cached"] and (record["source"], record["name"]) == (str(b), "b")
+
+
+# 12: every numeric option is checked alike: one usage-error line, exit 2
+@pytest.mark.parametrize("argv, message", [
+    (["zoo", "list", "--limit", "-1"], "--limit must be at least 0"),
+    (["similar", "resnet50", "-k", "-1"], "-k must be between 1 and 1000"),
+    (["train", "encoder", "--seed", "-1"], "--seed must be between 0 and"),
+    (["eval", "retrieval", "--ce-weight", "nan"], "--ce-weight must be at least 0"),
+    (["eval", "predictor", "--jobs", "0"], "--jobs must be between 1 and 256"),
+    (["train", "predictor", "--seed", "-3"], "--seed must be between 0 and"),
+])
+def test_numeric_options_out_of_range_are_usage_errors(cli, argv, message):
+    result = cli(*argv)
+    assert result.exit_code == 2, result.output
+    one_error_line(result, message)
+
+
+# 13: the small ones
+def test_a_binary_py_file_names_no_line(cli, write):
+    result = cli("scan", write("binary.py", b"import torch\x00\x01\x02"))
+    line = one_error_line(result, "binary.py: syntax error")
+    assert "None" not in line
+
+
+@pytest.mark.parametrize("n, text", [(2.16e14, "216 T"), (2.16e16, "21.6 P"), (3e19, "30 E"), (2.16e26, "2.16e+26"),
+                                     (1234567, "1.23 M"), (5, "5")])
+def test_huge_counts_read_as_numbers(n, text):
+    from narcli.search.text import human
+
+    assert human(n) == text
+
+
+@pytest.mark.parametrize("attrs, weight, message", [
+    ({"group": 0}, (8, 3, 3, 3), "group=0"),
+    ({"group": 3}, (8, 3, 3, 3), "group=3"),
+    ({"strides": [0, 0]}, (8, 3, 3, 3), "strides=[0, 0]"),
+    ({"dilations": [-1, 1]}, (8, 3, 3, 3), "dilations=[-1, 1]"),
+    ({"pads": [1]}, (8, 3, 3, 3), "pads=[1]"),
+    ({"kernel_shape": [5, 5]}, (8, 3, 3, 3), "kernel_shape=[5, 5]"),
+])
+def test_an_onnx_conv_with_impossible_attributes_is_refused(cli, tmp_path, attrs, weight, message):
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="bad_conv", **attrs)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(np.ones(weight, dtype=np.float32), "w")])
+    path = tmp_path / "conv.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    one_error_line(cli("scan", path), "'bad_conv' (Conv)", message)
+
+
+def test_check_paths_that_leave_the_project_are_refused(cli, tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text('[tool.nar]\ncheck-paths = ["../../../../../**"]\n')
+    monkeypatch.chdir(tmp_path)
+    result = cli("check")
+    assert result.exit_code == 2
+    one_error_line(result, "reach outside the project")
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="a pseudo-terminal")
+def test_sigterm_closes_the_tui_cleanly(tmp_path):
+    import os
+    import pty
+    import select
+    import signal
+    import sys
+    import time
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: nar tui on a terminal of its own
+        os.environ.update({"COLUMNS": "100", "LINES": "30", "NAR_HOME": str(tmp_path / "home")})
+        os.execvp(sys.executable, [sys.executable, "-m", "narcli", "tui", "resnet50"])
+    out = b""
+
+    def read(seconds: float) -> None:
+        nonlocal out
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            if select.select([fd], [], [], 0.2)[0]:
+                try:
+                    chunk = os.read(fd, 1 << 16)
+                except OSError:
+                    return
+                if not chunk:
+                    return
+                out += chunk
+
+    read(8)  # started, and loading the model's details in its workers
+    os.kill(pid, signal.SIGTERM)
+    read(10)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 143
+    assert b"internal error" not in out and b"Traceback" not in out, out[-500:]

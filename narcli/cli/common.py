@@ -82,6 +82,20 @@ def open_zoo() -> Any:
     return run(Zoo)  # a NAR_HOME that is a file, a damaged user zoo: one line, not a traceback
 
 
+def check_range(option: str, value: float | None, low: float, high: float | None = None) -> None:
+    """A usage error (one line, exit 2) unless `low <= value <= high`: every numeric option is
+    checked alike, before any work starts. None (the option not given) passes; so does nothing else
+    that is not a finite number."""
+    import math
+
+    if value is None:
+        return
+    if isinstance(value, float) and not math.isfinite(value) or value < low or (high is not None and value > high):
+        bound = f"between {low:,} and {high:,}" if high is not None else f"at least {low:,}"
+        fail(f"{option} must be {bound}, not {value!r}", 2)
+
+
+MAX_SEED = 2**32 - 1  # numpy's seeds
 MAX_TIMEOUT = 86_400.0
 
 

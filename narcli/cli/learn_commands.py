@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from narcli.cli.common import fail, run, safe, stderr_console
+from narcli.cli.common import MAX_SEED, check_range, fail, run, safe, stderr_console
 
 eval_app = typer.Typer(help="Measure retrieval quality against baselines.", no_args_is_help=True)
 train_app = typer.Typer(help="Train the encoder.", no_args_is_help=True)
@@ -25,6 +25,8 @@ def _ks(text: str) -> tuple[int, ...]:
 
 
 def _train_config(seed: int, epochs: int, ce_weight: float, device: str, augment: int | None = None) -> Any:
+    check_range("--seed", seed, 0, MAX_SEED)
+    check_range("--ce-weight", ce_weight, 0.0)
     """The training recipe that `nar train encoder` and `nar eval retrieval` share, checked."""
     from narcli.encode.training import TrainConfig
 

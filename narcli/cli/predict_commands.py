@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from narcli.cli.common import fail, run, safe, scan_options, stderr_console, stdout
+from narcli.cli.common import MAX_SEED, check_range, fail, run, safe, scan_options, stderr_console, stdout
 from narcli.cli.learn_commands import _device, eval_app, train_app
 
 
@@ -38,6 +38,7 @@ def predict_command(
 
 
 def _net_config(epochs: int | None, seed: int, device: str, default_epochs: int):
+    check_range("--seed", seed, 0, MAX_SEED)
     from narcli.predict.training import NetConfig
 
     if epochs is not None and not 1 <= epochs <= 10_000:
@@ -68,6 +69,7 @@ def train_predictor_command(
 
     console = stderr_console()
     config = _net_config(epochs, seed, device, 0)
+    check_range("--jobs", jobs, 1, 256)
     card = run(train_from_folders, nb201, timm, out, config, epochs, graphs_db, jobs,
                report=lambda line: console.print(f"[dim]{safe(line)}[/]"), on_epoch=_progress_reporter(console))
     print(f"wrote {card} and its weights")
@@ -92,6 +94,7 @@ def eval_predictor_command(
 
     console = stderr_console()
     config = _net_config(epochs, seed, device, 60) if train_size is not None else None
+    check_range("--jobs", jobs, 1, 256)
     results = run(evaluate_folders, nb201, timm, weights, train_size, seed, config, graphs_db, jobs,
                   report=lambda line: console.print(f"[dim]{safe(line)}[/]"), on_epoch=_progress_reporter(console))
     if as_json:

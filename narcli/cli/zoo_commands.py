@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from narcli.cli.common import check_timeout, fail, open_zoo, run, safe, stderr_console, stdout
+from narcli.cli.common import check_range, check_timeout, fail, open_zoo, run, safe, stderr_console, stdout
 from narcli.errors import printable
 
 zoo_app = typer.Typer(help="Browse the zoo of known architectures, or build it.", no_args_is_help=True)
@@ -139,6 +139,7 @@ def zoo_list(
     """List zoo models, filtered."""
     from narcli.cli.render_zoo import print_model_list
 
+    check_range("--limit", limit, 0)
     zoo = open_zoo()
     models = run(zoo.models, pattern, family=family, source=source, task=task, coarse=coarse, failed=failed)
     if not models:

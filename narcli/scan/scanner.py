@@ -156,6 +156,8 @@ def trace_onnx_file(path: Path, annotate: Annotate | None = None) -> list[dict]:
     model = load_onnx(path)
     try:
         raw = trace_onnx(model)
+    except NarError as exc:  # a refusal that names what is wrong: the file's path, then the reason
+        raise type(exc)(f"{path}: {exc}") from None
     except Exception as exc:  # a damaged file can break the reader anywhere; say so in one line
         raise TraceError(f"{path}: the ONNX graph could not be read ({type(exc).__name__}: {exc})"[:300]) from None
     payloads = _whole_file_payload(raw, path, "onnx", annotate)

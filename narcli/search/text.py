@@ -7,8 +7,10 @@ from typing import Any
 
 
 def human(n: float, unit: str = "") -> str:
-    """1234567 -> '1.23 M'."""
-    for size, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+    """1234567 -> '1.23 M'; beyond the largest suffix, plain scientific notation ('2.16e+26')."""
+    if abs(n) >= 1e21:
+        return f"{n:.3g} {unit}".strip()
+    for size, suffix in ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(n) >= size:
             return f"{n / size:.3g} {suffix}{unit}"
     return f"{n:g} {unit}".strip()

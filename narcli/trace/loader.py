@@ -131,7 +131,8 @@ def import_file(path: Path) -> Any:
         else:
             module = _import_by_path(path)
     except SyntaxError as exc:
-        raise LoadError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from exc
+        where = f"{path}:{exc.lineno}" if exc.lineno else str(path)  # a binary file has no line
+        raise LoadError(f"{where}: syntax error: {exc.msg}") from exc
     except ModuleNotFoundError as exc:
         if exc.name and not is_local_module(exc.name, layout):
             raise LoadError(f"{path}: needs the module {exc.name!r}, which is not installed here "

@@ -137,11 +137,38 @@ def _attr(node: Any, name: str, default: Any = None) -> Any:
     return default
 
 
+def _check_conv(node: Any, weight: list[int]) -> None:
+    """Refuse a convolution no runtime could run (the ONNX checker does not look at attribute
+    values): a LoadError naming the node and the attribute."""
+    rank = len(weight) - 2
+
+    def bad(what: str) -> None:
+        raise LoadError(f"ONNX node {node.name or node.output[0]!r} ({node.op_type}): {what}")
+
+    if rank < 1:
+        bad(f"its weight has shape {list(weight)}; a convolution's weight has at least 3 dimensions")
+    group = _attr(node, "group", 1)
+    if not isinstance(group, int) or group < 1 or weight[0] % group:
+        bad(f"group={group!r} must be a positive divisor of its {weight[0]} output channels")
+    for name, low, length in (("strides", 1, rank), ("dilations", 1, rank), ("pads", 0, 2 * rank),
+                              ("kernel_shape", 1, rank)):
+        value = _attr(node, name, None)
+        if value is None:
+            continue
+        value = list(value) if isinstance(value, (list, tuple)) else [value]
+        if len(value) != length or any(not isinstance(v, int) or v < low for v in value):
+            bad(f"{name}={value} must be {length} integers of at least {low}")
+    kernel = _attr(node, "kernel_shape", None)
+    if kernel is not None and list(kernel) != list(weight[2:]):
+        bad(f"kernel_shape={list(kernel)} does not match its weight's {list(weight[2:])}")
+
+
 def _describe(node: Any, shapes: dict, params: dict) -> tuple[str, dict[str, Any]]:
     kind = node.op_type
     if kind in ("Conv", "ConvTranspose") and len(node.input) > 1 and shapes.get(node.input[1]):
         weight = shapes[node.input[1]]
         rank = len(weight) - 2
+        _check_conv(node, weight)
         pads = _attr(node, "pads", [0] * (2 * rank))
         return conv_attrs(weight, _attr(node, "strides", 1), list(pads[:rank]),
                           _attr(node, "dilations", 1), _attr(node, "group", 1),

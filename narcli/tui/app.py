@@ -96,6 +96,7 @@ class NarApp(App):
         self.family: Any = None  # the open model's family prediction (from Similar), for Predictions
         self.sort_column = "name"
         self._debounce: Timer | None = None
+        self.terminated = False  # SIGTERM asked the app to close
 
     # -- layout -------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -121,6 +122,7 @@ class NarApp(App):
         yield Footer()
 
     def on_mount(self) -> None:
+        self._close_on_sigterm()
         table = self.query_one("#models", DataTable)
         for column in data.COLUMNS:
             table.add_column(column, key=column, width=data.WIDTHS[column])
@@ -251,6 +253,21 @@ class NarApp(App):
         self.query_one("#similar-table", DataTable).clear()
         self.query_one("#structure-tree", Tree).clear()
         self.load_details(entry)
+
+    def _close_on_sigterm(self) -> None:
+        """SIGTERM closes the app through its own loop (workers stopped, terminal restored), rather
+        than an exception raised wherever the main thread happens to be."""
+        import asyncio
+        import signal
+
+        def terminate() -> None:
+            self.terminated = True
+            self.exit()
+
+        try:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, terminate)
+        except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
+            pass
 
     def show_family(self, family: str) -> None:
         self.query_one("#filter-family", Select).value = family
@@ -448,4 +465,7 @@ class NarApp(App):
 
 
 def run(target: str | None = None) -> None:
-    NarApp(target).run()
+    app = NarApp(target)
+    app.run()
+    if app.terminated:
+        raise SystemExit(128 + 15)  # the status a shell expects after SIGTERM
