@@ -138,3 +138,42 @@ def test_sigterm_closes_the_tui_cleanly(tmp_path):
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 143
     assert b"internal error" not in out and b"Traceback" not in out, out[-500:]
+
+
+# 6: one measurement at a time per device on a machine
+def _hold_measurement_lock(ready, release):
+    from narcli.bench.lock import measuring
+
+    with measuring("cpu"):
+        ready.set()
+        release.wait(60)
+
+
+def test_a_second_measurement_on_the_same_device_is_refused(cli, write):
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    ready, release = ctx.Event(), ctx.Event()
+    holder = ctx.Process(target=_hold_measurement_lock, args=(ready, release))
+    holder.start()
+    try:
+        assert ready.wait(60)
+        model = write("tiny.py", mlp_source(4, 8, 2))
+        result = cli("bench", model, "--repeat", "2")
+        assert result.exit_code == 1
+        one_error_line(result, "another nar is measuring on this machine's cpu", f"pid {holder.pid}")
+        result = cli("calibrate", "--models", "3", "--device", "second")
+        assert result.exit_code == 1
+        one_error_line(result, "another nar is measuring")
+    finally:
+        release.set()
+        holder.join(30)
+    assert cli("bench", model, "--repeat", "2").exit_code == 0  # free again once the first is done
+
+
+def test_the_measurement_lock_is_reentrant_in_one_process():
+    from narcli.bench.lock import _held, measuring
+
+    with measuring("cpu"), measuring("cpu"):
+        assert _held["cpu"][1] == 2
+    assert "cpu" not in _held

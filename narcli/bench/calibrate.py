@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from narcli.bench.lock import measuring
 from narcli.errors import NarError, UsageError
 
 LOW_MACS, HIGH_MACS = 5e7, 2e10
@@ -145,7 +146,8 @@ def calibrate(name: str = "local", models: int = 20, budget: float | None = None
     if budget is not None and not 0 < budget <= 86_400:
         raise UsageError(f"--budget must be between 0 and 86,400 seconds, not {budget}")
     chosen = candidates()[:models]
-    measured = measure_models(chosen, threads, repeat, budget, report)
+    with measuring("cpu"):  # the whole calibration: no other measurement may interleave with it
+        measured = measure_models(chosen, threads, repeat, budget, report)
     if len(measured) < 3:
         raise NarError(f"only {len(measured)} models measured; calibration needs at least 3 (raise --budget)")
     x = np.stack([features(c.predicted, c.macs) for c, _ in measured])
@@ -216,8 +218,9 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
     picks = np.unique(np.linspace(0, len(rest) - 1, held_out).round().astype(int))
     test = [rest[i] for i in picks]
     report(f"measuring {len(pool)} calibration candidates and {len(test)} held-out models")
-    calibration = measure_models(pool, threads, repeat, None, report)
-    evaluation = measure_models(test, threads, repeat, None, report)
+    with measuring("cpu"):
+        calibration = measure_models(pool, threads, repeat, None, report)
+        evaluation = measure_models(test, threads, repeat, None, report)
     truth = np.array([ms for _, ms in evaluation])
     x_test = np.stack([features(c.predicted, c.macs) for c, _ in evaluation])
     macs_test = np.array([c.macs for c, _ in evaluation], dtype=np.float64)

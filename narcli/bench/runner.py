@@ -13,6 +13,7 @@ from typing import Any
 
 from narcli.bench import store
 from narcli.bench.device import DeviceInfo, available_bytes, check_device, device_info
+from narcli.bench.lock import measuring
 from narcli.bench.measure import check_fits, check_repeat
 from narcli.errors import NarError, UsageError
 
@@ -108,7 +109,8 @@ def bench_target(text: str, batch: int = 1, device: str = "cpu", threads: int | 
     request.batch, request.device, request.threads, request.repeat = batch, device, info.threads, repeat
     from narcli.trace.isolation import run_isolated
 
-    measured = run_isolated(measure_in_child, (request,), timeout, f"benchmarking {request.name}")
+    with measuring(device):
+        measured = run_isolated(measure_in_child, (request,), timeout, f"benchmarking {request.name}")
     result = BenchResult(request.name, graph_hash, batch, info.to_dict(), measured["median_ms"], measured["iqr_ms"],
                          measured["runs"], measured["warmup"], params, macs, times_ms=measured["times_ms"],
                          warmup_ms=measured.get("warmup_ms", 0.0))
