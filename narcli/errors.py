@@ -26,6 +26,33 @@ def printable(text: object, newlines: bool = False) -> str:
     return text.translate(_KEEP_NEWLINES if newlines else _CONTROLS)
 
 
+def storage_trouble(exc: BaseException, folder: object = None) -> str | None:
+    """What stops a write, in words, when `exc` is the file system saying no: "a read-only file
+    system", "a full disk", "not writable (permission denied)"; None for anything else (a damaged
+    file, a bug). SQLite words it its own way, and some libraries (annoy) drop the errno, so the
+    text is read too; `folder`, when given, is checked for a read-only mount."""
+    import errno
+    import os
+
+    code = getattr(exc, "errno", None)
+    text = str(exc).lower()
+    if code == errno.EROFS or "read-only file system" in text or "readonly database" in text:
+        return "a read-only file system"
+    if code in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)) or "disk is full" in text or "no space left" in text:
+        return "a full disk"
+    if code in (errno.EACCES, errno.EPERM) or "permission denied" in text:
+        return "not writable (permission denied)"
+    if folder is not None and ("unable to open" in text or "readonly" in text):
+        try:
+            if os.statvfs(str(folder)).f_flag & getattr(os, "ST_RDONLY", 1):
+                return "a read-only file system"
+        except OSError:
+            pass
+        if not os.access(str(folder), os.W_OK):
+            return "not writable (permission denied)"
+    return None
+
+
 class NarError(Exception):
     """An error whose message is fit to show a user as-is."""
 

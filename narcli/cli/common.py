@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from narcli.errors import NarError, printable, shorten
+from narcli.errors import NarError, printable, shorten, storage_trouble
 
 # set by the app's callback before any command runs
 state = {"debug": False}
@@ -66,10 +66,11 @@ def run(fn: Any, *args: Any, **kwargs: Any) -> Any:
     except KeyboardInterrupt:
         fail("interrupted", 130)
     except OSError as exc:  # the file system said no: a name too long, a file where a folder should be
-        if state["debug"] or not exc.strerror:
+        trouble = storage_trouble(exc)
+        if state["debug"] or not (exc.strerror or trouble):
             raise
         where = f"{shorten(exc.filename, 120)}: " if exc.filename else ""
-        fail(f"{where}{exc.strerror}", 1)
+        fail(f"{where}{exc.strerror or trouble}", 1)
     except Exception as exc:
         if state["debug"]:
             raise

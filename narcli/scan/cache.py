@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from narcli.errors import CacheError, NarError
+from narcli.errors import CacheError, NarError, storage_trouble
 
 BUSY_TIMEOUT_MS = 30_000
 CACHE_PREFIX = "cache:"  # `cache:NAME` names a model in this cache on the command line
@@ -72,6 +72,14 @@ class ModelRecord:
 DAMAGE_FIX = "run `nar cache clear` (it deletes the file) and scan again"
 
 
+def _cannot_write(path: Path, trouble: str) -> str:
+    fix = "free some space and run it again" if "full" in trouble else \
+        "point NAR_HOME at a writable folder to scan new models"
+    return f"cache {path} cannot be written: it is on {trouble} (the cache is intact; nothing was lost); {fix}" \
+        if "full" in trouble or "read-only" in trouble else \
+        f"cache {path} cannot be written: its folder is {trouble} (the cache is intact); {fix}"
+
+
 def _guarded(method: Any) -> Any:
     """Turn a damaged database (a bad page, a file that is not SQLite) into one line with the fix,
     and a NAR_HOME that cannot hold the cache into one line naming it."""
@@ -84,11 +92,22 @@ def _guarded(method: Any) -> Any:
         except sqlite3.OperationalError as exc:
             if "locked" in str(exc) or "busy" in str(exc):
                 raise CacheError(f"cache {self.path} is busy ({exc}); try again") from None
-            if "unable to open" in str(exc) or "readonly" in str(exc):
+            trouble = storage_trouble(exc, self.path.parent)
+            if trouble:  # the disk said no: the cache itself is intact, and nothing was written
+                raise CacheError(_cannot_write(self.path, trouble)) from None
+            if "unable to open" in str(exc):
                 raise CacheError(f"cache {self.path} cannot be opened ({exc}); check NAR_HOME") from None
             raise CacheError(f"cache {self.path} is damaged ({exc}); {DAMAGE_FIX}") from None
         except sqlite3.DatabaseError as exc:
+            trouble = storage_trouble(exc, self.path.parent)
+            if trouble:
+                raise CacheError(_cannot_write(self.path, trouble)) from None
             raise CacheError(f"cache {self.path} is damaged ({exc}); {DAMAGE_FIX}") from None
+        except OSError as exc:  # making the folder, say
+            trouble = storage_trouble(exc, self.path.parent)
+            if trouble:
+                raise CacheError(_cannot_write(self.path, trouble)) from None
+            raise
         except (FileExistsError, NotADirectoryError) as exc:
             raise CacheError(f"cache directory {self.path.parent} cannot be used ({exc.strerror}: "
                            f"{exc.filename}); point NAR_HOME at a directory") from None
@@ -118,6 +137,12 @@ class Cache:
                 conn.close()
             if "no such table" in str(exc):  # another process has just created the file
                 return None
+            if "unable to open" in str(exc) and storage_trouble(exc, self.path.parent):
+                # a WAL database on a read-only mount, without its -shm file: SQLite cannot set up
+                # shared memory, but the file itself reads fine as immutable (as of its last checkpoint)
+                conn = sqlite3.connect(f"file:{self.path}?mode=ro&immutable=1", uri=True)
+                conn.execute("select 1 from scans limit 1")
+                return conn
             raise  # the public methods (`_guarded`) say what is wrong and how to fix it
 
     @_guarded

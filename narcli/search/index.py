@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from narcli.errors import NarError
+from narcli.errors import NarError, storage_trouble
 
 SEARCH_FACTOR = 4  # nodes inspected per query, in multiples of annoy's default
 DEFAULT_TREES = 32
@@ -95,31 +95,43 @@ def build_index(path: Path, keys: list[str], vectors: np.ndarray, meta: dict[str
     path = Path(path)
     if path.parent.exists() and not path.parent.is_dir():
         raise IndexError_(f"{path.parent} is a file, not a directory; remove it or point NAR_HOME elsewhere")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(path.parent)
-    annoy = AnnoyIndex(dim, "angular")
-    annoy.set_seed(seed)
-    for i, vector in enumerate(vectors):
-        annoy.add_item(i, vector.tolist())
-    annoy.build(trees, n_jobs=jobs)
     tmp_ann = path.with_name(f"{path.stem}.{os.getpid()}.ann.tmp")
-    annoy.save(str(tmp_ann))
-    annoy.unload()
-    digest = _file_digest(tmp_ann)
-    ann = path.with_name(f"{path.stem}-{digest}.ann")
-    record = {"format": FORMAT, "ann": ann.name, "ann_bytes": tmp_ann.stat().st_size, "ann_digest": digest,
-              "dim": dim, "items": len(keys), "trees": trees, "metric": "angular", "keys": list(keys),
-              **(meta or {})}
     tmp_json = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp_json.write_text(json.dumps(record))
-    # Every rename in and every removal happens under the exclusive lock: two builds of the same
-    # entries name the same annoy file, and one must not remove it after the other has put it back.
-    with folder_lock(path.parent, exclusive=True):
-        tmp_ann.replace(ann)
-        old = _previous_ann(path)  # read under the lock: a concurrent build may have swapped it
-        tmp_json.replace(path)
-        if old is not None and old != ann:
-            old.unlink(missing_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(path.parent)
+        annoy = AnnoyIndex(dim, "angular")
+        annoy.set_seed(seed)
+        for i, vector in enumerate(vectors):
+            annoy.add_item(i, vector.tolist())
+        annoy.build(trees, n_jobs=jobs)
+        annoy.save(str(tmp_ann))
+        annoy.unload()
+        digest = _file_digest(tmp_ann)
+        ann = path.with_name(f"{path.stem}-{digest}.ann")
+        record = {"format": FORMAT, "ann": ann.name, "ann_bytes": tmp_ann.stat().st_size, "ann_digest": digest,
+                  "dim": dim, "items": len(keys), "trees": trees, "metric": "angular", "keys": list(keys),
+                  **(meta or {})}
+        tmp_json.write_text(json.dumps(record))
+        # Every rename in and every removal happens under the exclusive lock: two builds of the same
+        # entries name the same annoy file, and one must not remove it after the other has put it back.
+        with folder_lock(path.parent, exclusive=True):
+            tmp_ann.replace(ann)
+            old = _previous_ann(path)  # read under the lock: a concurrent build may have swapped it
+            tmp_json.replace(path)
+            if old is not None and old != ann:
+                old.unlink(missing_ok=True)
+    except OSError as exc:  # read-only or full: leave nothing half-written, and say which
+        for tmp in (tmp_ann, tmp_json):
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:
+                pass
+        trouble = storage_trouble(exc, path.parent)
+        if trouble is None:
+            raise
+        raise IndexError_(f"cannot write the index {path}: it is on {trouble}" if "system" in trouble or "full" in
+                          trouble else f"cannot write the index {path}: its folder is {trouble}") from None
     return VectorIndex(path)
 
 
