@@ -218,3 +218,49 @@ def test_naming_a_model_folders_file_is_consent(cli, tmp_path):
     result = cli("scan", folder / "modeling_evil.py", "--input-shape", "1,4")
     assert result.exit_code == 0, result.output
     assert marker.exists()
+
+
+# -- a .pt2 that inflates without bound (issue 30) ----------------------------------------------------
+def _bomb(path, inflated: int, claimed: int | None = None):
+    """A .pt2 whose program record is `inflated` bytes of JSON-looking text that deflates ~1000:1."""
+    import zlib
+
+    body = b'{"a": "' + b"x" * (inflated - 10) + b'"}'
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+        archive.writestr("bomb/models/model.json", body)
+    if claimed is not None:  # lie about the size in both headers, as a crafted archive can
+        data = bytearray(path.read_bytes())
+        for marker in (b"PK\x03\x04", b"PK\x01\x02"):
+            at = data.find(marker)
+            offset = 22 if marker == b"PK\x03\x04" else 24
+            data[at + offset:at + offset + 4] = claimed.to_bytes(4, "little")
+        path.write_bytes(bytes(data))
+    del zlib
+    return path
+
+
+@pytest.mark.parametrize("claimed", [None, 1000])
+def test_a_pt2_zip_bomb_is_refused_before_it_inflates(tmp_path, claimed):
+    import resource
+    import time
+
+    from narcli.trace.pt2_archive import load_exported_program
+
+    path = _bomb(tmp_path / "bomb.pt2", 300 << 20, claimed)
+    assert path.stat().st_size < 1 << 20
+    start, peak = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # a lying header: zipfile stops at the size it claims, and the CRC then fails
+    with pytest.raises(LoadError, match="zip bomb|inflates past|larger than|Bad CRC"):
+        load_exported_program(path)
+    assert time.perf_counter() - start < 5
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak < 200 << 10  # KiB: under 200 MB more
+
+
+def test_a_pt2_program_past_the_size_limit_is_refused_with_the_limit(tmp_path):
+    from narcli.trace.pt2_archive import MAX_PROGRAM_BYTES, load_exported_program
+
+    path = tmp_path / "huge.pt2"
+    with zipfile.ZipFile(path, "w") as archive:  # stored, as torch writes it: no ratio to check
+        archive.writestr("huge/models/model.json", b" " * (MAX_PROGRAM_BYTES + 1))
+    with pytest.raises(LoadError, match="larger than 64 MB"):
+        load_exported_program(path)

@@ -24,8 +24,13 @@ from typing import Any
 
 from narcli.errors import LoadError
 
-# the serialized program is JSON; anything larger than this is not a model we should parse
-MAX_PROGRAM_BYTES = 512 << 20
+# The serialized program is JSON, and torch.export.save stores it uncompressed: 0.67 MB for a
+# 12-layer transformer encoder, so 64 MB holds a network of about a thousand such layers. Anything
+# larger is not a model we should parse (json.loads needs several times the text in memory).
+MAX_PROGRAM_BYTES = 64 << 20
+# Compressed JSON deflates about 30:1; a zip bomb about 1000:1. The ratio is checked as it inflates.
+MAX_RATIO = 200
+_CHUNK = 1 << 20
 
 # tokens of an expression: a number, a name, a quoted shape symbol or number, an operator
 _TOKEN = re.compile(r"\s*(?:(\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)|([A-Za-z_][A-Za-z0-9_]*)"
@@ -139,14 +144,34 @@ def graph_signature_inputs(program: dict) -> list[dict]:
     return program["graph_module"]["signature"]["input_specs"]
 
 
+def _read_bounded(archive: zipfile.ZipFile, record: str, path: Path) -> bytes:
+    """The record's bytes, inflated a megabyte at a time: refused as soon as they pass
+    MAX_PROGRAM_BYTES or MAX_RATIO times what they were compressed to, whatever the header claims."""
+    info = archive.getinfo(record)
+    limit = MAX_PROGRAM_BYTES >> 20
+    if info.file_size > MAX_PROGRAM_BYTES:
+        raise LoadError(f"{path}: the serialized program is larger than {limit} MB; nar reads programs up to that")
+    compressed = max(info.compress_size, 1)
+    chunks, total = [], 0
+    with archive.open(info) as stream:
+        while block := stream.read(_CHUNK):
+            total += len(block)
+            if total > MAX_PROGRAM_BYTES:
+                raise LoadError(f"{path}: the serialized program inflates past {limit} MB (its header said "
+                                f"{info.file_size:,} bytes): refused")
+            if info.compress_type != zipfile.ZIP_STORED and total > _CHUNK and total > MAX_RATIO * compressed:
+                raise LoadError(f"{path}: the serialized program inflates more than {MAX_RATIO}:1 "
+                                f"({compressed:,} compressed bytes), as a zip bomb does: refused")
+            chunks.append(block)
+    return b"".join(chunks)
+
+
 def load_exported_program(path: Path) -> Any:
     """The `ExportedProgram` in `path`, with meta tensors for its weights; see the module docstring."""
     try:
         with zipfile.ZipFile(path) as archive:
             record = _program_record(archive, path)
-            if archive.getinfo(record).file_size > MAX_PROGRAM_BYTES:
-                raise LoadError(f"{path}: the serialized program is larger than {MAX_PROGRAM_BYTES >> 20} MB")
-            text = archive.read(record)
+            text = _read_bounded(archive, record, path)
     except LoadError:
         raise
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, RuntimeError) as exc:
