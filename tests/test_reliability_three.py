@@ -276,3 +276,28 @@ def test_a_damaged_cache_is_still_called_damaged(cli, nar_home):
     (nar_home / "nar.db").write_bytes(b"not a database at all" * 100)
     assert storage_trouble(__import__("sqlite3").DatabaseError("file is not a database"), nar_home) is None
     one_error_line(cli("cache", "info"), "damaged")
+
+
+# 10: a file too big to read is refused by its size first
+@pytest.mark.parametrize("suffix, message", [(".py", "at most 32 MiB"), (".onnx", "protobuf's limit"),
+                                             (".pt2", "not a readable torch.export archive")])
+def test_a_sparse_60_gb_model_file_is_refused_by_size(cli, tmp_path, suffix, message):
+    import resource
+
+    path = tmp_path / f"huge{suffix}"
+    with open(path, "wb") as f:
+        f.truncate(60 << 30)  # sparse: no disk used
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    line = one_error_line(cli("scan", path), message)
+    assert "MemoryError" not in line and "internal error" not in line
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100 << 10  # KiB
+
+
+def test_a_directory_walk_does_not_read_a_huge_py(cli, tmp_path):
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    with open(folder / "huge.py", "wb") as f:
+        f.truncate(60 << 30)
+    result = cli("scan", folder, "--json")
+    [entry] = json.loads(result.stdout)["files"]
+    assert "at most 32 MiB" in entry["error"]

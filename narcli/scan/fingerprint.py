@@ -51,6 +51,9 @@ def _local_imports(path: Path, source: bytes) -> list[Path]:
     return found
 
 
+MAX_SOURCE_BYTES = 32 << 20  # a larger .py is hashed, not parsed for its imports (the scan refuses it)
+
+
 def file_fingerprint(path: Path, max_files: int = 200) -> str:
     """sha256 over the file's bytes and, for Python files, those of the local modules it imports."""
     digest = hashlib.sha256()
@@ -62,8 +65,19 @@ def file_fingerprint(path: Path, max_files: int = 200) -> str:
         if resolved in seen:
             continue
         seen.add(resolved)
-        data = current.read_bytes()
-        digest.update(str(len(data)).encode() + b"\0" + data)
-        if current.suffix == ".py":
+        if current.suffix == ".py" and current.stat().st_size <= MAX_SOURCE_BYTES:
+            data = current.read_bytes()
+            digest.update(str(len(data)).encode() + b"\0" + data)
             pending += sorted(_local_imports(current, data))
+        elif current.suffix.lower() == ".pt2":
+            # the graph is the archive's program; its weights (gigabytes, never read) change nothing
+            from narcli.trace.pt2_archive import program_bytes
+
+            data = program_bytes(current)
+            digest.update(b"pt2\0" + str(len(data)).encode() + b"\0" + data)
+        else:
+            digest.update(str(current.stat().st_size).encode() + b"\0")
+            with open(current, "rb") as handle:  # a megabyte at a time, whatever the file's size
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
     return digest.hexdigest()

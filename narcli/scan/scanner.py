@@ -18,6 +18,10 @@ from narcli.scan.fingerprint import file_fingerprint
 from narcli.trace.inputs import InputSpec, describe, parse_inputs
 
 KINDS = {".py": "py", ".onnx": "onnx", ".pt2": "pt2"}
+# Refused by size before anything is read: no model's source is this long, and protobuf caps a
+# single-file ONNX model at 2 GiB (larger ones keep their weights as external data). A .pt2 has no
+# cap: only its program is read (bounded in pt2_archive), never its weights.
+MAX_BYTES = {"py": 32 << 20, "onnx": 2 << 30}
 
 
 def looks_like_a_name(text: str) -> bool:
@@ -232,8 +236,16 @@ def _check_file(path: Path) -> str:
     if kind is None:
         raise LoadError(f"{path}: not a model file (expected .py, .onnx or .pt2, a checkpoint "
                         f"(.safetensors, .pt, .pth, .bin, .ckpt) or a model folder)")
-    if path.stat().st_size == 0:
+    size = path.stat().st_size
+    if size == 0:
         raise LoadError(f"{path}: file is empty")
+    limit = MAX_BYTES.get(kind)
+    if limit is not None and size > limit:
+        why = ("no model's source code is that long" if kind == "py" else
+               "a single-file ONNX model is at most 2 GiB (protobuf's limit); larger models keep weights as "
+               "external data")
+        raise LoadError(f"{path}: {size / (1 << 30):,.1f} GiB is too big for a .{kind} file nar reads "
+                        f"(at most {limit >> 20:,} MiB: {why})")
     return kind
 
 
@@ -378,6 +390,8 @@ def model_files(root: Path) -> list[Path]:
 
 def mentions_torch(path: Path) -> bool:
     try:
+        if path.stat().st_size > MAX_BYTES["py"]:
+            return True  # not read here: scanning it says why it is refused
         text = path.read_text(errors="replace")
     except OSError:
         return True

@@ -166,16 +166,23 @@ def _read_bounded(archive: zipfile.ZipFile, record: str, path: Path) -> bytes:
     return b"".join(chunks)
 
 
-def load_exported_program(path: Path) -> Any:
-    """The `ExportedProgram` in `path`, with meta tensors for its weights; see the module docstring."""
+def program_bytes(path: Path) -> bytes:
+    """The serialized program of the archive at `path` (bounded, see `_read_bounded`); LoadError
+    when it is not a readable torch.export archive. Standard library only: the scan parent uses it
+    for the cache key."""
     try:
         with zipfile.ZipFile(path) as archive:
             record = _program_record(archive, path)
-            text = _read_bounded(archive, record, path)
+            return _read_bounded(archive, record, path)
     except LoadError:
         raise
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, RuntimeError) as exc:
         raise LoadError(f"{path}: not a readable torch.export archive ({type(exc).__name__}: {exc})") from None
+
+
+def load_exported_program(path: Path) -> Any:
+    """The `ExportedProgram` in `path`, with meta tensors for its weights; see the module docstring."""
+    text = program_bytes(path)
     try:
         program = json.loads(text)
         _check_expressions(program, path)
