@@ -49,7 +49,7 @@ def test_a_cache_hit_shows_the_path_asked_for(cli, write, tmp_path, monkeypatch)
     (["zoo", "list", "--limit", "-1"], "--limit must be at least 0"),
     (["similar", "resnet50", "-k", "-1"], "-k must be between 1 and 1000"),
     (["train", "encoder", "--seed", "-1"], "--seed must be between 0 and"),
-    (["eval", "retrieval", "--ce-weight", "nan"], "--ce-weight must be at least 0"),
+    (["eval", "retrieval", "--ce-weight", "nan"], "--ce-weight must not be negative"),
     (["eval", "predictor", "--jobs", "0"], "--jobs must be between 1 and 256"),
     (["train", "predictor", "--seed", "-3"], "--seed must be between 0 and"),
 ])

@@ -25,15 +25,16 @@ def _ks(text: str) -> tuple[int, ...]:
 
 
 def _train_config(seed: int, epochs: int, ce_weight: float, device: str, augment: int | None = None) -> Any:
-    check_range("--seed", seed, 0, MAX_SEED)
-    check_range("--ce-weight", ce_weight, 0.0)
     """The training recipe that `nar train encoder` and `nar eval retrieval` share, checked."""
+    import math
+
     from narcli.encode.training import TrainConfig
 
+    check_range("--seed", seed, 0, MAX_SEED)
     if epochs < 1:
         fail("--epochs must be at least 1", 2)
-    if ce_weight < 0:
-        fail("--ce-weight must not be negative", 2)
+    if not math.isfinite(ce_weight) or ce_weight < 0:
+        fail(f"--ce-weight must not be negative (and must be a finite number), not {ce_weight!r}", 2)
     if augment is None:
         augment = TrainConfig.augment  # the shipped recipe
     if not 0 <= augment <= 16:
