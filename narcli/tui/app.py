@@ -21,6 +21,7 @@ from textual.widgets import DataTable, Footer, Input, Select, Static, TabbedCont
 
 from narcli.errors import printable
 from narcli.tui import data
+from narcli.tui.signals import close_on_sigterm
 from narcli.tui.screens import CompareScreen, ExportScreen, HelpScreen, OpenScreen
 
 FILTERS = ("source", "family", "task", "coarse")
@@ -122,7 +123,7 @@ class NarApp(App):
         yield Footer()
 
     def on_mount(self) -> None:
-        self._close_on_sigterm()
+        close_on_sigterm(self)
         table = self.query_one("#models", DataTable)
         for column in data.COLUMNS:
             table.add_column(column, key=column, width=data.WIDTHS[column])
@@ -136,7 +137,7 @@ class NarApp(App):
         if self.initial:
             entry = self.find_entry(self.initial)
             if entry is None:
-                self.notify(f"{self.initial!r} is not in the zoo or the cache", severity="warning", markup=False)
+                self.tell(f"{self.initial!r} is not in the zoo or the cache", severity="warning")
             else:
                 self.open_key(entry.key)
 
@@ -254,20 +255,10 @@ class NarApp(App):
         self.query_one("#structure-tree", Tree).clear()
         self.load_details(entry)
 
-    def _close_on_sigterm(self) -> None:
-        """SIGTERM closes the app through its own loop (workers stopped, terminal restored), rather
-        than an exception raised wherever the main thread happens to be."""
-        import asyncio
-        import signal
-
-        def terminate() -> None:
-            self.terminated = True
-            self.exit()
-
-        try:
-            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, terminate)
-        except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
-            pass
+    def tell(self, message: object, **options: Any) -> None:
+        """A notification whose text comes from outside: shown as text, controls escaped."""
+        self.notify(printable(message), markup=False, **{k: printable(v) if k == "title" else v
+                                                          for k, v in options.items()})
 
     def show_family(self, family: str) -> None:
         self.query_one("#filter-family", Select).value = family
@@ -290,7 +281,7 @@ class NarApp(App):
         widget = {"summary": "#summary-body", "predictions": "#predictions-body", "similar": "#similar-head"}.get(name)
         if widget:
             self.query_one(widget, Static).update(data.shown(message, "red"))
-        self.notify(printable(message), title=printable(f"{entry.name}: {name}"), severity="error", markup=False)
+        self.tell(message, title=f"{entry.name}: {name}", severity="error")
 
     def show_summary(self, entry: data.Entry, rows: list[tuple[str, str]]) -> None:
         grid = Table.grid(padding=(0, 2))
@@ -328,25 +319,7 @@ class NarApp(App):
         self.family = result.prediction
 
     def show_predictions(self, entry: data.Entry, rows: list) -> None:
-        from narcli.search.text import prediction_line
-        from narcli.search.predictions import format_interval, format_value, short_label
-
-        grid = Table(box=None, pad_edge=False, header_style="bold")
-        for column in ("target", "device", "predicted", "90 % interval"):
-            grid.add_column(column, justify="right" if column != "target" and column != "device" else "left")
-        reasons = []
-        for row in rows:
-            if row.status == "ok":
-                grid.add_row(short_label(row), row.target.device or "—", format_value(row), format_interval(row))
-            else:
-                reasons.append(f"n/a ({row.head}, {row.status}): {row.reason}")
-        family = self.family
-        parts: list[Any] = [prediction_line(family) if family is not None else "family: loading…", ""]
-        parts.append(grid if grid.row_count else "no accuracy or latency prediction applies")
-        parts += [data.shown(reason) for reason in sorted(set(reasons))]
-        from rich.console import Group
-
-        self.query_one("#predictions-body", Static).update(Group(*parts))
+        self.query_one("#predictions-body", Static).update(data.predictions_view(rows, self.family))
 
     @on(DataTable.RowSelected, "#similar-table")
     def jump(self, event: DataTable.RowSelected) -> None:
@@ -356,7 +329,7 @@ class NarApp(App):
         entry = self.by_key.get(neighbour.name) or next(
             (e for e in self.entries if e.zoo_model is not None and e.zoo_model.graph_hash == neighbour.graph_hash), None)
         if entry is None:
-            self.notify(printable(f"{neighbour.name} is not in the table"), severity="warning", markup=False)
+            self.tell(f"{neighbour.name} is not in the table", severity="warning")
             return
         self.open_key(entry.key)
 
@@ -410,7 +383,7 @@ class NarApp(App):
 
     def start_scan(self, request: dict | None) -> None:
         if request:
-            self.notify(printable(f"scanning {request['path']}…"), title="scan", markup=False)
+            self.tell(f"scanning {request['path']}…", title="scan")
             self.scan_in_background(request)
 
     @work(thread=True, exclusive=True, group="scan")
@@ -422,11 +395,11 @@ class NarApp(App):
             options = ScanOptions(model=request["model"], input_shapes=[request["shape"]] if request["shape"] else None)
             records, _ = scan_file(Path(request["path"]).expanduser(), options)
         except NarError as exc:
-            self.call_from_thread(self.notify, printable(exc), title="scan failed", severity="error", markup=False)
+            self.call_from_thread(self.tell, exc, title="scan failed", severity="error")
             return
         except Exception as exc:  # noqa: BLE001
-            self.call_from_thread(self.notify, printable(f"internal error: {type(exc).__name__}: {exc}"),
-                                  title="scan failed", severity="error", markup=False)
+            self.call_from_thread(self.tell, f"internal error: {type(exc).__name__}: {exc}", title="scan failed",
+                                  severity="error")
             return
         self.call_from_thread(self.add_scanned, records)
 
@@ -439,7 +412,7 @@ class NarApp(App):
         self.shown = []
         self.refresh_table()
         if added:
-            self.notify(printable(f"scanned {', '.join(e.name for e in added)}"), title="scan", markup=False)
+            self.tell(f"scanned {', '.join(e.name for e in added)}", title="scan")
             self.open_key(added[0].key)
 
     def action_export(self) -> None:
@@ -458,10 +431,9 @@ class NarApp(App):
             paths = (data.export_similar(self.similar_result, Path(folder), entry.name) if similar
                      else data.export_graph(entry, Path(folder)))
         except OSError as exc:
-            self.notify(printable(f"{exc.filename or folder}: {exc.strerror or exc}"), title="export failed",
-                        severity="error", markup=False)
+            self.tell(f"{exc.filename or folder}: {exc.strerror or exc}", title="export failed", severity="error")
             return
-        self.notify(printable("wrote " + ", ".join(str(p) for p in paths)), title="export", markup=False)
+        self.tell("wrote " + ", ".join(str(p) for p in paths), title="export")
 
 
 def run(target: str | None = None) -> None:

@@ -212,3 +212,27 @@ def export_similar(result: Any, folder: Path, stem: str) -> list[Path]:
 def safe_stem(name: str) -> str:
     keep = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
     return keep.strip("._")[:80] or "model"
+
+
+def predictions_view(rows: list, family: Any) -> Any:
+    """The Predictions tab: the family line, a table of the predictions that apply, and why the
+    others do not (a Rich renderable)."""
+    from rich.console import Group
+    from rich.table import Table
+
+    from narcli.search.predictions import format_interval, format_value, short_label
+    from narcli.search.text import prediction_line
+
+    grid = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("target", "device", "predicted", "90 % interval"):
+        grid.add_column(column, justify="right" if column != "target" and column != "device" else "left")
+    reasons = []
+    for row in rows:
+        if row.status == "ok":
+            grid.add_row(short_label(row), row.target.device or "—", format_value(row), format_interval(row))
+        else:
+            reasons.append(f"n/a ({row.head}, {row.status}): {row.reason}")
+    parts: list[Any] = [prediction_line(family) if family is not None else "family: loading…", ""]
+    parts.append(grid if grid.row_count else "no accuracy or latency prediction applies")
+    parts += [shown(reason) for reason in sorted(set(reasons))]
+    return Group(*parts)
