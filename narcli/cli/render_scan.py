@@ -74,7 +74,8 @@ def print_directory(console: Console, results: list[Any]) -> None:
     console.print(f"{models} model(s) in {len(results) - len(failed) - len(skipped)} file(s); "
                   f"{len(skipped)} skipped, {len(failed)} failed")
     for result in failed:
-        console.print(f"[red]failed[/red] {safe(result.path)}: {safe(result.error)}", highlight=False)
+        error = result.error.removeprefix(f"{result.path}: ")  # most errors name the file first already
+        console.print(f"[red]failed[/red] {safe(result.path)}: {safe(error)}", highlight=False)
 
 
 def print_cache_info(console: Console, info: dict[str, Any]) -> None:
