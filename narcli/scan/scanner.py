@@ -244,8 +244,8 @@ def _check_file(path: Path) -> str:
         why = ("no model's source code is that long" if kind == "py" else
                "a single-file ONNX model is at most 2 GiB (protobuf's limit); larger models keep weights as "
                "external data")
-        raise LoadError(f"{path}: {size / (1 << 30):,.1f} GiB is too big for a .{kind} file nar reads "
-                        f"(at most {limit >> 20:,} MiB: {why})")
+        shown = f"{size / (1 << 30):,.1f} GiB" if size >= 1 << 30 else f"{size / (1 << 20):,.1f} MiB"
+        raise LoadError(f"{path}: {shown} is too big for a .{kind} file nar reads (at most {limit >> 20:,} MiB: {why})")
     return kind
 
 
