@@ -108,6 +108,15 @@ def print_comparison(console: Any, c: Any) -> None:
         console.print(f"[bold]{safe(title)}[/]: {safe(listed)}{more}")
 
 
+def _checked_name(r: Any) -> str:
+    """`a/model.py:Net`: the model named with the path it was checked at (two `model.py` files in
+    different folders must be told apart), not the file's base name alone."""
+    from pathlib import Path
+
+    base = Path(r.path).name
+    return r.path + r.name[len(base):] if r.name.startswith(base) else f"{r.path}: {r.name}"
+
+
 def print_check(console: Any, report: Any) -> None:
 
     for r in report.results:
@@ -117,10 +126,10 @@ def print_check(console: Any, report: Any) -> None:
             tag = "[red]FAIL[/]" if report.strict else "[yellow]skip[/]"
             console.print(f"{tag} {safe(r.path)}: {safe(r.error)}")
         elif r.flagged:
-            console.print(f"[red]KNOWN[/] {safe(r.name)}: cosine {r.cosine:.3f} to {safe(r.nearest)} "
+            console.print(f"[red]KNOWN[/] {safe(_checked_name(r))}: cosine {r.cosine:.3f} to {safe(r.nearest)} "
                           f"(family {safe(r.family)}), at or above {report.threshold:.3f}")
         else:
-            console.print(f"[green]ok[/] {safe(r.name)}: nearest {safe(r.nearest)} at cosine {r.cosine:.3f}")
+            console.print(f"[green]ok[/] {safe(_checked_name(r))}: nearest {safe(r.nearest)} at cosine {r.cosine:.3f}")
     if report.flagged:
         console.print(f"[bold red]{len(report.flagged)} model(s) match a known architecture[/] (threshold "
                       f"{report.threshold:.3f} from {safe(report.threshold_from)}); rename is not redesign — "

@@ -159,8 +159,11 @@ def cache_clear(yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask 
     from narcli.scan.cache import Cache
 
     cache = run(Cache)
-    if not yes and sys.stdin.isatty():
-        typer.confirm(f"Delete everything cached in {cache.path}?", abort=True)
+    if not yes:
+        if not sys.stdin.isatty():  # a "no" on a pipe must never read as consent
+            fail(f"nar cache clear deletes everything cached in {cache.path}; without a terminal to ask on, "
+                 "pass -y to confirm", 2)
+        typer.confirm(f"Delete everything cached in {printable(cache.path)}?", abort=True)
     removed = run(cache.clear)
     if "damaged" in removed:
         print(printable(f"the cache was damaged ({removed['damaged']}); deleted {cache.path}"))

@@ -168,16 +168,23 @@ def compare(a: Entry, b: Entry) -> Any:
 
 
 # -- exports ----------------------------------------------------------------------------------------
+def _dot_string(text: str) -> str:
+    """`text` as a DOT quoted string: UTF-8 as it is (Graphviz reads it), backslashes and quotes
+    escaped, line breaks as DOT's `\\n`."""
+    escaped = str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped}"'
+
+
 def graph_dot(graph: Any, name: str) -> str:
     """Graphviz DOT of a canonical graph: one box per node (op, kernel, output shape)."""
-    lines = [f"digraph {json.dumps(name)} {{", "  rankdir=TB;", "  node [shape=box, fontname=Helvetica];"]
+    lines = [f"digraph {_dot_string(name)} {{", "  rankdir=TB;", "  node [shape=box, fontname=Helvetica];"]
     for i, node in enumerate(graph.nodes):
         label = node.op
         if node.attrs.get("kernel"):
             label += f" {'x'.join(str(k) for k in node.attrs['kernel'])}"
         if node.shape:
-            label += "\\n" + "×".join(str(d) for d in node.shape)
-        lines.append(f"  n{i} [label={json.dumps(label).replace(chr(92) * 2, chr(92))}];")
+            label += "\n" + "×".join(str(d) for d in node.shape)
+        lines.append(f"  n{i} [label={_dot_string(label)}];")
     lines += [f"  n{s} -> n{d};" for s, d in graph.edges]
     lines.append("}")
     return "\n".join(lines) + "\n"
