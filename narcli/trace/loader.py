@@ -181,12 +181,17 @@ def build_models(path: Path, spec: str | None) -> list[tuple[str, Any]]:
         if target is None:
             found = ", ".join(n for n, _ in _candidates(module, nn.Module)) or "none"
             raise LoadError(f"{path}: no {name!r} in the file (models found: {found})")
-        model = _construct(target, args, kwargs, spec.strip(), path, module)
+        shown = spec.strip()
+        if not args and not kwargs:  # `--model GPT`: fill in the config the way a bare scan does
+            config = _default_config(module, target, _required(target))
+            if config:
+                args, shown = (SpecCall(config),), f"{name}({config}())"
+        model = _construct(target, args, kwargs, shown, path, module)
         if not isinstance(model, nn.Module):
             raise LoadError(f"{path}: {spec} returned {type(model).__name__}, not an nn.Module")
-        return [(spec.strip(), model)]
+        return [(shown, model)]
 
-    built: list[tuple[str, Any]] = []
+    built: list[tuple[str, Any, str]] = []  # (name shown, model, the file's attribute it came from)
     needs_args: list[str] = []
     for name, target in _candidates(module, nn.Module):
         required = _required(target)
@@ -196,25 +201,24 @@ def build_models(path: Path, spec: str | None) -> list[tuple[str, Any]]:
                 needs_args.append(f"{name}({', '.join(required)})")
             continue
         args = (SpecCall(config),) if config else ()
-        if config:
-            name = f"{name}({config}())"  # what was assumed, shown as the model's name
+        shown = f"{name}({config}())" if config else name  # what was assumed, shown as the model's name
         try:
-            model = _construct(target, args, {}, name, path, module)
+            model = _construct(target, args, {}, shown, path, module)
         except LoadError:
             if inspect.isclass(target):
                 raise
             continue  # a helper function that is not a model factory
         if isinstance(model, nn.Module):
-            built.append((name, model))
+            built.append((shown, model, name))
     if not built:
         if needs_args:
             raise LoadError(f"{path}: every model needs constructor arguments ({'; '.join(needs_args)}); "
                             f"pick one with --model 'NAME(arg=value, ...)'")
         raise NoModelError(f"{path}: no nn.Module subclass or model factory found")
     # a block that another candidate contains is part of a model, not a model of its own
-    inner = {type(m) for _, model in built for m in list(model.modules())[1:]}
-    top = [(n, m) for n, m in built if type(m) not in inner or not inspect.isclass(getattr(module, n))]
-    return top or built
+    inner = {type(m) for _, model, _ in built for m in list(model.modules())[1:]}
+    top = [(shown, m) for shown, m, attr in built if type(m) not in inner or not inspect.isclass(getattr(module, attr))]
+    return top or [(shown, m) for shown, m, _ in built]
 
 
 def _candidates(module: Any, base: type) -> list[tuple[str, Any]]:
