@@ -132,3 +132,25 @@ def test_a_nanogpt_shaped_file_scans_with_no_options(cli, write):
     named = cli("scan", path, "--model", "GPT", "--json")  # the bare class name fills in the config too
     assert named.exit_code == 0, named.output
     assert json.loads(named.stdout)["models"][0]["name"] == "GPT(GPTConfig())"
+
+
+# 3: two cache records sharing a graph (the same file scanned under two torch versions)
+def test_the_tui_starts_when_two_scans_share_a_graph(write):
+    import asyncio
+
+    from narcli.scan.cache import Cache
+    from narcli.scan.scanner import scan_file
+    from narcli.tui.app import NarApp
+
+    records, graphs = scan_file(write("tiny.py", mlp_source(4, 8, 2)), want_graphs=True)
+    cache = Cache()
+    cache.store("as-if-another-torch", records[0].source, records, graphs)  # a second scan, one graph
+    assert len({r.graph_key for r in cache.records()}) == 1 and len(cache.records()) == 2
+
+    async def main():
+        app = NarApp(None)
+        async with app.run_test(size=(120, 34)) as pilot:
+            await pilot.pause()
+            return [e for e in app.entries if e.key.startswith("cache:")]
+
+    assert len(asyncio.run(main())) == 1

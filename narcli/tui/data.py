@@ -79,7 +79,10 @@ def load_entries() -> list[Entry]:
         records = Cache().records()
     except NarError:  # a damaged cache: browse the zoo anyway
         records = []
-    entries.extend(cache_entry(r) for r in records if r.graph_key)
+    # one row per stored graph: two scans may share one (the same file under another torch, say),
+    # and a table cannot hold two rows of one key; the newest scan names it
+    cached = {entry.key: entry for entry in (cache_entry(r) for r in records if r.graph_key)}
+    entries.extend(cached.values())
     return entries
 
 
