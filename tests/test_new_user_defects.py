@@ -154,3 +154,40 @@ def test_the_tui_starts_when_two_scans_share_a_graph(write):
             return [e for e in app.entries if e.key.startswith("cache:")]
 
     assert len(asyncio.run(main())) == 1
+
+
+# 4: search + Enter opens the exact name, then a prefix, then any match
+def test_search_and_enter_open_the_exact_name_first():
+    import asyncio
+
+    from narcli.tui.app import NarApp
+
+    async def main():
+        opened = {}
+        app = NarApp(None)
+        async with app.run_test(size=(120, 34)) as pilot:
+            await pilot.pause()
+            for query in ("resnet50", "bert", "vit_base_patch16_224", "convnext_ti"):
+                search = app.query_one("#search")
+                search.focus()
+                search.value = query
+                await pilot.press("enter")
+                await pilot.pause(0.3)
+                opened[query] = app.by_key[app.current].name
+        return opened
+
+    opened = asyncio.run(main())
+    assert opened["resnet50"] == "resnet50" and opened["bert"] == "bert"
+    assert opened["vit_base_patch16_224"] == "vit_base_patch16_224"
+    assert opened["convnext_ti"].startswith("convnext_ti")  # no exact name: a prefix before a substring
+
+
+def test_relevance_orders_exact_then_prefix_then_substring():
+    from narcli.tui.data import Entry, relevance
+
+    def entry(key, name):
+        return Entry(key, name, "", "", "", "", 0, 0, 0, key)
+
+    assert relevance(entry("timm/resnet50", "resnet50"), "resnet50") == 0
+    assert relevance(entry("timm/resnet50d", "resnet50d"), "resnet50") == 1
+    assert relevance(entry("timm/cspresnet50", "cspresnet50"), "resnet50") == 2

@@ -156,6 +156,8 @@ class NarApp(App):
         found = [e for e in self.entries if data.matches(e, text, filters)]
         numeric = self.sort_column in ("params", "MACs", "nodes")
         found.sort(key=lambda e: e.sort_value(self.sort_column), reverse=numeric)
+        if text.strip():  # the exact name first, then names that start with it (the sort is stable)
+            found.sort(key=lambda e: data.relevance(e, text))
         return [e.key for e in found]
 
     def refresh_table(self) -> None:
@@ -168,7 +170,8 @@ class NarApp(App):
             return
         keys = self.wanted()
         keep = set(keys)
-        if self.shown and keep <= set(self.shown) and len(self.shown) - len(keys) < 400:
+        if self.shown and keep <= set(self.shown) and len(self.shown) - len(keys) < 400 \
+                and [k for k in self.shown if k in keep] == keys:  # same order: removing rows is enough
             for key in self.shown:
                 if key not in keep:
                     table.remove_row(key)

@@ -99,6 +99,18 @@ def matches(entry: Entry, text: str, filters: dict[str, str]) -> bool:
     return all(str(getattr(entry, k)).lower() == v.lower() for k, v in filters.items() if v)
 
 
+def relevance(entry: Entry, text: str) -> int:
+    """How well `entry` answers the search `text`: 0 for its exact name (or id, or the id's last
+    part), 1 when its name or id's last part starts with it, 2 for any other match. Enter opens
+    the first row, so `resnet50` must open resnet50, not cspresnet50."""
+    wanted = text.strip().lower()
+    name, key = entry.name.lower(), entry.key.lower()
+    last = key.rsplit("/", 1)[-1]
+    if wanted in (name, key, last):
+        return 0
+    return 1 if name.startswith(wanted) or last.startswith(wanted) else 2
+
+
 def filter_values(entries: list[Entry], column: str) -> list[str]:
     return sorted({str(getattr(e, column)) for e in entries if getattr(e, column)}, key=str.lower)
 
