@@ -51,15 +51,27 @@ def test_without_paths_or_config_it_explains_the_config(cli, tmp_path, monkeypat
     assert result.exit_code == 2 and "check-paths" in result.output and "Traceback" not in result.output
 
 
-def test_a_file_that_fails_to_scan_blocks_only_with_strict(cli, write):
+def test_a_file_that_fails_to_scan_fails_the_check_unless_told_to_warn(cli, write, tmp_path, monkeypatch):
+    """Issue 31: the hook failed open (`skip model.py: …`, exit 0). A file it cannot check now fails
+    it by default; --on-error warn (or [tool.nar] check-on-error = "warn") lets it through, and the
+    summary line says which happened."""
     broken = write("broken.py", "import torch\nraise ValueError('boom')\n")
     plain = write("util.py", "def helper():\n    return 1\n")
     code, report = check(cli, broken, plain)
-    assert code == 0
+    assert code == 1 and report["on_error"] == "fail"
     by_name = {Path(r["path"]).name: r for r in report["results"]}
     assert "boom" in by_name["broken.py"]["error"] and by_name["util.py"]["skipped"]
-    code, _ = check(cli, broken, "--strict")
-    assert code == 1
+    text = cli("check", broken, plain).output
+    assert "FAIL" in text and "1 could not be checked (failing the check; --on-error warn" in text
+    assert "1 skipped: FAILED" in text
+    code, _ = check(cli, broken, "--on-error", "warn")
+    assert code == 0
+    assert "let through (--on-error warn)" in cli("check", broken, "--on-error", "warn").output
+    (tmp_path / "pyproject.toml").write_text('[tool.nar]\ncheck-on-error = "warn"\n')
+    monkeypatch.chdir(tmp_path)
+    assert check(cli, broken)[0] == 0
+    (tmp_path / "pyproject.toml").write_text('[tool.nar]\ncheck-on-error = "maybe"\n')
+    assert cli("check", broken).exit_code == 2
 
 
 def test_the_shipped_hook_definition():

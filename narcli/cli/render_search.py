@@ -123,7 +123,7 @@ def print_check(console: Any, report: Any) -> None:
         if r.skipped:
             continue
         if r.error:
-            tag = "[red]FAIL[/]" if report.strict else "[yellow]skip[/]"
+            tag = "[red]FAIL[/]" if report.on_error == "fail" else "[yellow]warn[/]"
             console.print(f"{tag} {safe(r.path)}: {safe(r.error)}")
         elif r.flagged:
             console.print(f"[red]KNOWN[/] {safe(_checked_name(r))}: cosine {r.cosine:.3f} to {safe(r.nearest)} "
@@ -134,3 +134,4 @@ def print_check(console: Any, report: Any) -> None:
         console.print(f"[bold red]{len(report.flagged)} model(s) match a known architecture[/] (threshold "
                       f"{report.threshold:.3f} from {safe(report.threshold_from)}); rename is not redesign — "
                       "reuse the known model, or raise the threshold with --threshold or \\[tool.nar] check-threshold")
+    console.print(report.summary, highlight=False, soft_wrap=True)  # one line, for hook logs and grep

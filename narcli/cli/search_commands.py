@@ -68,7 +68,9 @@ def check_command(
     paths: list[str] | None = typer.Argument(None, help="Model files (default: [tool.nar] check-paths)."),
     threshold: float | None = typer.Option(None, "--threshold",
                                            help="Cosine at or above which a model is a known one (default 0.99)."),
-    strict: bool = typer.Option(False, "--strict", help="Also fail when a file cannot be scanned."),
+    on_error: str | None = typer.Option(None, "--on-error", help="A file that cannot be checked: fail (default) or "
+                                        "warn; also [tool.nar] check-on-error."),
+    strict: bool = typer.Option(False, "--strict", hidden=True, help="The same as --on-error fail."),
     model: str | None = typer.Option(None, "--model", "-m", help="Model class or factory in a .py file."),
     input_shape: list[str] | None = typer.Option(None, "--input-shape", "-i", help="Example input shape of a .py model."),
     input_dtype: list[str] | None = typer.Option(None, "--input-dtype",
@@ -82,7 +84,9 @@ def check_command(
 
     for path in paths or []:
         run(check_target_text, path)  # before Path(''), which means '.'
-    report = run(check_models, [Path(p) for p in paths or []], threshold, strict,
+    if strict and on_error not in (None, "fail"):
+        fail("--strict is --on-error fail; give one of them", 2)
+    report = run(check_models, [Path(p) for p in paths or []], threshold, "fail" if strict else on_error,
                  scan_options(model, input_shape, timeout, False, input_dtype))
     if as_json:
         print(json.dumps(report.to_json(), indent=2))

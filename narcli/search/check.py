@@ -4,6 +4,7 @@ pre-commit. Configured by `[tool.nar]` in the nearest pyproject.toml:
     [tool.nar]
     check-threshold = 0.99            # cosine at or above which a model counts as a known one
     check-paths = ["models/**/*.py"]  # what `nar check` with no paths scans
+    check-on-error = "fail"           # a file that cannot be checked fails the hook ("warn": let it through)
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any
 from narcli.errors import NarError, UsageError
 
 DEFAULT_THRESHOLD = 0.99
+ON_ERROR = ("fail", "warn")  # what a file that cannot be checked does to the outcome; failing is the default:
+# a hook that passes on what it could not read gives a false sense of safety
 CONFIG_HELP = ("give model files (`nar check models/net.py`), or set check-paths in pyproject.toml: "
                "[tool.nar] check-paths = [\"models/**/*.py\"]")
 
@@ -42,7 +45,7 @@ class Checked:
 class CheckReport:
     threshold: float
     threshold_from: str  # default | pyproject.toml path | --threshold
-    strict: bool
+    on_error: str  # fail | warn
     results: list[Checked] = field(default_factory=list)
 
     @property
@@ -55,10 +58,24 @@ class CheckReport:
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.flagged or (self.strict and self.failed) else 0
+        return 1 if self.flagged or (self.on_error == "fail" and self.failed) else 0
+
+    @property
+    def summary(self) -> str:
+        """One line: how many were checked, known, not checkable (and what that did), skipped."""
+        checked = [r for r in self.results if not r.error and not r.skipped]
+        skipped = [r for r in self.results if r.skipped]
+        parts = [f"{len(checked)} checked", f"{len(self.flagged)} known"]
+        if self.failed:
+            effect = "failing the check; --on-error warn lets them through" if self.on_error == "fail" else \
+                "let through (--on-error warn)"
+            parts.append(f"{len(self.failed)} could not be checked ({effect})")
+        if skipped:
+            parts.append(f"{len(skipped)} skipped")
+        return f"nar check: {', '.join(parts)}: {'FAILED' if self.exit_code else 'passed'}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"threshold": self.threshold, "threshold_from": self.threshold_from, "strict": self.strict,
+        return {"threshold": self.threshold, "threshold_from": self.threshold_from, "on_error": self.on_error, "strict": self.on_error == "fail",
                 "exit_code": self.exit_code, "results": [r.to_json() for r in self.results]}
 
 
@@ -83,7 +100,7 @@ def _threshold(value: Any, where: str) -> float:
     return float(value)
 
 
-def check_models(paths: list[Path], threshold: float | None = None, strict: bool = False, options: Any = None,
+def check_models(paths: list[Path], threshold: float | None = None, on_error: str | None = None, options: Any = None,
                  root: Path | None = None) -> CheckReport:
     """Scan each file, find its nearest zoo architecture; flag those at or above the threshold."""
     from narcli.scan.scanner import mentions_torch
@@ -117,7 +134,13 @@ def check_models(paths: list[Path], threshold: float | None = None, strict: bool
         if not paths:
             raise UsageError(f"{config_path}: check-paths {patterns} matched no files under {base}; "
                              "fix the globs (they are relative to pyproject.toml)")
-    report = CheckReport(chosen, origin, strict)
+    if on_error is None:
+        on_error = config.get("check-on-error", "fail")
+        if on_error not in ON_ERROR:
+            raise UsageError(f"{config_path}: check-on-error must be \"fail\" or \"warn\", not {on_error!r}")
+    elif on_error not in ON_ERROR:
+        raise UsageError(f"--on-error must be fail or warn, not {on_error!r}")
+    report = CheckReport(chosen, origin, on_error)
     index = None
     zoo = Zoo()
     for path in paths:
