@@ -191,3 +191,16 @@ def test_relevance_orders_exact_then_prefix_then_substring():
     assert relevance(entry("timm/resnet50", "resnet50"), "resnet50") == 0
     assert relevance(entry("timm/resnet50d", "resnet50d"), "resnet50") == 1
     assert relevance(entry("timm/cspresnet50", "cspresnet50"), "resnet50") == 2
+
+
+# 15: nar's output stays clean whatever its dependencies (or the model's imports) warn
+def test_library_warnings_do_not_reach_the_output(write):
+    model = write("noisy.py", "import warnings\nwarnings.warn('jit.script is deprecated', FutureWarning)\n"
+                  + mlp_source(4, 8, 2))
+    result = subprocess.run([sys.executable, "-W", "default", "-m", "narcli", "scan", str(model)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "FutureWarning" not in result.stderr and "deprecated" not in result.stderr, result.stderr
+    debug = subprocess.run([sys.executable, "-m", "narcli", "--debug", "scan", str(model), "--no-cache"],
+                           capture_output=True, text=True)
+    assert "FutureWarning" in debug.stderr  # --debug shows everything

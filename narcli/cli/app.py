@@ -40,6 +40,10 @@ def main_options(
         import os
 
         os.environ["NAR_DEBUG"] = "1"  # children running user code keep their library logging
+    else:  # what nar's dependencies warn about is theirs to fix, not a user's to read (issue 31)
+        import warnings
+
+        warnings.simplefilter("ignore")
 
 
 # commands first, then groups: the order `nar --help` lists them in

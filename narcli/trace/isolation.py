@@ -178,9 +178,13 @@ def _work(conn: Any, fn: Callable[..., Any], args: tuple) -> None:
     # user code that prints must not corrupt our stdout (e.g. `--json`)
     os.dup2(2, 1)
     if not os.environ.get("NAR_DEBUG"):
-        # torch logs the tracebacks of failed attempts it recovers from (fake tensors, fx fallbacks);
+        # torch logs the tracebacks of failed attempts it recovers from (fake tensors, fx fallbacks),
+        # and libraries warn about their own deprecations (`torch.jit.script` under a newer torch);
         # the error that matters reaches the user as one line, the rest is noise
         logging.disable(logging.CRITICAL)
+        import warnings
+
+        warnings.simplefilter("ignore")
     try:
         conn.send(("ok", fn(*args)))
     except NarError as exc:
