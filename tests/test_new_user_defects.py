@@ -204,3 +204,20 @@ def test_library_warnings_do_not_reach_the_output(write):
     debug = subprocess.run([sys.executable, "-m", "narcli", "--debug", "scan", str(model), "--no-cache"],
                            capture_output=True, text=True)
     assert "FutureWarning" in debug.stderr  # --debug shows everything
+
+
+# 12: a missing plugin is named, with the one command that installs it and keeps the installed torch
+def test_a_missing_zoo_source_names_its_plugin_and_a_torch_keeping_install(cli, monkeypatch):
+    import json
+
+    from narcli.zoo import plugins
+    from narcli.zoo.sources import module_version
+
+    monkeypatch.setattr(plugins, "zoo_sources", lambda: {})  # as on a machine with no plugins
+    torch = module_version("torch").split("+")[0]
+    line = plugins.missing_source_message("hf/bert", "transformers")
+    assert "plugin nar-transformers" in line and f"plugins/nar-transformers torch=={torch}`" in line
+    listed = {p["name"]: p for p in json.loads(cli("plugins", "--json").stdout)}
+    assert listed["nar-timm"]["installed"] is False and listed["nar-timm"]["sources"] == ["timm"]
+    assert listed["nar-timm"]["install"].endswith(f"nar-timm torch=={torch}")
+    assert "not installed nar-timm (timm): pip install" in cli("plugins").output.replace("\n", " ")

@@ -153,7 +153,9 @@ def _build(request: _Request) -> tuple[Any, list[Any]]:
 
         source = zoo_sources().get(request.source)
         if source is None:
-            raise NarError(f"{request.name}: its zoo source {request.source!r} is not installed")
+            from narcli.zoo.plugins import missing_source_message
+
+            raise NarError(missing_source_message(request.name, request.source))
         name = request.name.split("/", 1)[1] if "/" in request.name else request.name
         entry = next((e for e in source.list_models() if e.name == name), None)
         if entry is None:

@@ -98,9 +98,12 @@ def print_stats(console: Console, stats: dict[str, Any]) -> None:
         console.print(small)
 
 
-def print_plugins(console: Console, plugins: list[dict[str, Any]]) -> None:
+def print_plugins(console: Console, plugins: list[dict[str, Any]], missing: list[dict[str, Any]] | None = None) -> None:
+    for m in missing or []:  # first-party plugins not installed: each with the one command that works
+        console.print(f"[yellow]not installed[/] {safe(m['package'])} ({safe(', '.join(m['sources']))}): "
+                      f"{safe(m['install'])}", highlight=False, soft_wrap=True)
     if not plugins:
-        console.print("no plugins installed; zoo sources come as plugins, e.g. `pip install ./plugins/nar-timm`")
+        console.print("no plugins installed; zoo sources come as plugins (above)")
         return
     table = Table(title="plugins", title_justify="left")
     for column in ("plugin", "package", "version", "hooks", "zoo sources"):

@@ -201,12 +201,12 @@ def zoo_stats(as_json: bool = typer.Option(False, "--json", help="Print as JSON.
 
 def plugins_command(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
     """List the installed nar plugins and the zoo sources they provide."""
-    from narcli.zoo.plugins import plugin_list
+    from narcli.zoo.plugins import plugin_list, uninstalled_plugins
 
-    plugins = run(plugin_list)
+    plugins, missing = run(plugin_list), run(uninstalled_plugins)
     if as_json:
-        print(json.dumps(plugins, indent=2))
+        print(json.dumps([p | {"installed": True} for p in plugins] + missing, indent=2))
         return
     from narcli.cli.render_zoo import print_plugins
 
-    print_plugins(stdout(), plugins)
+    print_plugins(stdout(), plugins, missing)

@@ -82,3 +82,42 @@ def plugin_list() -> list[dict[str, Any]]:
         out.append({"name": name, "package": dist.project_name if dist else "",
                     "version": dist.version if dist else "", "hooks": hooks, "sources": sources})
     return sorted(out, key=lambda p: p["name"])
+
+
+# The first-party plugins (folders under plugins/ of a nar checkout) and the zoo sources each serves:
+# what `nar plugins` lists when they are not installed, and what an error names to install.
+FIRST_PARTY = {"timm": "nar-timm", "torchvision": "nar-torchvision", "transformers": "nar-transformers",
+               "nasbench201": "nar-nas", "darts": "nar-nas"}
+
+
+def install_line(source: str) -> str:
+    """The one command that installs the plugin serving `source` and keeps the installed torch: the
+    plugin's folder when this nar runs from a checkout (else its package name), with torch pinned to
+    the installed version, so pip resolves torchvision/timm/transformers against it instead of
+    replacing it with another build (several GB of CUDA packages on a CPU machine)."""
+    from pathlib import Path
+
+    from narcli.zoo.sources import module_version as version
+
+    package = FIRST_PARTY.get(source, f"nar-{source}")
+    folder = Path(__file__).resolve().parents[2] / "plugins" / package
+    target = str(folder) if folder.is_dir() else package
+    torch = version("torch").split("+")[0]  # `==2.13.0` matches the installed 2.13.0+cpu, and is findable
+    return f"pip install {target}" + (f" torch=={torch}" if torch else "")
+
+
+def missing_source_message(name: str, source: str) -> str:
+    return (f"{name}: the {source!r} zoo source is not installed (it comes as the plugin "
+            f"{FIRST_PARTY.get(source, 'nar-' + source)}); install it with `{install_line(source)}`")
+
+
+def uninstalled_plugins() -> list[dict[str, Any]]:
+    """The first-party plugins not installed here, each with its sources and install line."""
+    installed = set(zoo_sources())
+    out: dict[str, dict[str, Any]] = {}
+    for source, package in FIRST_PARTY.items():
+        if source not in installed:
+            entry = out.setdefault(package, {"name": package, "package": package, "installed": False,
+                                             "sources": [], "install": install_line(source)})
+            entry["sources"].append(source)
+    return list(out.values())
