@@ -221,3 +221,21 @@ def test_a_missing_zoo_source_names_its_plugin_and_a_torch_keeping_install(cli, 
     assert listed["nar-timm"]["installed"] is False and listed["nar-timm"]["sources"] == ["timm"]
     assert listed["nar-timm"]["install"].endswith(f"nar-timm torch=={torch}")
     assert "not installed nar-timm (timm): pip install" in cli("plugins").output.replace("\n", " ")
+
+
+# 9: a cached neighbour's family is the one the same graph gets as a query, with no unexplained "(x?)"
+def test_a_cached_neighbour_has_the_family_it_gets_as_a_query(cli, write, tmp_path):
+    import json
+    from pathlib import Path
+
+    models = Path(__file__).with_name("models.py").read_text()
+    first = write("mine/my_resnet.py", models)
+    second = tmp_path / "theirs" / "their_resnet.py"
+    second.parent.mkdir()
+    second.write_text(models + "\n# my own copy\n")  # other bytes (its own cache entry), the same graph
+    alone = json.loads(cli("similar", first, "--model", "SmallResNet", "-k", "3", "--json").stdout)
+    expected = alone["results"][0]["prediction"]["family"] or "new"
+    result = json.loads(cli("similar", second, "--model", "SmallResNet", "-k", "3", "--json").stdout)
+    [cached] = [n for n in result["results"][0]["neighbours"] if n["source"] == "cache"]
+    assert cached["cosine"] > 0.999 and cached["family"] == expected
+    assert "?" not in cached["family"]

@@ -133,6 +133,9 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
         notes = zoo.annotations(hashes)
         vote_on = [(models[h][0].family, models[h][0].coarse, c) for h, c in voters if h in models]
         prediction = predict_family(query.prediction, vote_on, threshold)
+        for key, _ in found:  # a cached neighbour's family, reached the way a query's is (not the head alone)
+            if key.startswith("cache:") and "family" not in details[key] and users is not None:
+                details[key]["family"] = _cached_family(key, users, index, zoo, details[key], threshold)
         neighbours = [n for n in (_neighbour(key, c, models, notes, details, query, family, task, source)
                                   for key, c in found) if n is not None]
         identical = zoo.aliases(query.zoo_model) if query.zoo_model is not None else \
@@ -163,12 +166,23 @@ def _filtered(index: Any, vector: np.ndarray, zoo: Any, family: str | None, task
     return [(index.keys[positions[i]], float(cosines[i])) for i in order]
 
 
+def _cached_family(key: str, users: Any, index: Any, zoo: Any, entry: dict, threshold: float) -> str:
+    """The family a cached model gets as a query (its head's guess combined with the vote of its
+    nearest zoo architectures, "new" below the novelty cosine), so a neighbour never contradicts
+    what `nar similar` says of the same graph."""
+    vector = users.vector(users.keys.index(key))
+    voters = index.query(vector, VOTERS)
+    models = zoo.models_by_hash([h for h, _ in voters])
+    vote_on = [(models[h][0].family, models[h][0].coarse, c) for h, c in voters if h in models]
+    predicted = predict_family(entry.get("prediction"), vote_on, threshold)
+    return predicted.family or "new"
+
+
 def _neighbour(key: str, cosine: float, models: dict, notes: dict, details: dict, query: Query,
                family: str | None, task: str | None, source: str | None) -> Neighbour | None:
     if key.startswith("cache:"):
         e = details[key]
-        pred = (e.get("prediction") or {}).get("family") or [["", 0]]
-        return Neighbour(f"{Path(e['path']).name}:{e['name']}", "cache", f"({pred[0][0]}?)" if pred[0][0] else "",
+        return Neighbour(f"{Path(e['path']).name}:{e['name']}", "cache", e.get("family", ""),
                          "", "", "cache", cosine, e["params"] or 0, e["macs"] or 0, e["graph_hash"],
                          shared=shared_motifs(query.motifs, e.get("motifs") or []))
     graph_hash = key.removeprefix("zoo:")
