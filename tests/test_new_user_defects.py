@@ -239,3 +239,29 @@ def test_a_cached_neighbour_has_the_family_it_gets_as_a_query(cli, write, tmp_pa
     [cached] = [n for n in result["results"][0]["neighbours"] if n["source"] == "cache"]
     assert cached["cosine"] > 0.999 and cached["family"] == expected
     assert "?" not in cached["family"]
+
+
+# 5: every cached model has a unique name, shown by `nar cache list`; full paths name models too
+def test_cached_models_have_unique_names(cli, write, tmp_path, monkeypatch):
+    import json
+
+    path = write("small_cnn.py", mlp_source(4, 8, 2))
+    for shape in ("1,4", "2,4"):
+        assert cli("scan", path, "-i", shape).exit_code == 0
+    listed = json.loads(cli("cache", "list", "--json").stdout)
+    names = [m["cache_name"] for m in listed]
+    assert len(names) == 2 and len(set(names)) == 2
+    assert names[0] in cli("cache", "list").output
+    ambiguous = cli("similar", "cache:Net")
+    assert ambiguous.exit_code == 2 and names[0] in ambiguous.stderr and "float32[2,4]" in ambiguous.stderr
+    for name in names:
+        result = cli("similar", name, "-k", "3", "--json")
+        assert result.exit_code == 0, result.output
+        neighbours = json.loads(result.stdout)["results"][0]["neighbours"]
+        cached = [n["name"] for n in neighbours if n["source"] == "cache"]
+        assert len(cached) == len(set(cached))  # the other scan of the same file: not twice
+    by_path = cli("similar", f"cache:{path}", "-k", "1")
+    assert "ambiguous" in by_path.stderr  # a full path names the file (here two scans of it)
+    write("other.py", mlp_source(5, 8, 2))
+    cli("scan", tmp_path / "other.py")
+    assert cli("similar", f"cache:{tmp_path / 'other.py'}", "-k", "1").exit_code == 0

@@ -78,6 +78,24 @@ def print_directory(console: Console, results: list[Any]) -> None:
         console.print(f"[red]failed[/red] {safe(result.path)}: {safe(error)}", highlight=False)
 
 
+def print_cached(console: Console, records: list[ModelRecord]) -> None:
+    """`nar cache list`: one row per cached model, named so that `cache:NAME` picks exactly it."""
+    from narcli.scan.cache import short_id
+
+    if not records:
+        console.print("nothing cached yet; `nar scan FILE` or `nar similar FILE` caches a model")
+        return
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("name", "model", "file", "input", "params", "MACs"):
+        table.add_column(column, justify="right" if column in ("params", "MACs") else "left",
+                         no_wrap=column == "name")
+    for r in records:
+        inputs = ", ".join(str(InputSpec.from_json(i)) for i in r.inputs)
+        table.add_row(f"cache:{short_id(r.id)}", safe(r.name), safe(r.source), safe(inputs), human(r.params),
+                      human(r.macs))
+    console.print(table)
+
+
 def print_cache_info(console: Console, info: dict[str, Any]) -> None:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold cyan")

@@ -153,6 +153,20 @@ def cache_info(as_json: bool = typer.Option(False, "--json", help="Print as JSON
         fail(f"cache {info['path']} is damaged ({info['health']}); {DAMAGE_FIX}", 1)
 
 
+@cache_app.command("list")
+def cache_list(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
+    """Every cached model with its unique name (cache:ID), file, input and size, oldest first."""
+    from narcli.scan.cache import Cache, short_id
+
+    records = run(lambda: Cache().records())
+    if as_json:
+        print(json.dumps([r.to_json() | {"cache_name": f"cache:{short_id(r.id)}"} for r in records], indent=2))
+        return
+    from narcli.cli.render_scan import print_cached
+
+    print_cached(stdout(), records)
+
+
 @cache_app.command("clear")
 def cache_clear(yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")) -> None:
     """Delete every cached scan and graph."""

@@ -69,6 +69,14 @@ class ModelRecord:
         return data
 
 
+def short_id(model_id: str) -> str:
+    """A cached model's unique short name (`cache:3fa2c1d04e:0`): its scan key's first 10 characters
+    and its position in the file. Two scans of one file (other input shapes, another torch) differ
+    here when their names do not; `nar cache list` shows it."""
+    key, _, position = model_id.rpartition(":")
+    return f"{key[:10]}:{position}" if key else model_id[:10]
+
+
 DAMAGE_FIX = "run `nar cache clear` (it deletes the file) and scan again"
 
 

@@ -159,7 +159,7 @@ def _cached_query(name: str) -> Query:
     """`cache:NAME`: a model scanned before (by `nar scan` or a search), by model name, file name,
     `file:model` or graph key prefix; an exact match first (case-sensitive, then not); a model not yet
     embedded is embedded now and stored."""
-    from narcli.scan.cache import Cache
+    from narcli.scan.cache import Cache, short_id
 
     cache = Cache()
     encoder = current_encoder()
@@ -167,15 +167,22 @@ def _cached_query(name: str) -> Query:
     if not text:
         raise UsageError("empty name after cache:")
     entries = {e["model_id"]: e for e in cache.embeddings(encoder)}
-    candidates = [(r.id, r.name, Path(r.source).name, r.graph_key) for r in cache.records() if r.graph_key]
+    # (model id, model name, file name, graph key, full path, inputs)
+    candidates = [(r.id, r.name, Path(r.source).name, r.graph_key, str(Path(r.source).resolve()), r.inputs)
+                  for r in cache.records() if r.graph_key]
     seen = {c[0] for c in candidates}
-    candidates += [(i, e["name"], Path(e["path"]).name, e["graph_key"]) for i, e in entries.items() if i not in seen]
+    candidates += [(i, e["name"], Path(e["path"]).name, e["graph_key"], e["path"], [])
+                   for i, e in entries.items() if i not in seen]
 
     def names(candidate: tuple) -> tuple[str, ...]:
-        return candidate[1], candidate[2], f"{candidate[2]}:{candidate[1]}"
+        return (candidate[1], candidate[2], f"{candidate[2]}:{candidate[1]}", candidate[4],
+                f"{candidate[4]}:{candidate[1]}")
 
-    found = [c for c in candidates if text in names(c)]
+    wanted = str(Path(text).expanduser().resolve()) if text.startswith(("/", "~", ".")) else text
+    found = [c for c in candidates if wanted in names(c) or text in names(c)]
     found = found or [c for c in candidates if text.lower() in (n.lower() for n in names(c))]
+    # the unique name `nar cache list` shows (a model id prefix), then a graph key prefix
+    found = found or [c for c in candidates if short_id(c[0]) == text.lower() or c[0].startswith(text.lower())]
     found = found or [c for c in candidates if c[3].startswith(text.lower())]
     if not found:
         known = sorted({n.lower() for c in candidates for n in names(c)[:2]})
@@ -184,8 +191,14 @@ def _cached_query(name: str) -> Query:
             "; `nar scan FILE` or `nar similar FILE` caches a model first"
         raise UsageError(f"no cached model {name!r}{hint}")
     if len(found) > 1:
-        shown = ", ".join(f"cache:{c[2]}:{c[1]}" for c in found[:8])
-        raise UsageError(f"cache:{name} is ambiguous: {shown}")
+        from narcli.trace.inputs import InputSpec
+
+        def described(c: tuple) -> str:
+            inputs = ", ".join(str(InputSpec.from_json(i)) for i in c[5]) if c[5] else "?"
+            return f"cache:{short_id(c[0])} ({c[4]}:{c[1]}, input {inputs})"
+
+        shown = "; ".join(described(c) for c in found[:8])
+        raise UsageError(f"cache:{name} is ambiguous: {shown} (`nar cache list` shows every cached model)")
     model_id = found[0][0]
     if model_id not in entries:
         _embed_cached(cache, model_id, encoder)

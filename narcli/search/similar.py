@@ -124,8 +124,14 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
         else:
             found = nearest[:k]
         if users is not None:
-            mine = [(key, c) for key, c in users.query(query.vector, k + 5)
-                    if not _is_query_itself(key, details, query)]
+            mine, seen = [], set()
+            for key, c in users.query(query.vector, k + 5):
+                e = details.get(key, {})
+                same = (e.get("graph_hash"), e.get("path"), e.get("name"))  # one file scanned twice: one row
+                if _is_query_itself(key, details, query) or (key.startswith("cache:") and same in seen):
+                    continue
+                seen.add(same)
+                mine.append((key, c))
             found = sorted(found + mine, key=lambda kc: -kc[1])[:k]
         hashes = list({h for h, _ in voters} | {h for h, _ in found if not h.startswith(("cache:", "zoo:"))}
                       | {h[4:] for h, _ in found if h.startswith("zoo:")})
