@@ -265,3 +265,29 @@ def test_cached_models_have_unique_names(cli, write, tmp_path, monkeypatch):
     write("other.py", mlp_source(5, 8, 2))
     cli("scan", tmp_path / "other.py")
     assert cli("similar", f"cache:{tmp_path / 'other.py'}", "-k", "1").exit_code == 0
+
+
+# 11: the keyboard reaches the Similar rows: `3`, then ↓ and Enter walk the neighbours
+def test_the_keyboard_walks_the_similar_rows():
+    import asyncio
+
+    from narcli.tui.app import NarApp
+
+    async def main():
+        app = NarApp("resnet50")
+        async with app.run_test(size=(120, 34)) as pilot:
+            for _ in range(40):
+                await pilot.pause(0.25)
+                if app.similar_result is not None:
+                    break
+            second = app.similar_result.neighbours[1].name
+            app.query_one("#models").focus()
+            await pilot.press("3", "down", "enter")
+            for _ in range(20):
+                await pilot.pause(0.25)
+                if app.current != "timm/resnet50":
+                    break
+            return second, app.current, app.focused.id
+
+    second, current, focused = asyncio.run(main())
+    assert current == second and focused == "similar-table"

@@ -345,8 +345,12 @@ class NarApp(App):
         self.open_key(self.history.pop(), remember=False)
 
     def action_tab(self, tab: str) -> None:
+        """Show a detail tab and move the keyboard into it, so ↓ and Enter walk the Similar rows."""
         if not isinstance(self.focused, Input):
             self.query_one("#detail", TabbedContent).active = tab
+            inside = {"similar": "#similar-table", "structure": "#structure-tree"}.get(tab)
+            if inside:
+                self.query_one(inside).focus()
 
     def action_focus_search(self) -> None:
         self.query_one("#search", Input).focus()
