@@ -291,3 +291,21 @@ def test_the_keyboard_walks_the_similar_rows():
 
     second, current, focused = asyncio.run(main())
     assert current == second and focused == "similar-table"
+
+
+# 13: the README's pre-commit snippet works as written (no tag that does not exist) and is the shipped hook
+def test_the_readme_pre_commit_snippet_is_the_shipped_hook():
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text()
+    [block] = [b for b in re.findall(r"```yaml\n(.*?)```", readme, re.S) if "pre-commit-config" in b]
+    [repo] = yaml.safe_load(block)["repos"]
+    assert repo["repo"] == "local" and "rev" not in repo
+    [hook] = repo["hooks"]
+    [shipped] = yaml.safe_load((root / ".pre-commit-hooks.yaml").read_text())
+    for key in ("id", "entry", "files", "types_or", "require_serial"):
+        assert hook[key] == shipped[key], key
