@@ -309,3 +309,24 @@ def test_the_readme_pre_commit_snippet_is_the_shipped_hook():
     [shipped] = yaml.safe_load((root / ".pre-commit-hooks.yaml").read_text())
     for key in ("id", "entry", "files", "types_or", "require_serial"):
         assert hook[key] == shipped[key], key
+
+
+# 10: motifs that list the same operations on both "only in" sides are marked, and the mark explained
+def test_compare_explains_motifs_that_look_alike():
+    import io
+    from types import SimpleNamespace
+
+    from narcli.cli.common import console
+    from narcli.cli.render_search import print_comparison
+
+    side = SimpleNamespace(name="a", params=1, macs=1, depth=1, nodes=1)
+    c = SimpleNamespace(a=side, b=SimpleNamespace(**{**side.__dict__, "name": "b"}), op_difference=[], cosine=0.9,
+                        same_architecture=False, motifs_shared=[],
+                        motifs_only_a=[{"type": "1", "ops": {"conv2d": 2, "relu": 1}, "count": 3}],
+                        motifs_only_b=[{"type": "2", "ops": {"conv2d": 2, "relu": 1}, "count": 4},
+                                       {"type": "3", "ops": {"add": 1}, "count": 1}])
+    out = io.StringIO()
+    print_comparison(console(file=out, width=200), c)
+    text = out.getvalue()
+    assert "conv2d×2 relu ×3*" in text and "conv2d×2 relu ×4*" in text and "add ×1*" not in text
+    assert "* the same operations on both sides" in text

@@ -101,11 +101,19 @@ def print_comparison(console: Any, c: Any) -> None:
     console.print(table)
     verdict = " (the same architecture)" if c.same_architecture else ""
     console.print(f"cosine [bold]{c.cosine:.3f}[/]{verdict}")
+    # a motif's type hashes its operations in order, their kernel sizes and what surrounds them, so
+    # two "only in" motifs can list the same operations: mark them, and say what can differ
+    looks_alike = {ops_text(m["ops"]) for m in c.motifs_only_a} & {ops_text(m["ops"]) for m in c.motifs_only_b}
     for title, motifs in (("shared motifs", c.motifs_shared), (f"only in {c.a.name}", c.motifs_only_a),
                           (f"only in {c.b.name}", c.motifs_only_b)):
-        listed = "; ".join(f"{ops_text(m['ops'])} ×{m['count']}" for m in motifs[:4]) or "none"
+        listed = "; ".join(f"{ops_text(m['ops'])} ×{m['count']}" + ("*" if ops_text(m["ops"]) in looks_alike and
+                                                                    m not in c.motifs_shared else "")
+                           for m in motifs[:4]) or "none"
         more = f" (+{len(motifs) - 4})" if len(motifs) > 4 else ""
         console.print(f"[bold]{safe(title)}[/]: {safe(listed)}{more}")
+    if looks_alike:
+        console.print("[dim]* the same operations on both sides, in another order, with other kernel sizes, or "
+                      "between other neighbours (a motif's type tells those apart)[/]")
 
 
 def _checked_name(r: Any) -> str:
