@@ -330,3 +330,16 @@ def test_compare_explains_motifs_that_look_alike():
     text = out.getvalue()
     assert "conv2d×2 relu ×3*" in text and "conv2d×2 relu ×4*" in text and "add ×1*" not in text
     assert "* the same operations on both sides" in text
+
+
+# 14: did-you-mean for zoo list filters; no design confidence without a design
+def test_zoo_list_suggests_close_filter_values(cli):
+    result = cli("zoo", "list", "-t", "image-clasification")
+    assert result.exit_code == 1 and "did you mean image-classification" in result.stderr
+
+
+def test_no_design_means_no_design_confidence():
+    from narcli.search.family import predict_family
+
+    novel = predict_family(None, [("resnet", "convolutional", 0.1)], threshold=0.7).to_json()
+    assert novel["design"] is None and novel["design_confidence"] is None

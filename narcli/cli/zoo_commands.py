@@ -145,7 +145,15 @@ def zoo_list(
     if not models:
         filters = ", ".join(f"{k}={v}" for k, v in (("pattern", pattern), ("family", family), ("source", source),
                                                      ("task", task), ("coarse", coarse)) if v)
-        fail(f"no {'failed ' if failed else ''}zoo models match {filters or 'at all'}", 1)
+        from narcli.errors import UsageError
+        from narcli.search.similar import check_filters
+
+        try:  # a filter value no zoo model has: say which, with the close ones
+            check_filters(zoo, family, task, source)
+            hint = ""
+        except UsageError as exc:
+            hint = f" ({exc})"
+        fail(f"no {'failed ' if failed else ''}zoo models match {filters or 'at all'}{hint}", 1)
     shown = models[:limit] if limit > 0 else models
     if as_json:
         print(json.dumps([m.to_json() for m in shown], indent=2))

@@ -37,7 +37,8 @@ class FamilyPrediction:
                 "coarse": self.coarse, "coarse_confidence": round(self.coarse_confidence, 4),
                 "nearest_cosine": round(self.nearest_cosine, 4), "novelty_threshold": self.threshold,
                 "novel": self.novel, "alternatives": [[f, round(p, 4)] for f, p in self.alternatives],
-                "design": self.design, "design_confidence": round(self.design_confidence, 4)}
+                "design": self.design,  # a confidence only beside a design (no design: no number)
+                "design_confidence": round(self.design_confidence, 4) if self.design else None}
 
 
 def vote(labels: list[str], cosines: list[float], temperature: float = VOTE_TEMPERATURE) -> dict[str, float]:
