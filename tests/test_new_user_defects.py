@@ -343,3 +343,19 @@ def test_no_design_means_no_design_confidence():
 
     novel = predict_family(None, [("resnet", "convolutional", 0.1)], threshold=0.7).to_json()
     assert novel["design"] is None and novel["design_confidence"] is None
+
+
+# 14: a graph export from the command line, as the browser's `e` writes it
+def test_nar_export_writes_json_and_dot(cli, write, tmp_path):
+    import json
+
+    out = tmp_path / "out"
+    result = cli("export", "resnet18", "-o", out, "--json")
+    assert result.exit_code == 0, result.output
+    written = [p.split("/")[-1] for p in json.loads(result.stdout)]
+    assert written == ["timm_resnet18.graph.json", "timm_resnet18.dot"]
+    assert json.loads((out / "timm_resnet18.graph.json").read_text())["nodes"]
+    assert (out / "timm_resnet18.dot").read_text().startswith('digraph "timm/resnet18" {')
+    model = write("tiny.py", mlp_source(4, 8, 2))
+    assert cli("export", model, "-o", out).exit_code == 0 and (out / "tiny.py.dot").exists()
+    assert cli("export", "no-such-model", "-o", out).exit_code == 1

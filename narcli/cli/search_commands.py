@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from narcli.errors import printable
 from narcli.cli.common import fail, run, safe, scan_options, stderr_console, stdout
 
 index_app = typer.Typer(help="Build or inspect the nearest-neighbour indexes.", no_args_is_help=True)
@@ -62,6 +63,27 @@ def compare_command(
     from narcli.cli.render_search import print_comparison
 
     print_comparison(stdout(), result)
+
+
+def export_command(
+    target: str = typer.Argument(..., help="Zoo name, model file or cache:NAME."),
+    out: Path = typer.Option(Path("."), "--out", "-o", help="Folder to write NAME.graph.json and NAME.dot into."),
+    model: str | None = typer.Option(None, "--model", "-m", help="Model class or factory in a .py file."),
+    input_shape: list[str] | None = typer.Option(None, "--input-shape", "-i", help="Example input shape of a .py model."),
+    input_dtype: list[str] | None = typer.Option(None, "--input-dtype",
+                                                    help="Input dtype of a .py model: float32 (default), long for token ids, ..."),
+    timeout: float = typer.Option(120.0, "--timeout", help="Seconds to allow importing and tracing one file."),
+    as_json: bool = typer.Option(False, "--json", help="Print the written paths as JSON."),
+) -> None:
+    """Write a model's canonical graph as JSON and Graphviz DOT (`dot -Tsvg NAME.dot`)."""
+    from narcli.search.export import export_graphs
+
+    written = run(export_graphs, target, out, scan_options(model, input_shape, timeout, False, input_dtype))
+    if as_json:
+        print(json.dumps([str(p) for p in written], indent=2))
+        return
+    for path in written:
+        print(printable(f"wrote {path}"))
 
 
 def check_command(

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from narcli.graph.dot import graph_dot, safe_stem, write_graph  # noqa: F401 (graph_dot: for callers)
+
 COLUMNS = ("name", "family", "coarse", "task", "source", "params", "MACs", "nodes")
 
 
@@ -183,37 +185,9 @@ def compare(a: Entry, b: Entry) -> Any:
 
 
 # -- exports ----------------------------------------------------------------------------------------
-def _dot_string(text: str) -> str:
-    """`text` as a DOT quoted string: UTF-8 as it is (Graphviz reads it), backslashes and quotes
-    escaped, line breaks as DOT's `\\n`."""
-    escaped = str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return f'"{escaped}"'
-
-
-def graph_dot(graph: Any, name: str) -> str:
-    """Graphviz DOT of a canonical graph: one box per node (op, kernel, output shape)."""
-    lines = [f"digraph {_dot_string(name)} {{", "  rankdir=TB;", "  node [shape=box, fontname=Helvetica];"]
-    for i, node in enumerate(graph.nodes):
-        label = node.op
-        if node.attrs.get("kernel"):
-            label += f" {'x'.join(str(k) for k in node.attrs['kernel'])}"
-        if node.shape:
-            label += "\n" + "×".join(str(d) for d in node.shape)
-        lines.append(f"  n{i} [label={_dot_string(label)}];")
-    lines += [f"  n{s} -> n{d};" for s, d in graph.edges]
-    lines.append("}")
-    return "\n".join(lines) + "\n"
-
-
 def export_graph(entry: Entry, folder: Path) -> list[Path]:
     """Write the entry's canonical graph as JSON and DOT into `folder`; returns the paths."""
-    graph = graph_of(entry)
-    stem = safe_stem(entry.name)
-    folder.mkdir(parents=True, exist_ok=True)
-    as_json, as_dot = folder / f"{stem}.graph.json", folder / f"{stem}.dot"
-    as_json.write_text(graph.to_json() + "\n")
-    as_dot.write_text(graph_dot(graph, entry.name))
-    return [as_json, as_dot]
+    return write_graph(graph_of(entry), entry.name, folder)
 
 
 def export_similar(result: Any, folder: Path, stem: str) -> list[Path]:
@@ -229,11 +203,6 @@ def export_similar(result: Any, folder: Path, stem: str) -> list[Path]:
     as_csv.write_text(buffer.getvalue())
     as_json.write_text(json.dumps(result.to_json(), indent=2) + "\n")
     return [as_csv, as_json]
-
-
-def safe_stem(name: str) -> str:
-    keep = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
-    return keep.strip("._")[:80] or "model"
 
 
 def predictions_view(rows: list, family: Any) -> Any:
