@@ -57,7 +57,8 @@ class Entry:
     def _make_cells(self) -> tuple:
         from narcli.search.text import human
 
-        return (shown(self.name), shown(self.family or "—"), shown(self.coarse or "—"), shown(self.task or "—"),
+        # a zoo model by its id (`timm/resnet50`, `torchvision/resnet50`): two rows never read alike
+        return (shown(self.key if self.zoo_model is not None else self.name), shown(self.family or "—"), shown(self.coarse or "—"), shown(self.task or "—"),
                 shown(self.source), human(self.params), human(self.macs), str(self.nodes))
 
     def sort_value(self, column: str) -> Any:
