@@ -101,9 +101,12 @@ def install_line(source: str) -> str:
 
     package = FIRST_PARTY.get(source, f"nar-{source}")
     folder = Path(__file__).resolve().parents[2] / "plugins" / package
-    target = str(folder) if folder.is_dir() else package
     torch = version("torch").split("+")[0]  # `==2.13.0` matches the installed 2.13.0+cpu, and is findable
-    return f"pip install {target}" + (f" torch=={torch}" if torch else "")
+    pin = f" torch=={torch}" if torch else ""
+    if folder.is_dir():  # nar runs from a checkout: its own plugin folder
+        return f"pip install {folder}{pin}"
+    # installed from a wheel: the plugins ship in nar's source tree, not on the package index
+    return f"pip install ./plugins/{package}{pin} (in a clone of nar's repository)"
 
 
 def missing_source_message(name: str, source: str) -> str:
