@@ -106,12 +106,20 @@ def install_line(source: str) -> str:
     if folder.is_dir():  # nar runs from a checkout: its own plugin folder
         return f"pip install {folder}{pin}"
     # installed from a wheel: the plugins ship in nar's source tree, not on the package index
-    return f"pip install ./plugins/{package}{pin} (in a clone of nar's repository)"
+    return f"pip install ./plugins/{package}{pin}"
+
+
+def _where(source: str) -> str:
+    """Where the install line runs: anywhere from a checkout, else in a clone of nar's repository."""
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[2] / "plugins" / FIRST_PARTY.get(source, f"nar-{source}")
+    return "" if folder.is_dir() else ", run in a clone of nar's repository"
 
 
 def missing_source_message(name: str, source: str) -> str:
     return (f"{name}: the {source!r} zoo source is not installed (it comes as the plugin "
-            f"{FIRST_PARTY.get(source, 'nar-' + source)}); install it with `{install_line(source)}`")
+            f"{FIRST_PARTY.get(source, 'nar-' + source)}); install it with `{install_line(source)}`{_where(source)}")
 
 
 def uninstalled_plugins() -> list[dict[str, Any]]:
@@ -121,6 +129,6 @@ def uninstalled_plugins() -> list[dict[str, Any]]:
     for source, package in FIRST_PARTY.items():
         if source not in installed:
             entry = out.setdefault(package, {"name": package, "package": package, "installed": False,
-                                             "sources": [], "install": install_line(source)})
+                                             "sources": [], "install": install_line(source) + _where(source)})
             entry["sources"].append(source)
     return list(out.values())
