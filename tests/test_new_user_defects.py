@@ -359,3 +359,34 @@ def test_nar_export_writes_json_and_dot(cli, write, tmp_path):
     model = write("tiny.py", mlp_source(4, 8, 2))
     assert cli("export", model, "-o", out).exit_code == 0 and (out / "tiny.py.dot").exists()
     assert cli("export", "no-such-model", "-o", out).exit_code == 1
+
+
+# 14: the TUI's scan dialog takes an input dtype (token ids for a language model)
+def test_the_tui_scan_dialog_takes_an_input_dtype(write):
+    import asyncio
+
+    from narcli.tui.app import NarApp
+
+    model = write("tiny_lm.py", "from torch import nn\n\n\nclass TinyLM(nn.Module):\n    def __init__(self):\n"
+                  "        super().__init__()\n        self.emb = nn.Embedding(50, 8)\n        self.out = nn.Linear(8, 50)\n\n"
+                  "    def forward(self, ids):\n        return self.out(self.emb(ids))\n")
+
+    async def main():
+        app = NarApp(None)
+        async with app.run_test(size=(120, 34)) as pilot:
+            await pilot.pause()
+            app.query_one("#models").focus()
+            await pilot.press("o")
+            await pilot.pause()
+            app.screen.query_one("#path").value = str(model)
+            app.screen.query_one("#shape").value = "1,16"
+            app.screen.query_one("#dtype").value = "long"
+            await pilot.press("enter")
+            for _ in range(120):
+                await pilot.pause(0.5)
+                if app.current and app.current.startswith("cache:"):
+                    break
+            return app.by_key.get(app.current)
+
+    entry = asyncio.run(main())
+    assert entry is not None and entry.record.inputs[0]["dtype"] == "int64"

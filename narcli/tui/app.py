@@ -396,10 +396,10 @@ class NarApp(App):
     @work(thread=True, exclusive=True, group="scan")
     def scan_in_background(self, request: dict) -> None:
         from narcli.errors import NarError
-        from narcli.scan.scanner import ScanOptions, scan_file
+        from narcli.scan.scanner import scan_file
 
         try:
-            options = ScanOptions(model=request["model"], input_shapes=[request["shape"]] if request["shape"] else None)
+            options = data.scan_options(request)
             records, _ = scan_file(Path(request["path"]).expanduser(), options)
         except NarError as exc:
             self.call_from_thread(self.tell, exc, title="scan failed", severity="error")

@@ -206,6 +206,14 @@ def export_similar(result: Any, folder: Path, stem: str) -> list[Path]:
     return [as_csv, as_json]
 
 
+def scan_options(request: dict) -> Any:
+    """The scan dialog's answers as `ScanOptions`: --model, one input shape and its dtype."""
+    from narcli.scan.scanner import ScanOptions
+
+    return ScanOptions(model=request.get("model"), input_shapes=[request["shape"]] if request.get("shape") else None,
+                       input_dtypes=[request["dtype"]] if request.get("dtype") else None)
+
+
 def predictions_view(rows: list, family: Any) -> Any:
     """The Predictions tab: the family line, a table of the predictions that apply, and why the
     others do not (a Rich renderable)."""

@@ -98,7 +98,7 @@ def _motif_line(title: str, motifs: list[dict]) -> Any:
 
 
 class OpenScreen(Modal):
-    """Asks for a model file and optional --model / input shape; dismisses with a dict or None."""
+    """Asks for a model file and optional --model / input shape / dtype; dismisses with a dict or None."""
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -106,6 +106,7 @@ class OpenScreen(Modal):
             yield Input(placeholder="path to a .py, .onnx or .pt2 file", id="path")
             yield Input(placeholder="--model: class or factory in a .py file (optional)", id="model")
             yield Input(placeholder="input shape, e.g. 1,3,224,224 (optional)", id="shape")
+            yield Input(placeholder="input dtype: float32 (default), long for token ids (optional)", id="dtype")
             with Horizontal():
                 yield Button("Scan", id="scan", variant="primary")
                 yield Button("Cancel", id="cancel")
@@ -125,7 +126,8 @@ class OpenScreen(Modal):
             self.notify("give a file path", severity="warning")
             return
         self.dismiss({"path": path, "model": self.query_one("#model", Input).value.strip() or None,
-                      "shape": self.query_one("#shape", Input).value.strip() or None})
+                      "shape": self.query_one("#shape", Input).value.strip() or None,
+                      "dtype": self.query_one("#dtype", Input).value.strip() or None})
 
 
 class ExportScreen(Modal):
