@@ -53,6 +53,12 @@ def storage_trouble(exc: BaseException, folder: object = None) -> str | None:
     return None
 
 
+def trouble_phrase(trouble: str) -> str:
+    """`storage_trouble`'s words as the end of a sentence about a file: "it is on a full disk", "its
+    folder is not writable (permission denied)"."""
+    return f"it is on {trouble}" if "full" in trouble or "read-only" in trouble else f"its folder is {trouble}"
+
+
 class NarError(Exception):
     """An error whose message is fit to show a user as-is."""
 

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from narcli.errors import CacheError, NarError, storage_trouble
+from narcli.errors import CacheError, NarError, storage_trouble, trouble_phrase
 
 BUSY_TIMEOUT_MS = 30_000
 CACHE_PREFIX = "cache:"  # `cache:NAME` names a model in this cache on the command line
@@ -83,9 +83,9 @@ DAMAGE_FIX = "run `nar cache clear` (it deletes the file) and scan again"
 def _cannot_write(path: Path, trouble: str) -> str:
     fix = "free some space and run it again" if "full" in trouble else \
         "point NAR_HOME at a writable folder to scan new models"
-    return f"cache {path} cannot be written: it is on {trouble} (the cache is intact; nothing was lost); {fix}" \
-        if "full" in trouble or "read-only" in trouble else \
-        f"cache {path} cannot be written: its folder is {trouble} (the cache is intact); {fix}"
+    intact = "the cache is intact; nothing was lost" if "full" in trouble or "read-only" in trouble else \
+        "the cache is intact"
+    return f"cache {path} cannot be written: {trouble_phrase(trouble)} ({intact}); {fix}"
 
 
 def _guarded(method: Any) -> Any:

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from narcli.errors import NarError, storage_trouble
+from narcli.errors import NarError, storage_trouble, trouble_phrase
 
 SEARCH_FACTOR = 4  # nodes inspected per query, in multiples of annoy's default
 DEFAULT_TREES = 32
@@ -130,8 +130,7 @@ def build_index(path: Path, keys: list[str], vectors: np.ndarray, meta: dict[str
         trouble = storage_trouble(exc, path.parent)
         if trouble is None:
             raise
-        raise IndexError_(f"cannot write the index {path}: it is on {trouble}" if "system" in trouble or "full" in
-                          trouble else f"cannot write the index {path}: its folder is {trouble}") from None
+        raise IndexError_(f"cannot write the index {path}: {trouble_phrase(trouble)}") from None
     return VectorIndex(path)
 
 

@@ -90,18 +90,23 @@ FIRST_PARTY = {"timm": "nar-timm", "torchvision": "nar-torchvision", "transforme
                "nasbench201": "nar-nas", "darts": "nar-nas"}
 
 
-def install_line(source: str) -> str:
-    """The one command that installs the plugin serving `source` and keeps the installed torch: the
-    plugin's folder when this nar runs from a checkout (else its package name), with torch pinned to
-    the installed version, so pip resolves torchvision/timm/transformers against it instead of
-    replacing it with another build (several GB of CUDA packages on a CPU machine)."""
+def _plugin(source: str) -> tuple[str, Any]:
+    """(package, its folder in this nar's checkout) of the plugin serving `source`."""
     from pathlib import Path
 
-    from narcli.zoo.sources import module_version as version
-
     package = FIRST_PARTY.get(source, f"nar-{source}")
-    folder = Path(__file__).resolve().parents[2] / "plugins" / package
-    torch = version("torch").split("+")[0]  # `==2.13.0` matches the installed 2.13.0+cpu, and is findable
+    return package, Path(__file__).resolve().parents[2] / "plugins" / package
+
+
+def install_line(source: str) -> str:
+    """The one command that installs the plugin serving `source` and keeps the installed torch: the
+    plugin's folder when this nar runs from a checkout (else `./plugins/PACKAGE`, for a clone), with
+    torch pinned to the installed version, so pip resolves torchvision/timm/transformers against it
+    instead of replacing it with another build (several GB of CUDA packages on a CPU machine)."""
+    from narcli.zoo.sources import module_version
+
+    package, folder = _plugin(source)
+    torch = module_version("torch").split("+")[0]  # `==2.13.0` matches the installed 2.13.0+cpu, and is findable
     pin = f" torch=={torch}" if torch else ""
     if folder.is_dir():  # nar runs from a checkout: its own plugin folder
         return f"pip install {folder}{pin}"
@@ -111,15 +116,12 @@ def install_line(source: str) -> str:
 
 def _where(source: str) -> str:
     """Where the install line runs: anywhere from a checkout, else in a clone of nar's repository."""
-    from pathlib import Path
-
-    folder = Path(__file__).resolve().parents[2] / "plugins" / FIRST_PARTY.get(source, f"nar-{source}")
-    return "" if folder.is_dir() else ", run in a clone of nar's repository"
+    return "" if _plugin(source)[1].is_dir() else ", run in a clone of nar's repository"
 
 
 def missing_source_message(name: str, source: str) -> str:
     return (f"{name}: the {source!r} zoo source is not installed (it comes as the plugin "
-            f"{FIRST_PARTY.get(source, 'nar-' + source)}); install it with `{install_line(source)}`{_where(source)}")
+            f"{_plugin(source)[0]}); install it with `{install_line(source)}`{_where(source)}")
 
 
 def uninstalled_plugins() -> list[dict[str, Any]]:
