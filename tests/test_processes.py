@@ -166,3 +166,43 @@ def test_a_pool_task_that_daemonizes_leaves_nothing_behind(tmp_path):
 
 def _daemonize(pid_file: str) -> None:
     exec(DAEMONIZES.format(pids=pid_file, after=""))
+
+
+# nar, killed while it kills a timed-out child: nar's first signal to the child is followed by a
+# long sleep, so the kill -9 lands in that moment every time (a CI run once hung 60 s on a child
+# left stopped there, holding nar's output pipes)
+KILLED_WHILE_KILLING = """
+import os, sys, time
+import narcli.trace.isolation as isolation
+
+NAR = os.getpid()
+real_kill = os.kill
+
+def kill_then_stall(pid, sig):
+    real_kill(pid, sig)
+    if os.getpid() == NAR:
+        open(MARKER, "w").close()
+        time.sleep(60)
+
+os.kill = kill_then_stall
+isolation.run_isolated(time.sleep, (120,), 1.0, "sleeping")
+"""
+
+
+def test_nar_killed_while_it_kills_a_child_leaves_no_child_stopped(tmp_path):
+    marker = tmp_path / "killing"
+    script = f"MARKER = {str(marker)!r}\n" + KILLED_WHILE_KILLING
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    from narcli.trace.isolation import descendants
+
+    children: set[int] = set()  # the supervisor and the worker, seen while the call runs
+    deadline = time.monotonic() + 30
+    while not marker.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+        children.update(descendants(proc.pid))
+        time.sleep(0.05)
+    assert len(children) >= 2, children
+    proc.kill()
+    proc.communicate(timeout=20)  # nothing is left holding nar's output pipes
+    assert _gone(children, within=10), f"left running or stopped: {children}"

@@ -8,7 +8,8 @@ What the guarantee is (Linux): the user's code runs in a process tree that nar k
   supervisor runs no user code; it forks the *worker* that does, waits for it, then kills every
   descendant (`kill_tree`, read from /proc, stopped then killed, round after round until none is
   left), so nothing the code started outlives the call, even when the worker crashes.
-- On timeout nar stops the supervisor and kills its tree the same way. When nar exits or is killed,
+- On timeout nar asks the supervisor (SIGTERM) to kill its tree and itself; one that does not
+  answer within a second is stopped and its tree killed from nar the same way. When nar exits or is killed,
   the kernel signals the supervisor (`PR_SET_PDEATHSIG`) and a thread watching for a new parent
   backs it up; either way it kills its tree.
 - Not covered: code that kills nar's own processes first, or asks something outside the tree to
@@ -124,10 +125,21 @@ def guard_child(parent: int) -> None:
     threading.Thread(target=watch, name="nar-parent-watch", daemon=True).start()
 
 
-def kill_group(process: Any) -> None:
+def kill_group(process: Any, grace: float = 1.0) -> None:
     """Kill a guarded child and everything it started. Call before `join()`: until the child is
-    reaped its pid cannot be reused, so the group id is still ours. The child is stopped first, so
-    that it stays alive (a subreaper) while its tree is killed."""
+    reaped its pid cannot be reused, so the group id is still ours.
+
+    The child is asked first (SIGTERM: its guard kills its tree, then its group) and given `grace`
+    seconds, so it never sits stopped: a child stopped here would stay stopped for ever if nar
+    were killed in that moment, holding nar's output pipes open. Only a child that does not answer
+    (its handler blocked by a long call, or replaced) is stopped, to stay alive as a subreaper while
+    its tree is killed from here."""
+    if process.is_alive():
+        try:
+            os.kill(process.pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+        process.join(grace)
     if process.is_alive():
         try:
             os.kill(process.pid, signal.SIGSTOP)
@@ -149,9 +161,12 @@ def _child(conn: Any, fn: Callable[..., Any], args: tuple, parent: int) -> None:
     if not hasattr(os, "fork"):
         _work(conn, fn, args)
         return
+    supervisor = os.getpid()
     worker = os.fork()
     if worker == 0:
         _prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))  # dies with the supervisor
+        if os.getppid() != supervisor:  # the supervisor died before that was set
+            os._exit(1)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         try:
             _work(conn, fn, args)
