@@ -345,6 +345,24 @@ def test_no_design_means_no_design_confidence():
     assert novel["design"] is None and novel["design_confidence"] is None
 
 
+# 14: `performance` in `--json` is fields (value, interval, unit, device), not a sentence
+def test_performance_in_json_is_structured(cli, write):
+    import json
+
+    result = cli("similar", "resnet50", "-k", "1", "--json")
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)["results"][0]["performance"]
+    assert [r["kind"] for r in rows] == ["accuracy", "latency", "throughput"]
+    for row in rows:
+        assert isinstance(row["value"], float) and row["low"] <= row["value"] <= row["high"], row
+        assert row["unit"] and row["what"]
+    assert rows[0]["unit"] == "%" and rows[1]["device"] and rows[1]["unit"] == "ms"
+    text = cli("similar", "resnet50", "-k", "1")
+    assert f"top-1 {rows[0]['value']:.1f} %" in text.stdout  # the text line reads the same rows
+    scanned = cli("scan", write("tiny.py", mlp_source(4, 8, 2)), "--json")
+    assert json.loads(scanned.stdout)["models"][0]["performance"] == []  # none applies to an MLP
+
+
 # 14: a graph export from the command line, as the browser's `e` writes it
 def test_nar_export_writes_json_and_dot(cli, write, tmp_path):
     import json

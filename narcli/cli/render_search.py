@@ -34,8 +34,8 @@ def print_similar(console: Any, results: list[Any]) -> None:
             console.print("[dim]encoder:[/] " + prediction_line(result.prediction))
         else:
             console.print(prediction_line(result.prediction))
-        if getattr(result, "performance", None):
-            console.print(f"[dim]{safe(result.performance)}[/]")
+        if getattr(result, "performance_text", None):
+            console.print(f"[dim]{safe(result.performance_text)}[/]")
         if result.identical:
             shown = ", ".join(result.identical[:5]) + (f" and {len(result.identical) - 5} more"
                                                          if len(result.identical) > 5 else "")

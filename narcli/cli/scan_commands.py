@@ -57,20 +57,22 @@ def scan(
         return
     from narcli.scan.scanner import scan_file
 
+    from narcli.search.predictions import performance_rows, summary_json, summary_line
+
     records, graphs = run(scan_file, path, options, want_graphs=graph)
+    performance = [performance_rows(r) for r in records]
     if as_json:
         models = []
         for i, record in enumerate(records):
-            item = record.to_json()
+            item = {**record.to_json(), "performance": summary_json(performance[i])}
             if graph and i < len(graphs) and graphs[i] is not None:
                 item["graph"] = graphs[i].to_dict()
             models.append(item)
         print(json.dumps({"path": str(path), "models": models}, indent=2))
         return
     from narcli.cli.render_scan import print_records
-    from narcli.search.predictions import performance_line
 
-    print_records(stdout(), records, [performance_line(r) for r in records])
+    print_records(stdout(), records, [summary_line(rows) for rows in performance])
 
 
 def _scan_checkpoint(path: Path, options: Any, as_json: bool) -> None:

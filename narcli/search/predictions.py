@@ -63,16 +63,31 @@ def predictions_for(text: str, options: Any = None, device: str | None = None,
     return out
 
 
-def summary_line(rows: list[Row]) -> str | None:
-    """One line for `nar scan` / `nar similar`: top-1 and the first CPU latency and GPU throughput
-    that apply, or None when none does."""
-    parts = []
-    for kind, label in (("accuracy", "top-1"), ("latency", "CPU"), ("throughput", "GPU")):
+SUMMARY_TARGETS = (("accuracy", "top-1"), ("latency", "CPU"), ("throughput", "GPU"))
+
+
+def summary_rows(rows: list[Row]) -> list[Row]:
+    """The rows `nar scan` and `nar similar` show: top-1, and the first CPU latency and GPU
+    throughput that apply (timm's head; the others answer for their own search spaces only)."""
+    picked = []
+    for kind, _ in SUMMARY_TARGETS:
         row = next((r for r in rows if r.status == "ok" and r.target.kind == kind and r.head == "timm"), None)
         if row is not None:
-            parts.append(f"{label} {format_value(row)} (±{_spread(row)})" if kind == "accuracy" else
-                         f"{label} {row.target.device} {format_value(row)}")
+            picked.append(row)
+    return picked
+
+
+def summary_line(rows: list[Row]) -> str | None:
+    """One line of `summary_rows`, or None when none applies."""
+    labels = dict(SUMMARY_TARGETS)
+    parts = [f"top-1 {format_value(r)} (±{_spread(r)})" if r.target.kind == "accuracy" else
+             f"{labels[r.target.kind]} {r.target.device} {format_value(r)}" for r in summary_rows(rows)]
     return "predicted: " + ", ".join(parts) if parts else None
+
+
+def summary_json(rows: list[Row]) -> list[dict[str, Any]]:
+    """`summary_rows` as `--json` fields: what each predicts, value, interval, unit, device."""
+    return [{"what": short_label(r), **r.to_dict()} for r in summary_rows(rows)]
 
 
 def format_value(row: Row, value: float | None = None) -> str:
@@ -111,9 +126,9 @@ def _spread(row: Row) -> str:
     return f"{(row.high - row.low) / 2:.1f}"
 
 
-def performance_line(query: Any) -> str | None:
-    """The predictor's one-line summary for a `nar similar` query or a `nar scan` record (anything
-    with a `zoo_model` or a cached `graph_key`); None when nothing applies or there is no predictor."""
+def performance_rows(query: Any) -> list[Row]:
+    """The predictor's rows for a `nar similar` query or a `nar scan` record (anything with a
+    `zoo_model` or a cached `graph_key`); empty when nothing applies or there is no predictor."""
     from narcli.errors import NarError
 
     try:
@@ -134,5 +149,5 @@ def performance_line(query: Any) -> str | None:
             graph = Cache().graph(query.graph_key)
             rows = predict_graph(graph, bundle) if graph is not None else None
     except NarError:
-        return None
-    return summary_line(rows) if rows else None
+        return []
+    return summary_rows(rows or [])

@@ -17,7 +17,7 @@ from narcli.search.family import (
     FamilyPrediction,
     predict_family,
 )
-from narcli.search.predictions import performance_line
+from narcli.search.predictions import performance_rows, summary_json, summary_line
 from narcli.search.query import Query, current_encoder, resolve_queries
 
 MAX_K = 1000
@@ -51,14 +51,18 @@ class SimilarResult:
     neighbours: list[Neighbour]
     identical: list[str]  # zoo models with exactly the query's architecture (other than itself)
     filters: dict[str, str]
-    performance: str | None = None  # the predictor's one-line summary, when it applies
+    performance: list[Any] = field(default_factory=list)  # the predictor's summary rows, when they apply
+
+    @property
+    def performance_text(self) -> str | None:
+        return summary_line(self.performance)
 
     def to_json(self) -> dict[str, Any]:
         q = self.query
         return {"query": {"name": q.name, "kind": q.kind, "graph_hash": q.graph_hash, "params": q.params,
                           "macs": q.macs, "path": q.path or None,
                           **({"checkpoint": q.extra["checkpoint"]} if "checkpoint" in q.extra else {})},
-                "prediction": self.prediction.to_json(), "performance": self.performance,
+                "prediction": self.prediction.to_json(), "performance": summary_json(self.performance),
                 "identical": self.identical, "filters": self.filters,
                 "neighbours": [n.to_json() for n in self.neighbours]}
 
@@ -146,7 +150,7 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
                                   for key, c in found) if n is not None]
         identical = zoo.aliases(query.zoo_model) if query.zoo_model is not None else \
             [m.id for m in models.get(query.graph_hash, [])]
-        results.append(SimilarResult(query, prediction, neighbours, identical, filters, performance_line(query)))
+        results.append(SimilarResult(query, prediction, neighbours, identical, filters, performance_rows(query)))
     return results
 
 
