@@ -293,6 +293,44 @@ def test_the_keyboard_walks_the_similar_rows():
     assert current == second and focused == "similar-table"
 
 
+# 11: at 80x24 the table shows name and family, names that differ still read apart, and the
+# status bar shows both marked models in full; a wider terminal gets the wide layout back
+def test_the_tui_at_80_by_24_shows_name_family_and_what_is_marked():
+    import asyncio
+
+    from narcli.tui.app import NarApp
+    from narcli.tui.data import fit
+
+    async def main():
+        app = NarApp(None)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            table = app.query_one("#models")
+            room = table.scrollable_content_region.width
+            columns = list(table.columns.values())
+            narrow = [c.get_render_width(table) for c in columns]
+            for key in ("timm/resnet50", "torchvision/resnet50"):
+                app.query_one("#search").value = key
+                await pilot.pause(0.2)
+                app.query_one("#models").focus()
+                await pilot.press("space")
+            status = app.query_one("#status")
+            text = str(status.render())
+            fits = status.region.right <= 80 and status.region.bottom <= 24
+            await pilot.resize_terminal(120, 34)
+            await pilot.pause(0.3)
+            wide = [c.get_render_width(table) for c in table.columns.values()]
+            return room, narrow, [str(c.label) for c in columns[:2]], text, fits, status.size.height, \
+                wide, table.scrollable_content_region.width
+
+    room, narrow, labels, text, fits, height, wide, wide_room = asyncio.run(main())
+    assert labels == ["name", "family"] and sum(narrow[:2]) <= room, (narrow, room)
+    assert "marked: timm/resnet50, torchvision/resnet50" in text and fits and height == 2, text
+    assert wide[0] > narrow[0] and sum(wide[:2]) <= wide_room  # full-width names again at 120 columns
+    assert fit("timm/aimv2_large_patch14_448", 25) != fit("timm/aimv2_huge_patch14_448", 25)
+    assert len(fit("timm/aimv2_large_patch14_448", 25)) == 25 and fit("timm/resnet50", 25) == "timm/resnet50"
+
+
 # 13: the README's pre-commit snippet works as written (no tag that does not exist) and is the shipped hook
 def test_the_readme_pre_commit_snippet_is_the_shipped_hook():
     import re

@@ -104,6 +104,10 @@ def _kill_own_group(*_: Any) -> None:
 def guard_child(parent: int) -> None:
     """In a freshly started child: lead a new session, keep every process started below it in its
     tree (subreaper), and kill that tree when `parent` goes away."""
+    try:  # a forked asyncio loop's wakeup socket is the parent's: a signal here must not wake it
+        signal.set_wakeup_fd(-1)
+    except ValueError:  # not the main thread
+        pass
     try:
         os.setsid()
     except OSError:  # already a session leader

@@ -14,7 +14,6 @@ from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.command import Hit, Hits, Provider
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Select, Static, TabbedContent, TabPane, Tree
@@ -22,42 +21,32 @@ from textual.widgets import DataTable, Footer, Input, Select, Static, TabbedCont
 from narcli.errors import printable
 from narcli.tui import data
 from narcli.tui.signals import close_on_sigterm
-from narcli.tui.screens import CompareScreen, ExportScreen, HelpScreen, OpenScreen
+from narcli.tui.screens import CompareScreen, ExportScreen, HelpScreen, ModelCommands, OpenScreen
 
 FILTERS = ("source", "family", "task", "coarse")
 DEBOUNCE = 0.04  # seconds of quiet typing before the table filters
 TABS = ("summary", "structure", "similar", "predictions")
 
 
-class ModelCommands(Provider):
-    """Command palette: open a model by name, or filter by a family."""
+class Panes(Horizontal):
+    """The browser and the details side by side; the table's columns follow the terminal's width."""
 
-    async def search(self, query: str) -> Hits:
-        app = self.app
-        matcher = self.matcher(query)
-        families = sorted({e.family for e in app.entries if e.family})
-        for family in families:
-            score = matcher.match(f"family {family}")
-            if score > 0:
-                yield Hit(score, matcher.highlight(f"family {family}"), partial(app.show_family, family),
-                          help="show this family's models")
-        for entry in app.entries:
-            score = matcher.match(entry.name)
-            if score > 0:
-                yield Hit(score, matcher.highlight(entry.name), partial(app.open_key, entry.key),
-                          help=f"{entry.family or 'no family'} · {entry.source}")
+    def on_resize(self, event: Any) -> None:
+        self.app.lay_out(event.size.width < data.NARROW_BELOW)
 
 
 class NarApp(App):
     TITLE = "nar"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (data.NARROW_BELOW, "-wide")]  # a class on the screen, for CSS
     COMMANDS = App.COMMANDS | {ModelCommands}
     CSS = """
     #browser { width: 4fr; min-width: 34; }
     #detail { width: 5fr; min-width: 40; }
+    .-narrow #browser, .-narrow #detail { width: 1fr; min-width: 0; }
     #filters { height: 1; }
     #filters Select { width: 1fr; }
     #models { height: 1fr; }
-    #status { height: 1; color: $text-muted; padding: 0 1; }
+    #status { height: auto; max-height: 3; color: $text-muted; padding: 0 1; }
     TabPane { padding: 0 1; }
     """
     BINDINGS = [
@@ -98,10 +87,12 @@ class NarApp(App):
         self.sort_column = "name"
         self._debounce: Timer | None = None
         self.terminated = False  # SIGTERM asked the app to close
+        self.narrow: bool | None = None  # laid out for a terminal under data.NARROW_BELOW columns
+        self.name_width = data.WIDTHS["name"]
 
     # -- layout -------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        with Horizontal():
+        with Panes():
             with Vertical(id="browser"):
                 yield Input(placeholder="search names and families  ( / )", id="search")
                 with Horizontal(id="filters"):
@@ -124,22 +115,36 @@ class NarApp(App):
 
     def on_mount(self) -> None:
         close_on_sigterm(self)
-        table = self.query_one("#models", DataTable)
-        for column in data.COLUMNS:
-            table.add_column(column, key=column, width=data.WIDTHS[column])
         similar = self.query_one("#similar-table", DataTable)
         for column in ("name", "family", "cosine", "shared motifs"):
             similar.add_column(column, key=column)
-        self.refresh_table()
+        self.lay_out(self.size.width < data.NARROW_BELOW)
         search = self.query_one("#search", Input)
         search.cursor_blink = self.blink
         search.focus()
         if self.initial:
-            entry = self.find_entry(self.initial)
+            entry = data.find_entry(self.entries, self.initial)
             if entry is None:
                 self.tell(f"{self.initial!r} is not in the zoo or the cache", severity="warning")
             else:
                 self.open_key(entry.key)
+
+    def lay_out(self, narrow: bool) -> None:
+        """A narrow terminal splits the screen in halves and the table shows name and family (names
+        cut in the middle); a wide one gives the table more columns."""
+        if narrow == self.narrow:
+            return
+        self.narrow = narrow
+        table = self.query_one("#models", DataTable)
+        table.clear(columns=True)
+        widths = data.NARROW_WIDTHS if narrow else data.WIDTHS
+        for column in data.COLUMNS:
+            table.add_column(column, key=column, width=widths[column])
+        self.name_width = widths["name"]
+        self.shown = []
+        self.refresh_table()
+        if self.current in self.shown:
+            table.move_cursor(row=self.shown.index(self.current))
 
     # -- the table ----------------------------------------------------------------------------------
     def filters(self) -> dict[str, str]:
@@ -178,14 +183,16 @@ class NarApp(App):
         else:
             table.clear()
             for key in keys:
-                table.add_row(*self.by_key[key].cells(), key=key)
+                table.add_row(*self.by_key[key].cells(self.name_width), key=key)
         self.shown = keys
         self.update_status()
 
     def update_status(self) -> None:
-        marked = f" · marked: {', '.join(self.by_key[k].name for k in self.marked)}" if self.marked else ""
-        self.query_one("#status", Static).update(
-            data.shown(f"{len(self.shown):,} of {len(self.entries):,} models · sorted by {self.sort_column}{marked}"))
+        """How many rows and their order; the marked models on a line of their own, never cut off."""
+        counts = f"{len(self.shown):,}/{len(self.entries):,} · by " if self.narrow else \
+            f"{len(self.shown):,} of {len(self.entries):,} models · sorted by "
+        marked = ["\n", data.shown("marked: " + ", ".join(self.by_key[k].label for k in self.marked))] if self.marked else []
+        self.query_one("#status", Static).update(Text.assemble(data.shown(counts + self.sort_column), *marked))
 
     @on(Input.Changed, "#search")
     def search_changed(self) -> None:
@@ -235,13 +242,6 @@ class NarApp(App):
         self.open_key(str(event.row_key.value))
 
     # -- details ------------------------------------------------------------------------------------
-    def find_entry(self, text: str) -> data.Entry | None:
-        if text in self.by_key:
-            return self.by_key[text]
-        lowered = text.lower()
-        return next((e for e in self.entries if e.name.lower() == lowered or e.key.lower().endswith("/" + lowered)),
-                    None)
-
     def open_key(self, key: str, remember: bool = True) -> None:
         entry = self.by_key.get(key)
         if entry is None:

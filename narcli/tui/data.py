@@ -27,6 +27,21 @@ def shown(text: Any, style: str = "") -> Any:
 
 
 WIDTHS = {"name": 30, "family": 12, "coarse": 13, "task": 14, "source": 12, "params": 7, "MACs": 7, "nodes": 6}
+NARROW_BELOW = 100  # terminal columns: under this the browser is half the screen, name and family only
+NARROW_WIDTHS = {**WIDTHS, "name": 25, "family": 9}
+
+
+def fit(name: str, width: int) -> str:
+    """`name` in `width` columns: the source prefix kept, the rest cut in the middle, so that
+    `timm/aimv2_large_patch14_448` and `timm/aimv2_huge_patch14_448` still read apart."""
+    if len(name) <= width:
+        return name
+    cut = name.find("/") + 1
+    prefix = name[:cut] if 0 < cut <= width // 3 else ""
+    rest = name[len(prefix):]
+    room = width - len(prefix) - 1
+    head = (room + 1) // 2
+    return prefix + rest[:head] + "…" + rest[len(rest) - (room - head):]
 
 
 @dataclass
@@ -48,22 +63,33 @@ class Entry:
     def __post_init__(self) -> None:
         self.haystack = f"{self.key} {self.name} {self.family}".lower()
 
-    def cells(self) -> tuple:
-        cached = self.__dict__.get("_cells")
-        if cached is None:
-            cached = self.__dict__["_cells"] = self._make_cells()
-        return cached
+    @property
+    def label(self) -> str:
+        """A zoo model by its id (`timm/resnet50`, `torchvision/resnet50`): two rows never read alike."""
+        return self.key if self.zoo_model is not None else self.name
 
-    def _make_cells(self) -> tuple:
+    def cells(self, name_width: int = WIDTHS["name"]) -> tuple:
+        cache = self.__dict__.setdefault("_cells", {})
+        if name_width not in cache:
+            cache[name_width] = self._make_cells(name_width)
+        return cache[name_width]
+
+    def _make_cells(self, name_width: int) -> tuple:
         from narcli.search.text import human
 
-        # a zoo model by its id (`timm/resnet50`, `torchvision/resnet50`): two rows never read alike
-        return (shown(self.key if self.zoo_model is not None else self.name), shown(self.family or "—"), shown(self.coarse or "—"), shown(self.task or "—"),
+        return (shown(fit(self.label, name_width)), shown(self.family or "—"), shown(self.coarse or "—"), shown(self.task or "—"),
                 shown(self.source), human(self.params), human(self.macs), str(self.nodes))
 
     def sort_value(self, column: str) -> Any:
         return {"params": self.params, "MACs": self.macs, "nodes": self.nodes}.get(column) \
             if column in ("params", "MACs", "nodes") else str(getattr(self, column.lower(), "")).lower()
+
+
+def find_entry(entries: list[Entry], text: str) -> Entry | None:
+    """The entry a name given on the command line means: its key, else its name or id tail."""
+    lowered = text.lower()
+    return next((e for e in entries if e.key == text), None) or next(
+        (e for e in entries if e.name.lower() == lowered or e.key.lower().endswith("/" + lowered)), None)
 
 
 def load_entries() -> list[Entry]:

@@ -7,7 +7,10 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
+from functools import partial
+
 from textual.binding import Binding
+from textual.command import Hit, Hits, Provider
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
@@ -144,3 +147,22 @@ class ExportScreen(Modal):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.dismiss(event.value.strip() or self.folder)
+
+
+class ModelCommands(Provider):
+    """Command palette: open a model by name, or filter by a family."""
+
+    async def search(self, query: str) -> Hits:
+        app = self.app
+        matcher = self.matcher(query)
+        families = sorted({e.family for e in app.entries if e.family})
+        for family in families:
+            score = matcher.match(f"family {family}")
+            if score > 0:
+                yield Hit(score, matcher.highlight(f"family {family}"), partial(app.show_family, family),
+                          help="show this family's models")
+        for entry in app.entries:
+            score = matcher.match(entry.name)
+            if score > 0:
+                yield Hit(score, matcher.highlight(entry.name), partial(app.open_key, entry.key),
+                          help=f"{entry.family or 'no family'} · {entry.source}")
