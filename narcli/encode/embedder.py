@@ -48,10 +48,16 @@ class Embedder:
         from narcli.encode.features import encode_graph
         from narcli.graph.idioms import normalise_idioms
 
+        from narcli.zoo.labels import coarse_from_structure, possible_coarse
+
         graphs = [normalise_idioms(g) for g in graphs]  # stored graphs may predate an idiom rule
         motif_sets = [sample_motifs(g) for g in graphs]
         encoded = [encode_graph(g, m) for g, m in zip(graphs, motif_sets)]
         vectors, predictions = self.embed_encoded(encoded)
+        for prediction, graph in zip(predictions, graphs):
+            ops = graph.op_histogram()
+            prediction["coarse_possible"] = sorted(possible_coarse(ops))
+            prediction["coarse_structure"] = coarse_from_structure(ops)  # when nothing possible was guessed
         return [Embedding(v, p, motif_summary(g, m))
                 for v, p, g, m in zip(vectors, predictions, graphs, motif_sets)]
 
@@ -60,7 +66,7 @@ class Embedder:
         import torch
 
         from narcli.encode.encoder import collate, node_batches
-        from narcli.zoo.labels import COARSE
+        from narcli.encode.training import coarse_classes
 
         vectors: list[np.ndarray] = []
         predictions: list[dict] = []
@@ -70,7 +76,7 @@ class Embedder:
                                                                                self.model.robust_mix > 0))
             vectors.append(vector.numpy().astype(np.float32))
             for f, c in zip(torch.softmax(family, 1), torch.softmax(coarse, 1)):
-                predictions.append({"family": _top(f, self.families), "coarse": _top(c, list(COARSE))})
+                predictions.append({"family": _top(f, self.families), "coarse": _top(c, coarse_classes(self.card["config"]))})
         dim = self.model.embedding_dim
         return (np.concatenate(vectors) if vectors else np.zeros((0, dim), np.float32)), predictions
 

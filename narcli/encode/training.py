@@ -16,7 +16,7 @@ from torch.nn import functional as F
 
 from narcli.encode.dataset import Item
 from narcli.encode.encoder import NAREncoder, collate, node_batches
-from narcli.zoo.labels import COARSE
+from narcli.zoo.labels import COARSE, COARSE_BEFORE_GRAPH
 
 
 @dataclass
@@ -51,6 +51,7 @@ class TrainConfig:
     ce_weight: float = 0.0
     cl_weight: float = 1.0
     max_nodes: int = 20_000  # graphs larger than this are left out of training batches (not of evaluation)
+    coarse: tuple[str, ...] = COARSE  # the coarse head's classes, in order (read back from the card)
     device: str = "cpu"
     # edited variants (`encode.augment`) of each training architecture added to its family in
     # training: the shipped encoder uses 2 (README: real-client retrieval against zoo MAP)
@@ -160,10 +161,15 @@ def _read_checkpoint(path: Path | None) -> dict | None:
     return state if isinstance(state, dict) else None
 
 
+def coarse_classes(config: dict) -> list[str]:
+    """The coarse head's classes: listed in the card since "graph" was added, the first seven before."""
+    return list(config.get("coarse") or COARSE_BEFORE_GRAPH)
+
+
 def model_for(config: TrainConfig | dict, families: int) -> NAREncoder:
     """An untrained encoder shaped by `config` (a TrainConfig, or one read back from a model card)."""
     c = config if isinstance(config, dict) else asdict(config)
-    return NAREncoder(families, len(COARSE), c["hidden"], c["dim"], c["layers"], c["use_motifs"], c["kind"],
+    return NAREncoder(families, len(coarse_classes(c)), c["hidden"], c["dim"], c["layers"], c["use_motifs"], c["kind"],
                       c.get("use_wl", True), c.get("wl_mix", 1.0),
                       full_graph=c.get("full_graph", "none"),
                       sketch_labels=c.get("sketch_labels", "ops"),

@@ -22,7 +22,7 @@ from typing import Any
 
 from narcli.graph.arch_graph import ArchGraph, Node
 from narcli.graph.idioms import normalise_idioms
-from narcli.graph.vocab import FOLDED, NON_DATA
+from narcli.graph.vocab import FOLDED, NON_DATA, RECURRENT
 
 Shape = tuple[int, ...]
 
@@ -123,6 +123,7 @@ def build_graph(raw: RawGraph, meta: dict[str, Any] | None = None) -> ArchGraph:
     _fuse_biases(work, raw.param_shapes)
     _fuse_attention(work)
     _merge_slices(work)
+    _fold_unrolled_steps(work)
     _fold_batch_norms(work)
     _spatial_means_to_pools(work)
 
@@ -252,6 +253,33 @@ def _merge_slices(work: list[_Work]) -> None:
             _reroute(work, kids, other, keep)
 
 
+def _fold_unrolled_steps(work: list[_Work]) -> None:
+    """A recurrent cell called once per time step in a Python loop is one recurrence, as
+    `nn.LSTM` is: the calls of one cell (same scope, same weights) become one node that counts the
+    steps. Not when a step reads something computed after the first step outside the chain
+    (feedback, as in a decoder feeding its prediction back): folding that would make a cycle."""
+    groups: dict[tuple, list[int]] = {}
+    for i, node in enumerate(work):
+        if node.alive and node.attrs.get("step") and node.op in RECURRENT:
+            groups.setdefault((node.op, node.scope, frozenset(node.params)), []).append(i)
+    kids = _children(work)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        keep, inside = members[0], set(members)
+        outside = [p for m in members for p in work[m].parents if p not in inside]
+        if any(p > keep for p in outside):
+            continue
+        work[keep].parents = list(dict.fromkeys(outside))
+        work[keep].attrs["steps"] = len(members)
+        work[keep].shape = work[members[-1]].shape
+        for other in members[1:]:
+            work[other].alive = False
+        for other in members[1:]:
+            kids[other] = [c for c in kids[other] if c not in inside]
+            _reroute(work, kids, other, keep)
+
+
 def _fold_batch_norms(work: list[_Work]) -> None:
     """Batch norm after a conv or linear layer is an affine map the layer absorbs at inference."""
     kids = _children(work)
@@ -291,6 +319,11 @@ def _macs(node: _Work) -> int:
         return out * kernel * int(a.get("in_channels", 0)) // groups
     if op == "linear":
         return out * int(a.get("in_features", 0))
+    if op in RECURRENT and node.shape:
+        # every weight matrix once per step of every sequence: (batch x time) steps for a whole
+        # recurrence (output [batch, time, hidden] or [time, batch, hidden]), batch per cell call
+        steps = math.prod(node.shape[:-1]) * int(a.get("steps", 1))
+        return steps * int(a.get("matrix_size", 0))
     if op in _MATMULS and node.in_shapes and node.in_shapes[0]:
         return out * int(node.in_shapes[0][-1])
     if op == "attention" and node.in_shapes and len(node.in_shapes) >= 2:

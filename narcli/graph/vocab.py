@@ -51,6 +51,9 @@ _category(
     "pixel_shuffle pixel_unshuffle upsample_nearest upsample_linear grid_sample",
 )
 _category("recurrent", "lstm gru rnn")
+RECURRENT = frozenset(("lstm", "gru", "rnn"))
+RECURRENT_CALLS = frozenset(("lstm", "gru", "rnn_tanh", "rnn_relu"))
+RECURRENT_STEPS = frozenset(("lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"))
 _category("io", "input output")
 
 # Operators that only move or relabel data: removed, their input wired to their consumers.
@@ -172,6 +175,11 @@ TORCH_ALIASES: dict[str, str] = {
     "gru": "gru",
     "rnn_tanh": "rnn",
     "rnn_relu": "rnn",
+    # one step of the same recurrence (a cell called in a loop is folded into one node)
+    "lstm_cell": "lstm",
+    "gru_cell": "gru",
+    "rnn_tanh_cell": "rnn",
+    "rnn_relu_cell": "rnn",
     "matmul": "matmul",
     "dot": "matmul",
     "vdot": "matmul",
@@ -338,6 +346,9 @@ MODULE_ALIASES: dict[str, str] = {
     "LSTM": "lstm",
     "GRU": "gru",
     "RNN": "rnn",
+    "LSTMCell": "lstm",
+    "GRUCell": "gru",
+    "RNNCell": "rnn",
     "Flatten": "flatten",
     "Unflatten": "unflatten",
     "Identity": "identity",

@@ -77,6 +77,12 @@ def predict_family(prediction: dict[str, Any] | None, neighbours: list[tuple[str
     voters = neighbours[:VOTERS]
     families = combine((prediction or {}).get("family"), vote([f for f, _, _ in voters], [c for _, _, c in voters]))
     coarse = combine((prediction or {}).get("coarse"), vote([k for _, k, _ in voters], [c for _, _, c in voters]))
+    possible = (prediction or {}).get("coarse_possible")
+    if possible is not None:  # what the graph's operations rule out (an MLP is never convolutional)
+        kept = [(k, p) for k, p in coarse if k in possible]
+        total = sum(p for _, p in kept)
+        coarse = [(k, p / total) for k, p in kept] if total > 0 else \
+            [(prediction.get("coarse_structure") or "other", 1.0)]
     coarse_label, coarse_p = coarse[0] if coarse else (None, 0.0)
     if nearest < threshold or not families:
         return FamilyPrediction(None, 0.0, coarse_label, coarse_p, nearest, threshold, families[:3])

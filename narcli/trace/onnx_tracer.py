@@ -8,9 +8,9 @@ from typing import Any
 
 from narcli.errors import LoadError
 from narcli.graph.canonical import RawGraph, RawOp
-from narcli.graph.vocab import canonical_onnx, pool_type
+from narcli.graph.vocab import MODULE_ALIASES, canonical_onnx, pool_type
 from narcli.trace.inputs import DTYPES
-from narcli.trace.torch_ops import conv_attrs
+from narcli.trace.torch_ops import conv_attrs, recurrent_attrs
 
 # Initializers that are running statistics, not trainable parameters: (op type, input index).
 _STATISTICS = {("BatchNormalization", 3), ("BatchNormalization", 4)}
@@ -189,6 +189,12 @@ def _describe(node: Any, shapes: dict, params: dict) -> tuple[str, dict[str, Any
         stride = [int(s) for s in _attr(node, "strides", [1] * len(kernel))]
         return pool_type("max" if kind == "MaxPool" else "avg", len(kernel)), \
             {"kernel": kernel, "stride": stride}
+    if kind in ("LSTM", "GRU", "RNN") and len(node.input) > 2:
+        w, r = shapes.get(node.input[1]), shapes.get(node.input[2])  # [directions, gates*hidden, in|hidden]
+        if w and r and len(w) == 3 and len(r) == 3:
+            # Y is [time, directions, batch, hidden]: count one direction's matrices per step
+            return MODULE_ALIASES[kind], recurrent_attrs([tuple(w[1:]), tuple(r[1:])], step=False)
+        return MODULE_ALIASES[kind], {}
     if kind in ("Resize", "Upsample"):
         mode = _attr(node, "mode", b"nearest")
         mode = mode.decode() if isinstance(mode, bytes) else str(mode)

@@ -15,6 +15,8 @@ from narcli.graph.vocab import (
     FOLDED,
     MODULE_ALIASES,
     NON_DATA,
+    RECURRENT_CALLS,
+    RECURRENT_STEPS,
     bare_name,
     canonical_torch,
     conv_type,
@@ -80,9 +82,38 @@ def _adaptive(kind: str, args: list[Any], kwargs: dict[str, Any], rank: int) -> 
     return f"adaptive_{kind}_pool{rank}d", {}
 
 
+def recurrent_attrs(matrices: list[Shape], step: bool) -> dict[str, Any]:
+    """What a recurrence's MACs follow from: its weight matrices (`w_ih`, `w_hh` and any projection
+    of every layer and direction) are each applied once per time step. `matrix_size` is their
+    element count; `hidden` and `input_size` come from the first layer."""
+    matrices = [m for m in matrices if len(m) == 2]
+    if len(matrices) < 2:
+        return {}
+    attrs: dict[str, Any] = {"matrix_size": int(sum(m[0] * m[1] for m in matrices)),
+                             "input_size": int(matrices[0][1]), "hidden": int(matrices[1][1])}
+    if step:
+        attrs["step"] = 1  # one time step per call; unrolled calls are folded into one node
+    return attrs
+
+
+def _flat_tensors(values: Any) -> list[TensorArg]:
+    out = []
+    for value in values:
+        if isinstance(value, TensorArg):
+            out.append(value)
+        elif isinstance(value, (list, tuple)):
+            out.extend(_flat_tensors(value))
+    return out
+
+
 def describe_call(name: str, args: list[Any], kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """Canonical type (or a FOLDED / NON_DATA name) and key attributes of one operator call."""
     name = bare_name(name)
+    if name in RECURRENT_CALLS or name in RECURRENT_STEPS:
+        # (input, hx, weights...): the weights are the flat parameter list of a call, or a cell's
+        # w_ih, w_hh and biases
+        weights = [t.shape for t in _flat_tensors(list(args[2:]) + list(kwargs.values())) if t.shape is not None]
+        return canonical_torch(name), recurrent_attrs(weights, name in RECURRENT_STEPS)
     tensors = [a for a in list(args) + list(kwargs.values()) if isinstance(a, TensorArg)]
     params = [t for t in tensors if t.is_param and t.shape is not None]
 
@@ -165,6 +196,9 @@ def describe_module(module: Any) -> tuple[str, dict[str, Any]] | None:
     if cls not in MODULE_ALIASES:
         return None
     op = MODULE_ALIASES[cls]
+    if cls in ("LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell"):
+        matrices = [tuple(p.shape) for n, p in module.named_parameters() if n.startswith("weight")]
+        return op, recurrent_attrs(matrices, cls.endswith("Cell"))
     if op in FOLDED or op in NON_DATA:
         return op, {}
     attrs: dict[str, Any] = {}

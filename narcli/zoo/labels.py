@@ -14,7 +14,10 @@ from pathlib import Path
 
 from narcli import DATA_DIR
 
-COARSE = ("convolutional", "transformer", "hybrid", "mlp", "recurrent", "state-space", "other")
+COARSE = ("convolutional", "transformer", "hybrid", "mlp", "recurrent", "state-space", "other", "graph")
+# the coarse classes of an encoder whose model card does not list them (trained before "graph")
+COARSE_BEFORE_GRAPH = COARSE[:7]
+RECURRENT_OPS = ("lstm", "gru", "rnn")
 TABLE = DATA_DIR / "families.csv"
 
 # Below this many convolutions, a network with attention is a transformer with a conv stem or
@@ -36,8 +39,10 @@ def family_table(path: Path = TABLE) -> dict[tuple[str, str], tuple[str, str]]:
 def coarse_from_structure(op_counts: Mapping[str, int]) -> str:
     """A coarse class from the kinds of operations a graph uses (for families not in the table)."""
     convs = sum(n for op, n in op_counts.items() if "conv" in op)
-    if any(op_counts.get(op, 0) for op in ("lstm", "gru", "rnn")):
+    if any(op_counts.get(op, 0) for op in RECURRENT_OPS):
         return "recurrent"
+    if op_counts.get("scatter", 0) and not convs and not op_counts.get("attention", 0):
+        return "graph"  # message passing: gather along edges, scatter-add into nodes
     if op_counts.get("attention", 0):
         return "hybrid" if convs >= HYBRID_MIN_CONVS else "transformer"
     if convs > 2:
@@ -45,6 +50,29 @@ def coarse_from_structure(op_counts: Mapping[str, int]) -> str:
     if op_counts.get("linear", 0) or op_counts.get("matmul", 0):
         return "mlp"
     return "other"
+
+
+def possible_coarse(op_counts: Mapping[str, int]) -> set[str]:
+    """The coarse classes a graph with these operations can belong to: no convolution, never
+    convolutional or hybrid; no attention or matrix product, never transformer; a recurrence without
+    attention is recurrent; no scatter, no graph network. The encoder's guess and its neighbours'
+    vote are kept to these, so an MLP or an LSTM is never "convolutional"."""
+    convs = sum(n for op, n in op_counts.items() if "conv" in op)
+    attention = op_counts.get("attention", 0)
+    products = sum(op_counts.get(op, 0) for op in ("attention", "matmul", "bmm", "einsum"))
+    recurrent = sum(op_counts.get(op, 0) for op in RECURRENT_OPS)
+    if recurrent and not attention:
+        return {"recurrent"}
+    allowed = set(COARSE)
+    if not convs:
+        allowed -= {"convolutional", "hybrid"}
+    if not products:
+        allowed -= {"transformer", "hybrid"}
+    if not recurrent:
+        allowed.discard("recurrent")
+    if not op_counts.get("scatter", 0):
+        allowed.discard("graph")
+    return allowed
 
 
 def label(source: str, key: str, op_counts: Mapping[str, int]) -> tuple[str, str, bool]:
