@@ -55,14 +55,27 @@ def test_a_recurrent_layer_has_hand_counted_macs(cell, gates, op, bidirectional)
     assert graph.params == sum(p.numel() for p in Forecaster(cell, bidirectional).parameters())
 
 
-@pytest.mark.parametrize("cell, gates, op", [(nn.LSTMCell, 4, "lstm"), (nn.GRUCell, 3, "gru"), (nn.RNNCell, 1, "rnn")])
-def test_a_cell_called_in_a_loop_is_one_node_with_every_step_counted(cell, gates, op):
+@pytest.mark.parametrize("cell, layer, gates, op", [(nn.LSTMCell, nn.LSTM, 4, "lstm"), (nn.GRUCell, nn.GRU, 3, "gru"),
+                                                     (nn.RNNCell, nn.RNN, 1, "rnn")])
+def test_a_cell_stepped_over_a_sequence_is_the_recurrent_layer(cell, layer, gates, op):
+    """`for t in range(T): h = cell(x[:, t], h)` then a head on `h` is `nn.LSTM` then `out[:, -1]`:
+    one node with every step counted, and the same graph as the layer's."""
     batch, time = 2, 7
     graph = traced(CellLoop(cell), torch.randn(batch, time, 8))
     [node] = [n for n in graph.nodes if n.op == op]
-    assert node.attrs["steps"] == time
     assert node.macs == batch * time * gates * 16 * (8 + 16)
     assert graph.params == sum(p.numel() for p in CellLoop(cell).parameters())  # the weights once
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = layer(8, 16, batch_first=True)
+            self.head = nn.Linear(16, 4)
+
+        def forward(self, x):
+            return self.head(self.rnn(x)[0][:, -1])
+
+    assert graph.content_hash() == traced(Layer(), torch.randn(batch, time, 8)).content_hash()
 
 
 def test_a_cell_fed_its_own_prediction_is_not_folded_into_a_cycle():

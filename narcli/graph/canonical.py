@@ -278,6 +278,34 @@ def _fold_unrolled_steps(work: list[_Work]) -> None:
         for other in members[1:]:
             kids[other] = [c for c in kids[other] if c not in inside]
             _reroute(work, kids, other, keep)
+        _read_the_sequence(work, kids, keep, inside)
+
+
+def _read_the_sequence(work: list[_Work], kids: list[list[int]], keep: int, inside: set[int]) -> None:
+    """The usual loop, `for t in range(T): cell(x[:, t])`, reads one sequence through a split. Then the
+    folded node reads the sequence itself and its consumers read its last step, as `nn.LSTM` and
+    `out[:, -1]` do, so that both spellings of one recurrence make one graph."""
+    node = work[keep]
+    if len(node.parents) != 1 or node.shape is None:
+        return
+    s = node.parents[0]
+    split = work[s]
+    if split.op not in ("split", "slice") or len(split.parents) != 1 or \
+            any(work[c].alive and c not in inside for c in kids[s]):
+        return
+    sequence = work[split.parents[0]].shape
+    steps = node.attrs.get("steps", 1)
+    if not sequence or len(sequence) != 3 or steps not in (sequence[0], sequence[1]):
+        return
+    last = node.shape
+    node.parents = [split.parents[0]]
+    node.shape = (*sequence[:-1], last[-1])
+    for key in ("step", "steps"):  # a whole recurrence now: its MACs follow from its shape
+        node.attrs.pop(key, None)
+    consumers = [c for c in kids[keep] if work[c].alive and c not in inside and c != s]
+    split.op, split.attrs, split.shape, split.parents = "slice", {}, last, [keep]
+    for c in consumers:
+        work[c].parents = list(dict.fromkeys(s if p == keep else p for p in work[c].parents))
 
 
 def _fold_batch_norms(work: list[_Work]) -> None:

@@ -153,6 +153,8 @@ TORCH_ALIASES: dict[str, str] = {
     "repeat_interleave": "repeat",
     "index_put": "scatter",
     "scatter_add": "scatter",
+    "scatter_reduce": "scatter",
+    "index_reduce": "scatter",
     "index_add": "scatter",
     "index_copy": "scatter",
     "slice_scatter": "scatter",

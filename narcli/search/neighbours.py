@@ -4,6 +4,7 @@ user's (scanned models and the user's own zoo), each rebuilt when what it indexe
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -139,21 +140,61 @@ def user_index(encoder: str, report: Callable[[str], None] = lambda line: None,
                force: bool = False) -> tuple[VectorIndex | None, dict]:
     """The index of the user's entries (None when there are none) and their details; rebuilt when
     the entries changed since it was built."""
+    path = index_dir() / "user.json"
+    current = _current_user_index(path, encoder, force)
+    if current[0] is not None or not current[1]:
+        return current[0], current[2]
+    # stale: rebuild one process at a time, each from the entries it reads under the lock, so that a
+    # build from an older read never replaces a newer one (two of six concurrent `nar similar` of
+    # new files lost a row that way)
+    with _user_build_lock(path.parent):
+        index, keys, details, blobs, fingerprint = _current_user_index(path, encoder, force)
+        if index is not None or not keys:
+            return index, details
+        report(f"indexing {len(keys)} of your models")
+        return build_index(path, keys, _matrix(blobs), {"kind": "user", "fingerprint": fingerprint,
+                                                        "encoder": encoder}), details
+
+
+def _current_user_index(path: Path, encoder: str, force: bool) -> tuple:
+    """(the index when it is current else None, keys, details, blobs, fingerprint) from one read."""
     import hashlib
 
     keys, blobs, details = user_entries(encoder)
-    if not keys:
-        return None, details
     fingerprint = hashlib.sha256("\n".join(keys).encode() + b"".join(blobs)).hexdigest()[:16]
-    path = index_dir() / "user.json"
-    try:
-        index = VectorIndex(path)
-        if index.meta.get("fingerprint") == fingerprint and not force:
-            return index, details
-    except IndexError_:
-        pass
-    report(f"indexing {len(keys)} of your models")
-    return build_index(path, keys, _matrix(blobs), {"kind": "user", "fingerprint": fingerprint, "encoder": encoder}), details
+    if keys and not force:
+        try:
+            index = VectorIndex(path)
+            if index.meta.get("fingerprint") == fingerprint:
+                return index, keys, details, blobs, fingerprint
+        except IndexError_:
+            pass
+    return None, keys, details, blobs, fingerprint
+
+
+def _user_build_lock(folder: Path) -> Any:
+    from contextlib import contextmanager
+
+    @contextmanager
+    def held() -> Any:
+        try:
+            import fcntl
+        except ImportError:  # Windows: builds are not serialised
+            yield
+            return
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(folder / ".user-build.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:  # a read-only home: the build reports that itself
+            yield
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    return held()
 
 
 def index_info() -> list[dict[str, Any]]:

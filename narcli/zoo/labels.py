@@ -36,16 +36,22 @@ def family_table(path: Path = TABLE) -> dict[tuple[str, str], tuple[str, str]]:
     return table
 
 
+def _convolutions(op_counts: Mapping[str, int]) -> int:
+    from narcli.graph.vocab import OPS
+
+    return sum(n for op, n in op_counts.items() if OPS.get(op) == "convolution")
+
+
 def coarse_from_structure(op_counts: Mapping[str, int]) -> str:
     """A coarse class from the kinds of operations a graph uses (for families not in the table)."""
-    convs = sum(n for op, n in op_counts.items() if "conv" in op)
-    if any(op_counts.get(op, 0) for op in RECURRENT_OPS):
-        return "recurrent"
+    convs = _convolutions(op_counts)
     if op_counts.get("scatter", 0) and not convs and not op_counts.get("attention", 0):
         return "graph"  # message passing: gather along edges, scatter-add into nodes
+    if any(op_counts.get(op, 0) for op in RECURRENT_OPS):
+        return "recurrent"
     if op_counts.get("attention", 0):
         return "hybrid" if convs >= HYBRID_MIN_CONVS else "transformer"
-    if convs > 2:
+    if convs >= 2:  # LeNet-5 has two
         return "convolutional"
     if op_counts.get("linear", 0) or op_counts.get("matmul", 0):
         return "mlp"
@@ -57,11 +63,11 @@ def possible_coarse(op_counts: Mapping[str, int]) -> set[str]:
     convolutional or hybrid; no attention or matrix product, never transformer; a recurrence without
     attention is recurrent; no scatter, no graph network. The encoder's guess and its neighbours'
     vote are kept to these, so an MLP or an LSTM is never "convolutional"."""
-    convs = sum(n for op, n in op_counts.items() if "conv" in op)
+    convs = _convolutions(op_counts)
     attention = op_counts.get("attention", 0)
     products = sum(op_counts.get(op, 0) for op in ("attention", "matmul", "bmm", "einsum"))
     recurrent = sum(op_counts.get(op, 0) for op in RECURRENT_OPS)
-    if recurrent and not attention:
+    if recurrent and not attention and not op_counts.get("scatter", 0):
         return {"recurrent"}
     allowed = set(COARSE)
     if not convs:

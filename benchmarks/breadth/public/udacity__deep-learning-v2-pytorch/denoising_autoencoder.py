@@ -1,0 +1,60 @@
+# Origin: https://github.com/udacity/deep-learning-v2-pytorch
+#   file: autoencoder/denoising-autoencoder/Denoising_Autoencoder_Solution.ipynb
+#   commit: c9404fc86181fc3f0906b368697268257f348535
+#   url: https://github.com/udacity/deep-learning-v2-pytorch/blob/c9404fc86181fc3f0906b368697268257f348535/autoencoder/denoising-autoencoder/Denoising_Autoencoder_Solution.ipynb
+# Licence: MIT (full text in ./LICENSE, copied from the repository)
+# Collected for nar's breadth validation set (third-party code).
+# Changes from the original:
+#   - extracted from the Jupyter notebook: code cell(s) 6 (model definition and its helpers); `import torch` added
+#   - removed the `# initialize the NN` lines that instantiate and print the model; data loading, training and plotting cells left out
+# --------------------------------------------------------------------------------------------------
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# define the NN architecture
+class ConvDenoiser(nn.Module):
+    def __init__(self):
+        super(ConvDenoiser, self).__init__()
+        ## encoder layers ##
+        # conv layer (depth from 1 --> 32), 3x3 kernels
+        self.conv1 = nn.Conv2d(1, 32, 3, padding=1)  
+        # conv layer (depth from 32 --> 16), 3x3 kernels
+        self.conv2 = nn.Conv2d(32, 16, 3, padding=1)
+        # conv layer (depth from 16 --> 8), 3x3 kernels
+        self.conv3 = nn.Conv2d(16, 8, 3, padding=1)
+        # pooling layer to reduce x-y dims by two; kernel and stride of 2
+        self.pool = nn.MaxPool2d(2, 2)
+        
+        ## decoder layers ##
+        # transpose layer, a kernel of 2 and a stride of 2 will increase the spatial dims by 2
+        self.t_conv1 = nn.ConvTranspose2d(8, 8, 3, stride=2)  # kernel_size=3 to get to a 7x7 image output
+        # two more transpose layers with a kernel of 2
+        self.t_conv2 = nn.ConvTranspose2d(8, 16, 2, stride=2)
+        self.t_conv3 = nn.ConvTranspose2d(16, 32, 2, stride=2)
+        # one, final, normal conv layer to decrease the depth
+        self.conv_out = nn.Conv2d(32, 1, 3, padding=1)
+
+
+    def forward(self, x):
+        ## encode ##
+        # add hidden layers with relu activation function
+        # and maxpooling after
+        x = F.relu(self.conv1(x))
+        x = self.pool(x)
+        # add second hidden layer
+        x = F.relu(self.conv2(x))
+        x = self.pool(x)
+        # add third hidden layer
+        x = F.relu(self.conv3(x))
+        x = self.pool(x)  # compressed representation
+        
+        ## decode ##
+        # add transpose conv layers, with relu activation function
+        x = F.relu(self.t_conv1(x))
+        x = F.relu(self.t_conv2(x))
+        x = F.relu(self.t_conv3(x))
+        # transpose again, output should have a sigmoid applied
+        x = F.sigmoid(self.conv_out(x))
+                
+        return x
