@@ -15,7 +15,8 @@ The zoo sometimes labels one architecture with several families (timm's `vit_sma
 and `deit_small_patch16_224` are the same graph; so are HF's wav2vec2 and HuBERT CTC models). The
 strict figures count only the family the manifest names; the `*_equivalent` figures also accept a
 family that shares an identical zoo graph with it, since no retrieval can tell those apart; the
-`*_design` figures compare designs (`narcli.zoo.lineage`: Helium, Mistral or Qwen3 are Llama
+`coarse_right` compares the coarse class said with the one most of the
+expected family's zoo models have. The `*_design` figures compare designs (`narcli.zoo.lineage`: Helium, Mistral or Qwen3 are Llama
 designs, as transformers' own modular files derive them), the answer `nar similar` gives beside
 the family.
 Writes benchmarks/results/<out>.json (default real-clients.json).
@@ -47,6 +48,19 @@ def rows(folder: Path) -> list[dict]:
                 row["set"] = "/".join(parts[:2]) if parts[0] == "public" else parts[0]  # one source each
                 found.append(row)
     return found
+
+
+def family_coarse() -> dict[str, str]:
+    """family -> the coarse class most of its zoo models have: what a model of that family is."""
+    from collections import Counter, defaultdict
+
+    from narcli.zoo.store import Zoo
+
+    counts: dict[str, Counter] = defaultdict(Counter)
+    with Zoo() as zoo:
+        for model in zoo.models():
+            counts[model.family][model.coarse] += 1
+    return {family: c.most_common(1)[0][0] for family, c in counts.items()}
 
 
 def zoo_families() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
@@ -97,6 +111,7 @@ def run_one(nar: list[str], row: dict, env: dict, timeout: float) -> dict:
         "nearest_hash": zoo[0].get("graph_hash") if zoo else None,
         "cosine": zoo[0]["cosine"] if zoo else None,
         "predicted": prediction.get("family"),
+        "coarse": prediction.get("coarse"),
         # the design `nar similar` names beside the family (None: the family is its own design)
         "predicted_design": prediction.get("design") or prediction.get("family"),
         "novel": bool(prediction.get("novel")),
@@ -129,6 +144,7 @@ def main() -> None:
     scored = [r for r in results if "error" not in r]
     n = len(results)
     by_hash, same = zoo_families()
+    coarse_of = family_coarse()
     from narcli.zoo.lineage import design
 
     def equivalent(found: str | None, expected: str) -> bool:
@@ -149,6 +165,8 @@ def main() -> None:
         "nearest_design": round(sum(design(r["nearest_family"]) == design(r["expected"]) for r in scored) / n, 3),
         "predicted_design": round(sum(r["predicted_design"] is not None
                                       and design(r["predicted_design"]) == design(r["expected"]) for r in scored) / n, 3),
+        # the coarse class said for the model against its family's in the zoo
+        "coarse_right": round(sum(r.get("coarse") == coarse_of.get(r["expected"]) for r in scored) / n, 3),
         "mean_nearest_cosine": round(sum(r["cosine"] for r in scored) / max(len(scored), 1), 3),
     }
     print()

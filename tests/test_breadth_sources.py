@@ -52,3 +52,16 @@ def test_pyg_models_trace_except_what_needs_missing_libraries(breadth_zoo):
     failed = [m for m in mine if m.status != "ok"]
     assert len(mine) - len(failed) >= 0.9 * len(mine), [(m.id, m.message) for m in failed]
     assert all("pyg-lib" in (m.message or "") or "torch_cluster" in (m.message or "") for m in failed)
+
+
+def test_diffusers_networks_trace_with_their_published_shapes(tmp_path):
+    pytest.importorskip("diffusers")
+    pytest.importorskip("nar_diffusers")
+    db = tmp_path / "zoo.db"
+    wanted = ["ddpm_cifar10_unet", "sd15_unet", "autoencoder_kl_small", "dit_b_2"]
+    build_zoo(BuildOptions(db=db, sources=["diffusers"], patterns=wanted, jobs=1, timeout=300))
+    with Zoo([db]) as zoo:
+        models = {m.name: m for m in zoo.models()}
+    assert sorted(models) == sorted(wanted)
+    assert models["sd15_unet"].params == 859_520_964  # Stable Diffusion 1.5's U-Net, as published
+    assert models["sd15_unet"].family == "unet-2d-condition" and models["dit_b_2"].coarse == "transformer"
