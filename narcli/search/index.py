@@ -59,17 +59,18 @@ LOCK_NAME = ".index.lock"
 
 
 @contextlib.contextmanager
-def folder_lock(folder: Path, exclusive: bool) -> Iterator[bool]:
+def folder_lock(folder: Path, exclusive: bool, name: str = LOCK_NAME) -> Iterator[bool]:
     """A lock over the index files of `folder`: shared for readers, exclusive for a build's swap;
     yields whether it is held. A build creates the lock file; a reader only opens it, so reading
-    the shipped index writes nothing into the package. Without fcntl (Windows), nothing is locked."""
+    the shipped index writes nothing into the package. Without fcntl (Windows), nothing is locked.
+    Another `name` is another lock (the user index's rebuilds take one of their own)."""
     try:
         import fcntl
     except ImportError:
         yield False
         return
     try:
-        fd = os.open(folder / LOCK_NAME, (os.O_RDWR | os.O_CREAT) if exclusive else os.O_RDONLY, 0o644)
+        fd = os.open(folder / name, (os.O_RDWR | os.O_CREAT) if exclusive else os.O_RDONLY, 0o644)
     except OSError:  # no build has run here yet, or a read-only folder (where none can)
         yield False
         return

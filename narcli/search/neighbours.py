@@ -4,7 +4,6 @@ user's (scanned models and the user's own zoo), each rebuilt when what it indexe
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ import numpy as np
 
 from narcli import DATA_DIR
 from narcli.errors import NarError
-from narcli.search.index import IndexError_, VectorIndex, build_index
+from narcli.search.index import IndexError_, VectorIndex, build_index, folder_lock
 
 BUNDLED_INDEX = DATA_DIR / "zoo-index.json"
 
@@ -145,9 +144,13 @@ def user_index(encoder: str, report: Callable[[str], None] = lambda line: None,
     if current[0] is not None or not current[1]:
         return current[0], current[2]
     # stale: rebuild one process at a time, each from the entries it reads under the lock, so that a
-    # build from an older read never replaces a newer one (two of six concurrent `nar similar` of
-    # new files lost a row that way)
-    with _user_build_lock(path.parent):
+    # build from an older read never replaces a newer one (six concurrent `nar similar` of new files
+    # once left 11 of 12 rows that way)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:  # a read-only home: the build reports that itself
+        pass
+    with folder_lock(path.parent, exclusive=True, name=".user-build.lock"):
         index, keys, details, blobs, fingerprint = _current_user_index(path, encoder, force)
         if index is not None or not keys:
             return index, details
@@ -170,31 +173,6 @@ def _current_user_index(path: Path, encoder: str, force: bool) -> tuple:
         except IndexError_:
             pass
     return None, keys, details, blobs, fingerprint
-
-
-def _user_build_lock(folder: Path) -> Any:
-    from contextlib import contextmanager
-
-    @contextmanager
-    def held() -> Any:
-        try:
-            import fcntl
-        except ImportError:  # Windows: builds are not serialised
-            yield
-            return
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            fd = os.open(folder / ".user-build.lock", os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError:  # a read-only home: the build reports that itself
-            yield
-            return
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)
-
-    return held()
 
 
 def index_info() -> list[dict[str, Any]]:
