@@ -37,23 +37,21 @@ def _entries() -> dict[str, tuple]:
     return out
 
 
-class GraphModel:
+def graph_model(gnn, hidden, classes):
     """A BasicGNN with a graph-level read-out (mean pool, then a linear classifier)."""
+    import torch
+    from torch_geometric.nn import global_mean_pool
 
-    def __new__(cls, gnn, hidden, classes):
-        import torch
-        from torch_geometric.nn import global_mean_pool
+    class Pooled(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gnn = gnn
+            self.head = torch.nn.Linear(hidden, classes)
 
-        class Pooled(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.gnn = gnn
-                self.head = torch.nn.Linear(hidden, classes)
+        def forward(self, x, edge_index, batch):
+            return self.head(global_mean_pool(self.gnn(x, edge_index), batch))
 
-            def forward(self, x, edge_index, batch):
-                return self.head(global_mean_pool(self.gnn(x, edge_index), batch))
-
-        return Pooled()
+    return Pooled()
 
 
 class PygSource(ZooSource):
@@ -87,7 +85,7 @@ class PygSource(ZooSource):
                                   deg=torch.tensor([0, 40, 80, 40], device=device))
                 readout = task == "graph-classification"
                 gnn = getattr(models, cls)(FEATURES, hidden, layers, None if readout else CLASSES, **kwargs)
-                module = GraphModel(gnn, gnn.out_channels, CLASSES) if readout else gnn
+                module = graph_model(gnn, gnn.out_channels, CLASSES) if readout else gnn
             elif cls == "AttentiveFP":
                 module = models.AttentiveFP(FEATURES, hidden, 1, edge_dim=8, num_layers=layers, num_timesteps=2)
             elif cls == "LINKX":
