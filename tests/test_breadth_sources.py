@@ -65,3 +65,92 @@ def test_diffusers_networks_trace_with_their_published_shapes(tmp_path):
     assert sorted(models) == sorted(wanted)
     assert models["sd15_unet"].params == 859_520_964  # Stable Diffusion 1.5's U-Net, as published
     assert models["sd15_unet"].family == "unet-2d-condition" and models["dit_b_2"].coarse == "transformer"
+
+
+def _params(module) -> int:
+    return sum(p.numel() for p in module.parameters())
+
+
+def test_smp_decoders_trace_over_native_and_timm_encoders(tmp_path):
+    smp_source = pytest.importorskip("nar_smp")
+    if smp_source.SmpSource().missing():
+        pytest.skip("segmentation-models-pytorch is not installed")
+    db = tmp_path / "zoo.db"
+    wanted = ["unet_resnet34", "fpn_timm-convnext_atto", "segformer_mit_b0", "deeplabv3_vgg16"]
+    build_zoo(BuildOptions(db=db, sources=["smp"], patterns=wanted, jobs=1, timeout=300))
+    with Zoo([db]) as zoo:
+        models = {m.name: m for m in zoo.models()}
+    assert sorted(models) == sorted(wanted[:3])
+    import sqlite3
+
+    with sqlite3.connect(db) as connection:  # a combination smp refuses is listed, and skipped with smp's reason
+        refused = connection.execute("select status, reason from models where name = 'deeplabv3_vgg16'").fetchone()
+    assert refused[0] == "skipped" and "dilat" in refused[1]
+    unet = models["unet_resnet34"]
+    assert (unet.status, unet.family, unet.task, unet.coarse) == ("ok", "unet", "semantic-segmentation", "convolutional")
+    source = smp_source.SmpSource()
+    entry = next(e for e in source.list_models() if e.name == "unet_resnet34")
+    assert unet.params == _params(source.build(entry).module)  # the parameters smp builds, every one counted
+    assert models["segformer_mit_b0"].coarse == "hybrid"  # Mix Transformer encoder, convolutional decoder
+
+
+def test_monai_networks_trace_in_2d_and_3d(tmp_path):
+    monai_source = pytest.importorskip("nar_monai")
+    if monai_source.MonaiSource().missing():
+        pytest.skip("monai is not installed")
+    db = tmp_path / "zoo.db"
+    wanted = ["basic_unet_2d", "basic_unet_3d", "unetr_f16_h768_3d", "dynunet_5_3d"]
+    build_zoo(BuildOptions(db=db, sources=["monai"], patterns=wanted, jobs=1, timeout=300))
+    with Zoo([db]) as zoo:
+        models = {m.name: m for m in zoo.models()}
+    assert sorted(models) == sorted(wanted)
+    assert models["basic_unet_2d"].graph_hash != models["basic_unet_3d"].graph_hash
+    # the same network in 3D: 3x3x3 kernels where 2D has 3x3, so 3x the weights of each convolution
+    assert models["basic_unet_3d"].params > 2.5 * models["basic_unet_2d"].params
+    assert models["unetr_f16_h768_3d"].coarse == "hybrid" and models["dynunet_5_3d"].family == "dynunet"
+    source = monai_source.MonaiSource()
+    entry = next(e for e in source.list_models() if e.name == "unetr_f16_h768_3d")
+    assert models["unetr_f16_h768_3d"].params == _params(source.build(entry).module)
+
+
+def test_torchaudio_models_trace_beside_a_cpu_torch(tmp_path):
+    audio_source = pytest.importorskip("nar_torchaudio")
+    if audio_source.TorchaudioSource().missing():
+        pytest.skip("torchaudio is not installed")
+    db = tmp_path / "zoo.db"
+    wanted = ["wav2vec2_base", "conformer_small", "deepspeech"]
+    build_zoo(BuildOptions(db=db, sources=["torchaudio"], patterns=wanted, jobs=1, timeout=300))
+    with Zoo([db]) as zoo:
+        models = {m.name: m for m in zoo.models()}
+    assert sorted(models) == sorted(wanted)
+    assert models["deepspeech"].coarse == "recurrent" and models["wav2vec2_base"].family == "wav2vec2"
+    source = audio_source.TorchaudioSource()
+    entry = next(e for e in source.list_models() if e.name == "conformer_small")
+    built = source.build(entry)
+    assert models["conformer_small"].params == _params(built.module.conformer)  # the shim adds no weights
+
+
+def test_a_torchaudio_whose_extension_cannot_load_still_imports(tmp_path):
+    """A torchaudio wheel linked against CUDA, beside a CPU torch, fails in `_extension` on import;
+    the compat guard lets its pure-Python models import (stand-in package, so no torchaudio needed)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    package = tmp_path / "torchaudio"
+    (package / "_extension").mkdir(parents=True)
+    (package / "__init__.py").write_text("from . import _extension\nfrom . import models\n")
+    (package / "_extension" / "__init__.py").write_text(
+        "raise OSError('Could not load this library: _torchaudio.abi3.so')\n")
+    (package / "models.py").write_text(
+        "from torchaudio._extension import _IS_TORCHAUDIO_EXT_AVAILABLE\nclass Wav2Letter: pass\n")
+    script = textwrap.dedent("""
+        from narcli.trace.compat import ensure_torchvision_importable
+        ensure_torchvision_importable()
+        import torchaudio.models
+        print(torchaudio.models.Wav2Letter.__name__, torchaudio.models._IS_TORCHAUDIO_EXT_AVAILABLE)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env={**__import__("os").environ, "PYTHONPATH": str(tmp_path)})
+    assert done.returncode == 0, done.stderr[-800:]
+    assert done.stdout.split() == ["Wav2Letter", "False"]

@@ -191,6 +191,36 @@ def test_novelty_calibration_keeps_95_percent_of_known_queries():
     assert result["known_kept"] >= 0.95 and result["new_flagged"] > 0.9
 
 
+def test_family_balanced_quantile_lets_no_family_outvote_the_others():
+    from narcli.search.family import family_balanced_quantile
+
+    # one family queried 98 times at cosine 0.95, two families once each at 0.40 and 0.60
+    values = [(0.95, "smp-unet")] * 98 + [(0.40, "tcn"), (0.60, "vae")]
+    assert family_balanced_quantile(values, 0.01) == 0.40  # each family weighs a third
+    assert float(np.quantile([v for v, _ in values], 0.01)) > 0.40  # counted by query, the big one decides
+    assert family_balanced_quantile(values, 0.5) == 0.60
+    assert family_balanced_quantile([(0.7, "a")] * 3, 0.01) == 0.7
+
+
+def test_novelty_threshold_is_not_set_by_one_family_repeated_many_times():
+    from narcli.search.family import calibrate_novelty
+
+    rng = np.random.default_rng(2)
+    # a tight family repeated 200 times (a decoder over many encoders) and 10 loose families of 5
+    tight = rng.standard_normal(16) + 0.02 * rng.standard_normal((200, 16))
+    loose = np.concatenate([c + 0.4 * rng.standard_normal((5, 16)) for c in rng.standard_normal((10, 16))])
+    vectors = np.concatenate([tight, loose])
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    families = ["tight"] * 200 + [f"loose{i // 5}" for i in range(50)]
+    test = list(range(0, 200, 2)) + list(range(200, 250, 5))
+    train = [i for i in range(250) if i not in test]
+    result = calibrate_novelty(vectors, families, train, test)
+    loose_best = [float((vectors[train][[families[t] == families[q] for t in train]] @ vectors[q]).max())
+                  for q in range(200, 250, 5)]
+    # the loose families' own queries are kept: the threshold sits at or below their lowest
+    assert result["novelty_threshold"] <= min(loose_best)
+
+
 def test_novelty_calibrated_on_rewritten_copies_keeps_them_known():
     from narcli.search.family import calibrate_novelty
 

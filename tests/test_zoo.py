@@ -160,3 +160,17 @@ def test_scan_of_a_zoo_name_shows_its_record(cli, fake_zoo, monkeypatch):
     assert json.loads(graph.stdout)["models"][0]["graph"]["nodes"]
     unknown = cli("scan", "resnt50")
     assert unknown.exit_code == 1 and "did you mean" in unknown.stderr
+
+
+def test_zoo_embeddings_are_stored_as_float16_and_read_as_float32():
+    import numpy as np
+
+    from narcli.zoo.store import pack_vector, unpack_vector
+
+    vector = np.random.default_rng(0).standard_normal(1024).astype(np.float32)
+    vector /= np.linalg.norm(vector)
+    stored = pack_vector(vector.tobytes())
+    assert len(stored) < 0.51 * len(vector.tobytes())
+    back = np.frombuffer(unpack_vector(stored), dtype=np.float32)
+    assert back.shape == vector.shape and float(back @ vector) > 0.9999
+    assert unpack_vector(vector.tobytes()) == vector.tobytes()  # a zoo from before: float32 as it was

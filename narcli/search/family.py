@@ -114,6 +114,9 @@ def calibrate_novelty(vectors: np.ndarray, families: list[str], train: list[int]
     own graphs. The threshold is the cosine that 99 % of the known queries reach, so a known design
     is rarely called new; the share of "new" queries below it is reported beside it (related
     families, e.g. ResNeXt for a ResNet, stay close, so not every removed family looks new).
+    Each family weighs the same in that 1 %: a library that lists one decoder over ninety encoders
+    (smp) would otherwise set the threshold by its own near-duplicates, and a design with a few
+    hand-sized variants (a TCN, a VAE) would be called new.
     """
     train_vectors = vectors[train]
     train_families = np.array([families[i] for i in train])
@@ -125,18 +128,31 @@ def calibrate_novelty(vectors: np.ndarray, families: list[str], train: list[int]
             return None  # a family with no training member: not a "known" query
         return float(cosines.max()), float(cosines[~same].max()) if (~same).any() else float("nan")
 
-    pairs = [p for q in test if (p := best(vectors[q], families[q])) is not None]
-    known = [k for k, _ in pairs]
-    new = [n for _, n in pairs if not np.isnan(n)]
-    rewritten = [p[0] for v, f in zip(*variants) if (p := best(v, f)) is not None] if variants else []
-    reference = np.array(rewritten or known)
-    threshold = float(np.floor(np.quantile(reference, 1 - KNOWN_KEPT) * 1000) / 1000) if len(reference) else \
-        DEFAULT_NOVELTY_COSINE
+    scored = [(p, families[q]) for q in test if (p := best(vectors[q], families[q])) is not None]
+    known = [k for (k, _), _ in scored]
+    new = [n for (_, n), _ in scored if not np.isnan(n)]
+    rewritten = [(p[0], f) for v, f in zip(*variants) if (p := best(v, f)) is not None] if variants else []
+    reference = rewritten or [(k, f) for (k, _), f in scored]
+    threshold = _floor3(family_balanced_quantile(reference, 1 - KNOWN_KEPT)) if reference else DEFAULT_NOVELTY_COSINE
     known_a, new_a = np.array(known), np.array(new)
     out = {"novelty_threshold": threshold, "known_queries": len(known), "new_queries": len(new),
            "known_kept": round(float((known_a >= threshold).mean()), 4) if len(known_a) else None,
            "new_flagged": round(float((new_a < threshold).mean()), 4) if len(new_a) else None}
     if variants:
         out["rewritten_queries"] = len(rewritten)
-        out["rewritten_kept"] = round(float((np.array(rewritten) >= threshold).mean()), 4) if rewritten else None
+        values = np.array([v for v, _ in rewritten])
+        out["rewritten_kept"] = round(float((values >= threshold).mean()), 4) if rewritten else None
     return out
+
+
+def family_balanced_quantile(values: list[tuple[float, str]], q: float) -> float:
+    """The q-quantile of (value, family) pairs with every family weighing the same."""
+    sizes = Counter(f for _, f in values)
+    ordered = sorted(values)
+    weights = np.array([1.0 / sizes[f] for _, f in ordered])
+    cumulative = np.cumsum(weights) / weights.sum()
+    return float(ordered[int(np.searchsorted(cumulative, q))][0])
+
+
+def _floor3(value: float) -> float:
+    return float(np.floor(value * 1000) / 1000)

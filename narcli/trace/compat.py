@@ -18,9 +18,12 @@ def ensure_torchvision_importable() -> None:
     with "operator torchvision::nms does not exist" (timm and transformers import it too). Its
     model definitions are pure Python and only need the schemas to exist. Call this before the
     first import of torchvision, timm or transformers; it does nothing when the ops are present.
+    Those libraries import torchaudio too when it is installed, so its guard runs first.
     """
     global _library
     import sys
+
+    ensure_torchaudio_importable()
 
     if _library is not None or "torchvision" in sys.modules:
         return
@@ -45,3 +48,33 @@ def _has_op(torch: object, qualified: str) -> bool:
         return True
     except RuntimeError:
         return False
+
+
+def ensure_torchaudio_importable() -> None:
+    """Import torchaudio without its compiled extension when that extension cannot load.
+
+    The registry's torchaudio wheels link CUDA libraries; next to a CPU torch, `import torchaudio`
+    then fails in `torchaudio._extension` before any model is defined. Its model definitions are
+    pure Python, so a stand-in `_extension` that reports "no extension" lets them import (the
+    ops that need the extension, such as forced alignment, still fail when called).
+    """
+    import importlib.util
+    import sys
+
+    if "torchaudio" in sys.modules or importlib.util.find_spec("torchaudio") is None:
+        return
+    try:
+        import torchaudio  # noqa: F401
+        return
+    except (OSError, ImportError):
+        for name in [name for name in sys.modules if name == "torchaudio" or name.startswith("torchaudio.")]:
+            del sys.modules[name]
+    import types
+
+    stand_in = types.ModuleType("torchaudio._extension")
+    stand_in._IS_TORCHAUDIO_EXT_AVAILABLE = False  # type: ignore[attr-defined]
+    stand_in._IS_ALIGN_AVAILABLE = False  # type: ignore[attr-defined]
+    stand_in.fail_if_no_align = lambda function: function  # type: ignore[attr-defined]
+    stand_in._check_cuda_version = lambda: None  # type: ignore[attr-defined]
+    sys.modules["torchaudio._extension"] = stand_in
+    import torchaudio  # noqa: F401,F811

@@ -87,7 +87,8 @@ def plugin_list() -> list[dict[str, Any]]:
 # The first-party plugins (folders under plugins/ of a nar checkout) and the zoo sources each serves:
 # what `nar plugins` lists when they are not installed, and what an error names to install.
 FIRST_PARTY = {"timm": "nar-timm", "torchvision": "nar-torchvision", "transformers": "nar-transformers",
-               "nasbench201": "nar-nas", "darts": "nar-nas", "classics": "nar-classics", "pyg": "nar-pyg", "diffusers": "nar-diffusers"}
+               "nasbench201": "nar-nas", "darts": "nar-nas", "classics": "nar-classics", "pyg": "nar-pyg", "diffusers": "nar-diffusers",
+               "smp": "nar-smp", "monai": "nar-monai", "torchaudio": "nar-torchaudio"}
 
 
 def _plugin(source: str) -> tuple[str, Any]:

@@ -64,6 +64,25 @@ def rebuild_hint(path: Path) -> str:
 
 
 MAX_NAME = 300  # characters; the longest zoo id is under 100
+# Zoo embeddings are stored as float16 behind this mark (half the bytes of the bundled zoo's largest
+# table; cosines move by ~1e-4) and handed out as float32; unmarked blobs are float32 (older zoos).
+HALF_MARK = b"f16:"
+
+
+def pack_vector(float32_bytes: bytes) -> bytes:
+    """A float32 vector's bytes as stored in a zoo."""
+    import numpy as np
+
+    return HALF_MARK + np.frombuffer(float32_bytes, dtype=np.float32).astype(np.float16).tobytes()
+
+
+def unpack_vector(blob: bytes) -> bytes:
+    """The float32 bytes of a stored vector (either encoding)."""
+    if not blob.startswith(HALF_MARK):
+        return blob
+    import numpy as np
+
+    return np.frombuffer(blob, dtype=np.float16, offset=len(HALF_MARK)).astype(np.float32).tobytes()
 
 
 @dataclass
@@ -269,7 +288,7 @@ class Zoo:
                 if graph_hash not in seen:
                     seen.add(graph_hash)
                     hashes.append(graph_hash)
-                    vectors.append(vector)
+                    vectors.append(unpack_vector(vector))
                     encoders.add(encoder)
         return hashes, vectors, encoders
 
@@ -281,7 +300,7 @@ class Zoo:
             except sqlite3.OperationalError:
                 continue
             if row is not None:
-                return row[0], row[1]
+                return unpack_vector(row[0]), row[1]
         return None
 
     def embedding_fingerprint(self) -> str:

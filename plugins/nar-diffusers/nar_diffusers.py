@@ -87,6 +87,9 @@ class DiffusersSource(ZooSource):
         return [ZooEntry(name, family, task) for name, (family, task, *_) in MODELS.items()]
 
     def build(self, entry: ZooEntry) -> BuiltModel:
+        from narcli.trace.compat import ensure_torchvision_importable
+
+        ensure_torchvision_importable()  # diffusers imports torchvision and torchaudio when present
         import diffusers
         import torch
 
