@@ -66,7 +66,7 @@ def ensure_torchaudio_importable() -> None:
     try:
         import torchaudio  # noqa: F401
         return
-    except (OSError, ImportError):
+    except (OSError, ImportError, RuntimeError):  # RuntimeError: built for another CUDA than torch's
         for name in [name for name in sys.modules if name == "torchaudio" or name.startswith("torchaudio.")]:
             del sys.modules[name]
     import types

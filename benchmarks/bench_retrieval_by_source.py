@@ -1,0 +1,81 @@
+"""Zoo retrieval by the source of the query: MAP@20 of the shipped embeddings on the model card's split.
+
+    python benchmarks/bench_retrieval_by_source.py [--db narcli/data/zoo.db] [--without SOURCE]
+
+Each held-out architecture of the card's random split (seed from the card) queries the training
+architectures with the zoo's stored embeddings (what `nar similar` searches); relevant = same
+family. Prints MAP@20 overall and by the source that lists the query (the best-ranked one when
+several list the graph). `--without smp` also leaves that source out of the queries and the
+searched pool, to see what the rest scores without it. Writes benchmarks/results/retrieval-by-source.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+from common import machine
+
+ROOT = Path(__file__).resolve().parent.parent
+AT = 20
+
+
+def average_precision(ranked_relevant: np.ndarray, relevant_total: int) -> float:
+    if relevant_total == 0:
+        return 0.0
+    hits = np.cumsum(ranked_relevant) / np.arange(1, len(ranked_relevant) + 1)
+    return float((hits * ranked_relevant).sum() / min(relevant_total, AT))
+
+
+def by_source(db: Path, without: str | None) -> dict[str, dict]:
+    from narcli.encode.dataset import Item, split_random, zoo_labels
+    from narcli.encode.weights import bundled_weights_path
+    from narcli.search import neighbours
+    from narcli.zoo.store import Zoo
+
+    seed = json.loads(bundled_weights_path().with_suffix(".json").read_text())["config"]["seed"]
+    hashes, vectors, _ = neighbours._zoo_vectors(db)
+    position = {h: i for i, h in enumerate(hashes)}
+    with Zoo([db]) as zoo:
+        labelled = zoo_labels(zoo)
+        ranked = {m.graph_hash: m.source for m in sorted(zoo.models(), key=lambda m: zoo.rank(m.source), reverse=True)}
+    items = [Item(h, *labelled[h], None) for h in labelled if h in position]
+    train, test = split_random(items, seed=seed)
+    if without:
+        train = [i for i in train if ranked[items[i].graph_hash] != without]
+        test = [i for i in test if ranked[items[i].graph_hash] != without]
+    matrix = vectors[[position[item.graph_hash] for item in items]]
+    families = np.array([item.family for item in items])
+    pool, pool_families = matrix[train], families[train]
+    scores: dict[str, list[float]] = defaultdict(list)
+    for q in test:
+        order = np.argsort(-(pool @ matrix[q]))[:AT]
+        ap = average_precision((pool_families[order] == families[q]).astype(float), int((pool_families == families[q]).sum()))
+        scores[ranked[items[q].graph_hash]].append(ap)
+        scores["all"].append(ap)
+    return {source: {"queries": len(v), f"MAP@{AT}": round(float(np.mean(v)), 3)}
+            for source, v in sorted(scores.items(), key=lambda kv: -len(kv[1]))}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", type=Path, default=ROOT / "narcli" / "data" / "zoo.db")
+    parser.add_argument("--without", default="smp")
+    args = parser.parse_args()
+    out = {"all sources": by_source(args.db, None)}
+    if args.without:
+        out[f"without {args.without}"] = by_source(args.db, args.without)
+    for title, rows in out.items():
+        print(title)
+        for source, row in rows.items():
+            print(f"  {source:<14} {row['queries']:>4} queries  MAP@{AT} {row[f'MAP@{AT}']:.3f}")
+    path = ROOT / "benchmarks" / "results" / "retrieval-by-source.json"
+    path.write_text(json.dumps({"results": out, "machine": machine()}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
