@@ -114,7 +114,8 @@ def test_zoo_embed_stores_one_vector_per_architecture_and_only_redoes_what_chang
     with Zoo([db]) as zoo:
         hashes, vectors, encoders = zoo.embeddings()
     assert sorted(hashes) == sorted(g.content_hash() for g in graphs) and encoders == {third["encoder"]}
-    assert all(abs(np.linalg.norm(np.frombuffer(v, np.float32)) - 1) < 1e-5 for v in vectors)
+    # stored as float16 and read back as float32: unit norm to float16's precision
+    assert all(abs(np.linalg.norm(np.frombuffer(v, np.float32)) - 1) < 2e-3 for v in vectors)
 
 
 @pytest.mark.parametrize("args, message", [
