@@ -174,3 +174,17 @@ def test_zoo_embeddings_are_stored_as_float16_and_read_as_float32():
     back = np.frombuffer(unpack_vector(stored), dtype=np.float32)
     assert back.shape == vector.shape and float(back @ vector) > 0.9999
     assert unpack_vector(vector.tobytes()) == vector.tobytes()  # a zoo from before: float32 as it was
+
+
+def test_a_source_whose_library_is_missing_names_the_pip_command_with_torch_pinned():
+    from narcli.zoo.sources import ZooSource, module_version
+
+    class Segmentation(ZooSource):
+        name = "seg"
+        library = "no_such_segmentation_library"
+        distribution = "no-such-segmentation-library"
+
+    reason = Segmentation().missing()
+    torch = module_version("torch").split("+")[0]
+    assert reason == f"needs `no_such_segmentation_library` (pip install no-such-segmentation-library torch=={torch})"
+    assert Segmentation().version() == ""

@@ -49,15 +49,23 @@ class ZooSource:
     def id_prefix(self) -> str:
         return self.prefix or self.name
 
-    library: str = ""  # the distribution the source builds from, checked by `missing` and `version`
+    library: str = ""  # the module the source builds from, checked by `missing` and `version`
+    distribution: str = ""  # its pip name, where that is not `library` (segmentation-models-pytorch)
 
     def missing(self) -> str | None:
-        """Why this source cannot be used here (e.g. its library is not installed), or None."""
-        return missing_module(self.library) if self.library else None
+        """Why this source cannot be used here (e.g. its library is not installed), or None. The
+        install command pins the installed torch, so pip does not replace it to suit the library."""
+        import importlib.util
+
+        if not self.library or importlib.util.find_spec(self.library) is not None:
+            return None
+        torch = module_version("torch").split("+")[0]
+        pin = f" torch=={torch}" if torch else ""
+        return f"needs `{self.library}` (pip install {self.distribution or self.library}{pin})"
 
     def version(self) -> str:
         """The version of what the source builds from, recorded in the zoo."""
-        return module_version(self.library) if self.library else ""
+        return module_version(self.distribution or self.library) if self.library else ""
 
     def list_models(self) -> list[ZooEntry]:
         raise NotImplementedError

@@ -112,13 +112,6 @@ class MonaiSource(ZooSource):
     rank = 45
     library = "monai"
 
-    def missing(self) -> str | None:
-        import importlib.util
-
-        if importlib.util.find_spec("monai") is None:
-            return "needs monai (pip install ./plugins/nar-monai torch==<your torch version>)"
-        return None
-
     def list_models(self) -> list[ZooEntry]:
         return [ZooEntry(name, family, task) for name, (family, task, *_) in SPECS.items()]
 

@@ -52,18 +52,7 @@ class SmpSource(ZooSource):
     description = "segmentation-models-pytorch: U-Net, U-Net++, FPN, PSPNet, DeepLab, LinkNet, MA-Net, PAN, UPerNet, SegFormer, DPT"
     rank = 40
     library = "segmentation_models_pytorch"
-
-    def missing(self) -> str | None:
-        import importlib.util
-
-        if importlib.util.find_spec("segmentation_models_pytorch") is None:
-            return "needs segmentation-models-pytorch (pip install ./plugins/nar-smp torch==<your torch version>)"
-        return None
-
-    def version(self) -> str:
-        from narcli.sources import module_version
-
-        return module_version("segmentation-models-pytorch")
+    distribution = "segmentation-models-pytorch"
 
     def list_models(self) -> list[ZooEntry]:
         from narcli.trace.compat import ensure_torchvision_importable

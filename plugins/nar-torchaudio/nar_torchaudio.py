@@ -58,13 +58,6 @@ class TorchaudioSource(ZooSource):
     rank = 45
     library = "torchaudio"
 
-    def missing(self) -> str | None:
-        import importlib.util
-
-        if importlib.util.find_spec("torchaudio") is None:
-            return "needs torchaudio (pip install ./plugins/nar-torchaudio torch==<your torch version>)"
-        return None
-
     def list_models(self) -> list[ZooEntry]:
         return [ZooEntry(name, family, task) for name, (family, task, *_) in MODELS.items()]
 
