@@ -356,3 +356,28 @@ def test_both_kendall_implementations_agree():
     a = rng.integers(0, 20, 300).astype(float)  # ties on both sides
     b = a + rng.normal(scale=5, size=300).round()
     assert kendall_tau(a, b) == pytest.approx(_kendall_tau_quadratic(a, b), abs=1e-9)
+
+
+def test_a_new_latency_head_keeps_the_other_heads_stored_rows(bundle_dir, small_zoo, tmp_path):
+    import shutil
+
+    from narcli.predict.bundle import load_bundle
+    from narcli.predict.latency import HEAD_NAME, save_head
+    from narcli.predict.zoo_predictions import predict_zoo, stored_predictions
+    from tests.test_latency_head import head_for
+
+    folder = tmp_path / "bundle"
+    shutil.copytree(bundle_dir, folder)
+    predict_zoo(small_zoo, folder)
+    before = stored_predictions(small_zoo, "timm/resnet50", load_bundle(folder))
+    head = head_for(seen={"input", "output", "conv2d", "batch_norm", "relu", "add", "max_pool2d",
+                          "adaptive_avg_pool2d", "global_avg_pool", "linear", "flatten"},
+                    ranges={"macs": [1e6, 1e11], "params": [0.0, 1e9], "nodes": [2, 5000]})
+    save_head(head, folder)
+    lines = []
+    assert predict_zoo(small_zoo, folder, report=lines.append)["predicted"] >= 3
+    assert "need only the reference latency head" in lines[0] and not lines[0].startswith("predicting 0")
+    after = stored_predictions(small_zoo, "timm/resnet50", load_bundle(folder))
+    assert after is not None and [r for r in after if r.head != HEAD_NAME] == before
+    (reference,) = [r for r in after if r.head == HEAD_NAME]
+    assert reference.target.column == "reference-cpu" and reference.status in ("ok", "n/a", "out of range")

@@ -1,15 +1,20 @@
 """`nar calibrate` and `nar eval calibration`: this machine's latency head from a handful of zoo
-measurements.
+measurements, fitted against the reference-CPU latency head, so it answers for any model that head
+answers for.
 
-Choosing models: timm ImageNet classifiers the bundled timm head answers for, between 0.05 and 20
-GMACs, ordered by farthest-point sampling over (log MACs, log params, log activations, and the
-timm head's predicted CPU latency per MAC) — each next model is the one least like those already
-chosen — starting from the median-MACs model. `--models K` takes the first K; `--budget` stops when
-the time is spent. Measurements already stored are reused (resumable).
+Choosing models: zoo models of every source the reference head answers for, between 0.05 and 20
+GMACs, one per architecture, ordered by farthest-point sampling over (log MACs, log params, the
+reference head's latency per MAC, and the coarse class: convolutional, transformer, recurrent, …) —
+each next model is the one least like those already chosen — starting from the median-MACs model.
+`--models K` takes the first K; `--budget` stops when the time is spent. Measurements already
+stored are reused (resumable).
 
-The head: a ridge regression of log(measured latency) on the bundled CPU latency columns' log
-predictions and log MACs (standardised features, intercept unpenalised); the interval is the 90 %
-quantile of its leave-one-out errors. Saved as $NAR_HOME/devices/NAME.json.
+The head: a ridge regression of log(measured latency) on log(reference-CPU prediction) and log MACs
+(standardised features, intercept unpenalised) — one thread on the reference machine against all of
+this machine's threads is mostly a scale, and how well a model uses more threads grows with its
+size. The interval is the 90 % quantile of its leave-one-out errors. Saved as
+$NAR_HOME/devices/NAME.json. Heads saved before the reference head existed (fitted on the timm CPU
+columns, named in their `columns`) still answer.
 """
 
 from __future__ import annotations
@@ -29,7 +34,9 @@ from narcli.errors import NarError, UsageError
 
 LOW_MACS, HIGH_MACS = 5e7, 2e10
 RIDGE = 0.05  # per sample, on standardised features: little shrinkage, but K = 5 stays solvable
-CPU_COLUMNS = ("fp32-nchw-pt240-cpu-i9_10940x-dynamo", "fp32-nchw-pt240-cpu-i7_12700h-dynamo")
+REFERENCE_COLUMN = "reference-cpu"
+CPU_COLUMNS = (REFERENCE_COLUMN,)  # what new heads are fitted on
+COARSE = ("convolutional", "transformer", "hybrid", "recurrent", "state-space", "mlp", "graph")
 
 
 @dataclass
@@ -37,8 +44,9 @@ class Candidate:
     name: str  # zoo model id
     macs: int
     params: int
-    predicted: dict[str, float]  # bundled CPU column -> predicted ms
+    predicted: dict[str, float]  # column -> predicted ms (the reference CPU)
     features: np.ndarray  # for the farthest-point order
+    coarse: str = ""
 
 
 def devices_dir() -> Path:
@@ -54,31 +62,39 @@ def check_name(name: str) -> None:
 
 def candidates() -> list[Candidate]:
     """Zoo models the calibration can use, in farthest-point order."""
-    from narcli.predict.bundle import load_bundle
+    from narcli.predict.bundle import load_bundle, reference_row
     from narcli.predict.zoo_predictions import stored_predictions
     from narcli.zoo.store import Zoo, bundled_zoo_path
 
     bundle = load_bundle()
+    if bundle.latency is None:
+        raise NarError("the reference latency head is missing from this install; reinstall nar, or train it with "
+                       "`nar train latency`")
     found: list[Candidate] = []
     seen: set[str] = set()
     with Zoo() as zoo:
-        for model in zoo.models(source="timm"):
+        for model in zoo.models():
             if model.status != "ok" or not model.macs or not LOW_MACS <= model.macs <= HIGH_MACS:
                 continue
             if model.graph_hash in seen:
                 continue
-            rows = stored_predictions(Path(model.db or bundled_zoo_path()), model.id, bundle) or []
-            predicted = {r.target.column: r.value for r in rows if r.status == "ok" and r.target.column in CPU_COLUMNS}
-            if len(predicted) != len(CPU_COLUMNS):
+            rows = stored_predictions(Path(model.db or bundled_zoo_path()), model.id, bundle)
+            row = next((r for r in rows or [] if r.target.column == REFERENCE_COLUMN), None)
+            if row is None and rows is None:  # predictions not stored for this predictor: compute them
+                row = reference_row(bundle.latency, zoo.graph(model), model.macs, model.params)
+            if row is None or row.status != "ok":
                 continue
             seen.add(model.graph_hash)
-            found.append(Candidate(model.id, model.macs, model.params or 0, predicted, np.zeros(0)))
+            found.append(Candidate(model.id, model.macs, model.params or 0, {REFERENCE_COLUMN: row.value},
+                                   np.zeros(0), model.coarse or ""))
     if not found:
-        raise NarError("no zoo model to calibrate with: the timm head's predictions are missing; run `nar zoo embed`")
+        raise NarError("no zoo model to calibrate with: the reference head answers for none; run `nar zoo embed`")
     raw = np.array([[math.log(c.macs), math.log(max(c.params, 1)),
-                     math.log(c.predicted[CPU_COLUMNS[0]]) - math.log(c.macs)] for c in found])
+                     math.log(c.predicted[REFERENCE_COLUMN]) - math.log(c.macs)] for c in found])
     z = (raw - raw.mean(0)) / (raw.std(0) + 1e-9)
     z[:, 0] *= 2  # MACs range matters most for latency
+    kinds = np.array([[2.0 * (c.coarse == k) for k in COARSE] for c in found])  # a new kind is far away
+    z = np.concatenate([z, kinds], 1)
     order = [int(np.argsort(raw[:, 0])[len(found) // 2])]
     distance = np.linalg.norm(z - z[order[0]], axis=1)
     while len(order) < len(found):
@@ -88,8 +104,8 @@ def candidates() -> list[Candidate]:
     return [found[i] for i in order]
 
 
-def features(candidate_predicted: dict[str, float], macs: int) -> np.ndarray:
-    return np.array([math.log(candidate_predicted[c]) for c in CPU_COLUMNS] + [math.log(macs)])
+def features(candidate_predicted: dict[str, float], macs: int, columns: tuple[str, ...] = CPU_COLUMNS) -> np.ndarray:
+    return np.array([math.log(candidate_predicted[c]) for c in columns] + [math.log(macs)])
 
 
 def fit(x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
@@ -173,23 +189,24 @@ def calibrated_devices() -> dict[str, dict[str, Any]]:
 
 
 def device_rows(rows: list, macs: int, devices: dict[str, dict[str, Any]] | None = None) -> list:
-    """Rows for the calibrated devices, from the bundled CPU columns' predictions of the same model."""
+    """Rows for the calibrated devices, from the reference-CPU prediction of the same model (or, for a
+    head fitted before it existed, the timm CPU columns')."""
     from narcli.predict.bundle import Row
     from narcli.predict.datasets import Target
 
     devices = calibrated_devices() if devices is None else devices
     out = []
-    cpu = {r.target.column: r for r in rows if r.target.column in CPU_COLUMNS}
+    cpu = {r.target.column: r for r in rows if r.target.kind == "latency"}
     for name, head in devices.items():
         target = Target(name, "latency", "ms", name, 1, log=True)
         trained = f"calibrated on this machine with {len(head.get('models', []))} zoo models ({head.get('created', '?')})"
         usable = [cpu.get(c) for c in head.get("columns", CPU_COLUMNS)]
         if not usable or any(r is None or r.status != "ok" for r in usable) or macs <= 0:
             why = next((r for r in usable if r is not None and r.status != "ok"), None)
-            reason = why.reason if why else "the bundled CPU latency columns do not apply"
+            reason = why.reason if why else "the reference CPU latency does not apply"
             out.append(Row("device", f"device {name}", target, None, None, None, "n/a", reason, trained))
             continue
-        x = np.array([math.log(r.value) for r in usable] + [math.log(macs)])
+        x = np.array([math.log(r.value) for r in usable if r is not None and r.value] + [math.log(macs)])
         centre = float(apply(head, x)[0])
         out.append(Row("device", f"device {name}", target, math.exp(centre), math.exp(centre - head["half"]),
                        math.exp(centre + head["half"]), "ok", "", trained))
@@ -202,21 +219,37 @@ def _scores(predicted: np.ndarray, true: np.ndarray) -> dict[str, float]:
     return {"mape": round(mape(predicted, true), 2), "within10": round(within(predicted, true), 1)}
 
 
+def held_out_models(rest: list[Candidate], count: int) -> list[Candidate]:
+    """`count` models of every coarse class, each class's share spread evenly over its MACs range."""
+    by_kind: dict[str, list[Candidate]] = {}
+    for candidate in sorted(rest, key=lambda c: c.macs):
+        by_kind.setdefault(candidate.coarse, []).append(candidate)
+    quota = {kind: 0 for kind in by_kind}
+    while sum(quota.values()) < min(count, len(rest)):  # deal seats round-robin, smallest classes fill first
+        for kind in sorted(by_kind, key=lambda k: len(by_kind[k])):
+            if quota[kind] < len(by_kind[kind]) and sum(quota.values()) < count:
+                quota[kind] += 1
+    out = []
+    for kind, models in by_kind.items():
+        if quota[kind]:
+            out += [models[i] for i in np.unique(np.linspace(0, len(models) - 1, quota[kind]).round().astype(int))]
+    return out
+
+
 def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 50, threads: int | None = None,
                          repeat: int = 20, report: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
-    """Calibrate on the first K chosen models for each K; score on `held_out` other zoo models
-    spread evenly over the MACs range, beside (a) a MACs-only linear fit and (b) the bundled CPU
-    column that fits the K points best, rescaled by their median ratio."""
+    """Calibrate on the first K chosen models for each K; score on `held_out` other zoo models of
+    every coarse class, beside (a) a MACs-only linear fit and (b) the reference head's prediction
+    rescaled by the K points' median ratio."""
     if not ks or min(ks) < 3 or max(ks) > 200:
         raise UsageError("--ks: calibration sizes between 3 and 200")
     if not 10 <= held_out <= 500:
         raise UsageError(f"--held-out must be between 10 and 500, not {held_out}")
     order = candidates()
-    pool, rest = order[: max(ks)], sorted(order[max(ks):], key=lambda c: c.macs)
+    pool, rest = order[: max(ks)], order[max(ks):]
     if len(rest) < held_out:
         raise NarError(f"only {len(rest)} zoo models left for the held-out set")
-    picks = np.unique(np.linspace(0, len(rest) - 1, held_out).round().astype(int))
-    test = [rest[i] for i in picks]
+    test = held_out_models(rest, held_out)
     report(f"measuring {len(pool)} calibration candidates and {len(test)} held-out models")
     with measuring("cpu"):
         calibration = measure_models(pool, threads, repeat, None, report)
@@ -224,6 +257,7 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
     truth = np.array([ms for _, ms in evaluation])
     x_test = np.stack([features(c.predicted, c.macs) for c, _ in evaluation])
     macs_test = np.array([c.macs for c, _ in evaluation], dtype=np.float64)
+    reference_test = np.array([c.predicted[REFERENCE_COLUMN] for c, _ in evaluation])
     rows = []
     for k in ks:
         chosen = calibration[:k]
@@ -234,17 +268,15 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
         inside = np.abs(np.log(truth) - apply(head, x_test)) <= head["half"]
         a, b = np.polyfit(np.array([c.macs for c, _ in chosen], dtype=np.float64), y, 1)
         macs_only = np.maximum(a * macs_test + b, 1e-3)
-        best = None
-        for column in CPU_COLUMNS:
-            fitted = np.array([c.predicted[column] for c, _ in chosen])
-            scale = float(np.median(y / fitted))
-            error = float(np.mean(np.abs(fitted * scale - y) / y))
-            if best is None or error < best[0]:
-                best = (error, column, scale)
-        rescaled = np.array([c.predicted[best[1]] for c, _ in evaluation]) * best[2]
+        scale = float(np.median(y / np.array([c.predicted[REFERENCE_COLUMN] for c, _ in chosen])))
         rows.append({"k": k, "calibrated": _scores(ours, truth), "macs_linear": _scores(macs_only, truth),
-                     "nearest_column": _scores(rescaled, truth) | {"column": best[1], "scale": round(best[2], 3)},
+                     "reference_rescaled": _scores(reference_test * scale, truth) | {"scale": round(scale, 3)},
                      "coverage90": round(float(inside.mean() * 100), 1)})
-    return {"held_out": [{"name": c.name, "ms": ms, "gmacs": round(c.macs / 1e9, 3)} for c, ms in evaluation],
-            "calibration": [{"name": c.name, "ms": ms} for c, ms in calibration], "results": rows,
-            "gmacs_range": [round(float(macs_test.min()) / 1e9, 3), round(float(macs_test.max()) / 1e9, 3)]}
+    kinds: dict[str, int] = {}
+    for c, _ in evaluation:
+        kinds[c.coarse] = kinds.get(c.coarse, 0) + 1
+    return {"held_out": [{"name": c.name, "ms": ms, "gmacs": round(c.macs / 1e9, 3), "coarse": c.coarse}
+                         for c, ms in evaluation],
+            "calibration": [{"name": c.name, "ms": ms, "coarse": c.coarse} for c, ms in calibration], "results": rows,
+            "gmacs_range": [round(float(macs_test.min()) / 1e9, 3), round(float(macs_test.max()) / 1e9, 3)],
+            "kinds": kinds}

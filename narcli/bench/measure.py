@@ -34,25 +34,31 @@ def check_repeat(repeat: int) -> None:
 
 
 def time_runs(run: Callable[[], None], repeat: int, timer: Callable[[], float] = time.perf_counter,
-              sync: Callable[[], None] = lambda: None) -> Measurement:
-    """Warm up (at least WARMUP_RUNS runs and WARMUP_SECONDS), then time `repeat` runs."""
+              sync: Callable[[], None] = lambda: None, warmup_runs: int = WARMUP_RUNS,
+              warmup_seconds: float = WARMUP_SECONDS, max_seconds: float | None = None,
+              min_repeat: int = 5) -> Measurement:
+    """Warm up (at least `warmup_runs` runs and `warmup_seconds`), then time `repeat` runs — or,
+    with `max_seconds`, stop early once that much timed running is done and `min_repeat` runs are
+    in (the reference dataset's protocol: a slow model gets fewer runs, never fewer than five)."""
     check_repeat(repeat)
     warmup, began = 0, timer()
-    while warmup < WARMUP_RUNS or timer() - began < WARMUP_SECONDS:
+    while warmup < warmup_runs or timer() - began < warmup_seconds:
         run()
         sync()
         warmup += 1
         if warmup >= 50:
             break
     warmed = (timer() - began) * 1000
-    times = []
+    times: list[float] = []
     for _ in range(repeat):
         start = timer()
         run()
         sync()
         times.append((timer() - start) * 1000)
+        if max_seconds is not None and len(times) >= min_repeat and sum(times) >= max_seconds * 1000:
+            break
     quartiles = statistics.quantiles(times, n=4) if len(times) >= 2 else [times[0]] * 3
-    return Measurement(statistics.median(times), quartiles[2] - quartiles[0], repeat, warmup, times, warmed)
+    return Measurement(statistics.median(times), quartiles[2] - quartiles[0], len(times), warmup, times, warmed)
 
 
 def required_bytes(params: int, activations: int, batch: int) -> int:

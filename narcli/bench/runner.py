@@ -157,13 +157,15 @@ def _build(request: _Request) -> tuple[Any, list[Any]]:
 
             raise NarError(missing_source_message(request.name, request.source))
         name = request.name.split("/", 1)[1] if "/" in request.name else request.name
-        entry = next((e for e in source.list_models() if e.name == name), None)
+        entry = _listed(request.source, source).get(name)
         if entry is None:
             raise NarError(f"{request.name}: the {request.source} source no longer lists it")
         with real_weights():
             built = source.build(entry)
         module, example = built.module, built.inputs
-        inputs = [_example(x.shape, x.dtype, request.batch) for x in example]
+        # the source's example is batch 1 (and some inputs, a graph's edge_index, have no batch axis)
+        inputs = [_example(x.shape, x.dtype, request.batch) if request.batch != 1 else _example(x.shape, x.dtype, x.shape[0] if len(x.shape) else 1)
+                  for x in example]
     else:
         from narcli.trace.loader import build_models
 
@@ -174,6 +176,17 @@ def _build(request: _Request) -> tuple[Any, list[Any]]:
         inputs = [_example(tuple(i["shape"]), getattr(torch, i.get("dtype", "float32")), request.batch)
                   for i in request.inputs]
     return _materialise(module), inputs
+
+
+_LISTS: dict[str, dict[str, Any]] = {}
+
+
+def _listed(name: str, source: Any) -> dict[str, Any]:
+    """The source's entries by name, listed once per process (a worker measuring many models of a
+    source pays for timm's or transformers' registry once)."""
+    if name not in _LISTS:
+        _LISTS[name] = {e.name: e for e in source.list_models()}
+    return _LISTS[name]
 
 
 def _example(shape: tuple, dtype: Any, batch: int) -> Any:

@@ -12,7 +12,7 @@ from narcli.errors import printable
 
 
 def bench_command(
-    target: str = typer.Argument(..., help="A zoo name (resnet50), a .py or an .onnx file."),
+    target: str | None = typer.Argument(None, help="A zoo name (resnet50), a .py or an .onnx file."),
     batch: int = typer.Option(1, "--batch", "-b", help="Batch size."),
     device: str = typer.Option("cpu", "--device", "-d", help="cpu or cuda."),
     threads: int | None = typer.Option(None, "--threads", help="CPU threads (default: every core this process may use)."),
@@ -22,10 +22,25 @@ def bench_command(
     input_dtype: list[str] | None = typer.Option(None, "--input-dtype", help="Input dtype of a .py model."),
     timeout: float = typer.Option(600.0, "--timeout", help="Seconds to allow building and measuring."),
     as_json: bool = typer.Option(False, "--json", help="Print the measurement as JSON."),
+    zoo: bool = typer.Option(False, "--zoo", help="Measure the zoo's reference latency set (batch 1, one thread; resumable)."),
+    budget: float | None = typer.Option(None, "--budget", help="With --zoo: stop after this many seconds."),
+    max_gmacs: float = typer.Option(30.0, "--max-gmacs", help="With --zoo: leave out models above this many GMACs."),
+    source: list[str] | None = typer.Option(None, "--source", "-s", help="With --zoo: only these zoo sources."),
+    limit: int | None = typer.Option(None, "--limit", help="With --zoo: measure at most this many new models."),
+    retry_failed: bool = typer.Option(False, "--retry-failed", help="With --zoo: try again what failed before."),
+    export: str | None = typer.Option(None, "--export", help="With --zoo: write the measurements as a reference dataset into this folder."),
 ) -> None:
-    """Measure a model's latency on this machine (random weights; warm-up, R timed runs, median and IQR)."""
+    """Measure a model's latency on this machine (random weights; warm-up, R timed runs, median and IQR);
+    with --zoo, the reference latency set of the whole zoo."""
     from narcli.bench.runner import bench_target, describe_device
 
+    if zoo:
+        _bench_zoo(budget, max_gmacs, source, limit, timeout, retry_failed, export, as_json)
+        return
+    if target is None:
+        from narcli.cli.common import fail
+
+        fail("give a zoo name, a .py or an .onnx file to measure (or --zoo for the reference set)", 2)
     options = scan_options(model, input_shape, timeout, False, input_dtype)
     console = stderr_console()
     with console.status(f"measuring {target} ({repeat} runs after a warm-up)…"):
@@ -36,6 +51,27 @@ def bench_command(
     print(f"{printable(result.name)}: median {result.median_ms:.3g} ms (IQR {result.iqr_ms:.2g} ms) at batch {result.batch}, "
           f"{result.runs} runs after {result.warmup} warm-up runs")
     print(f"on {describe_device(result)}; stored under graph {result.graph_hash[:12]}")
+
+
+def _bench_zoo(budget: float | None, max_gmacs: float, sources: list[str] | None, limit: int | None,
+               timeout: float, retry_failed: bool, export: str | None, as_json: bool) -> None:
+    from pathlib import Path
+
+    from narcli.bench.reference import collect, export as export_reference
+
+    console = stderr_console()
+    if export is not None:
+        card = run(export_reference, Path(export))
+        print(json.dumps(card, indent=2) if as_json else
+              f"wrote {card['rows']:,} reference measurements to {card['csv']} (machine {card['device']['key']})")
+        return
+    summary = run(collect, budget, max_gmacs=max_gmacs, sources=sources, limit=limit, timeout=timeout,
+                  retry_failed=retry_failed, report=lambda line: console.print(f"[dim]{safe(line)}[/]"))
+    if as_json:
+        print(json.dumps(summary, indent=2))
+        return
+    print(f"measured {summary['measured']:,}, failed {summary['failed']:,}, skipped for memory {summary['skipped']:,} "
+          f"in {summary['seconds']:.0f} s; {summary['stored']:,} of {summary['candidates']:,} reference models stored")
 
 
 def calibrate_command(
@@ -66,8 +102,8 @@ def eval_calibration_command(
     repeat: int = typer.Option(20, "--repeat", "-r", help="Timed runs per model."),
     as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
 ) -> None:
-    """MAPE and ±10 % of the calibrated latency head on held-out zoo models, beside a MACs-only fit
-    and the nearest bundled CPU column rescaled."""
+    """MAPE and ±10 % of the calibrated latency head on held-out zoo models of every kind, beside a
+    MACs-only fit and the reference CPU head rescaled."""
     from narcli.bench.calibrate import evaluate_calibration
     from narcli.cli.common import fail
 
@@ -81,9 +117,11 @@ def eval_calibration_command(
     if as_json:
         print(json.dumps(result, indent=2))
         return
-    print(f"held-out: {len(result['held_out'])} zoo models, {result['gmacs_range'][0]}–{result['gmacs_range'][1]} GMACs")
-    print(f"{'K':>3}  {'calibrated MAPE / ±10 %':>24}  {'MACs-only fit':>16}  {'nearest column':>16}  coverage")
+    kinds = ", ".join(f"{n} {k}" for k, n in sorted(result["kinds"].items(), key=lambda kv: -kv[1]))
+    print(f"held-out: {len(result['held_out'])} zoo models ({kinds}), "
+          f"{result['gmacs_range'][0]}–{result['gmacs_range'][1]} GMACs")
+    print(f"{'K':>3}  {'calibrated MAPE / ±10 %':>24}  {'MACs-only fit':>16}  {'reference rescaled':>18}  coverage")
     for row in result["results"]:
-        c, m, n = row["calibrated"], row["macs_linear"], row["nearest_column"]
+        c, m, n = row["calibrated"], row["macs_linear"], row["reference_rescaled"]
         print(f"{row['k']:>3}  {c['mape']:>11.1f} % / {c['within10']:>5.1f} %  {m['mape']:>6.1f} / {m['within10']:>5.1f} %"
-              f"  {n['mape']:>6.1f} / {n['within10']:>5.1f} %  {row['coverage90']:.0f} %")
+              f"    {n['mape']:>6.1f} / {n['within10']:>5.1f} %  {row['coverage90']:.0f} %")

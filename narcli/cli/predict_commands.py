@@ -103,3 +103,48 @@ def eval_predictor_command(
     from narcli.cli.render_predict import print_evaluation
 
     print_evaluation(stdout(), results)
+
+
+@train_app.command("latency")
+def train_latency_command(
+    reference: Path | None = typer.Option(None, "--reference", help="Reference dataset folder (reference-latency.csv "
+                                                                    "+ .json; default: the bundled one)."),
+    out: Path | None = typer.Option(None, "--out", help="Folder to write latency.safetensors + latency.json "
+                                                      "(default: beside the bundled predictor)."),
+    epochs: int = typer.Option(200, "--epochs", help="Training epochs."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the family split and of training."),
+    device: str = typer.Option("", "--device", help="cpu or cuda (default: cuda when available)."),
+) -> None:
+    """Train the reference-CPU latency head on the reference dataset (held-out families set its interval)."""
+    from narcli.predict.latency_training import Config, train
+
+    check_range("--epochs", epochs, 1, 100_000)
+    console = stderr_console()
+    card = run(train, reference, out, Config(epochs=epochs, seed=seed, device=_device(device)), seed,
+               report=lambda line: console.print(f"[dim]{safe(line)}[/]"))
+    print(f"wrote {card} and its weights")
+
+
+@eval_app.command("latency")
+def eval_latency_command(
+    reference: Path | None = typer.Option(None, "--reference", help="Reference dataset folder (default: the bundled one)."),
+    epochs: int = typer.Option(200, "--epochs", help="Training epochs."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the family split and of training."),
+    device: str = typer.Option("", "--device", help="cpu or cuda (default: cuda when available)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
+) -> None:
+    """The latency head on families held out from training: MAPE, within 10 %, interval coverage, by coarse
+    class and by source, beside a MACs-only fit and a boosted-tree baseline."""
+    from narcli.predict.latency_training import Config, evaluate
+
+    check_range("--epochs", epochs, 1, 100_000)
+    console = stderr_console()
+    result = run(evaluate, reference, Config(epochs=epochs, seed=seed, device=_device(device)), seed,
+                 report=lambda line: console.print(f"[dim]{safe(line)}[/]"))
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return
+    from narcli.cli.render_predict import print_latency_evaluation
+
+    print_latency_evaluation(stdout(), result)
+

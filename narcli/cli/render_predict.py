@@ -22,8 +22,8 @@ def print_predictions(console: Any, results: list) -> None:
     for result in results:
         table = Table(title=f"predictions for {safe(result.name)}", title_justify="left", box=None, pad_edge=False,
                       header_style="bold")
-        for column in ("target", "device", "predicted", "90 % interval", "head"):
-            table.add_column(column, justify="right" if column in ("predicted", "90 % interval") else "left",
+        for column in ("target", "device", "value", "90 % interval", "head"):
+            table.add_column(column, justify="right" if column in ("value", "90 % interval") else "left",
                              no_wrap=column != "head")
         skipped: dict[str, int] = {}
         used: dict[str, str] = {}
@@ -34,7 +34,8 @@ def print_predictions(console: Any, results: list) -> None:
                 continue
             target = row.target
             device = target.device + (f" ×{target.batch}" if target.batch and target.batch > 1 else "")
-            table.add_row(target_label(row), device or "—", format_value(row), format_interval(row), row.head)
+            value = format_value(row) + (" measured" if row.head == "measured" else "")
+            table.add_row(target_label(row), device or "—", value, format_interval(row), row.head)
             used[row.head] = f"{row.title}: {row.trained_on}"
         if table.row_count:
             console.print(table)
@@ -71,3 +72,24 @@ def print_evaluation(console: Any, results: list[dict[str, Any]]) -> None:
 
 def _fmt(value: Any, pattern: str) -> str:
     return pattern.format(value) if value is not None else "—"
+
+
+def print_latency_evaluation(console: Any, result: dict[str, Any]) -> None:
+    """`nar eval latency`: overall, then by coarse class and by source, head beside both baselines."""
+    from rich.table import Table
+
+    split = result["split"]
+    console.print(f"{result['rows']:,} measured architectures; scored on {split['test']:,} models of "
+                  f"{split['test_families']} families never trained on ({split['test_share']:.0%}); interval set on "
+                  f"{split['calibration']:,} models of {split['calibration_families']} other families")
+    for title, groups in (("overall", {"all": result["overall"]}), ("by coarse class", result["by"]["coarse"]),
+                          ("by source", result["by"]["source"])):
+        table = Table(title=title, title_justify="left")
+        for column in ("", "rows", "MAPE", "±10%", "in 90% int.", "MACs fit", "±10%", "tree", "±10%"):
+            table.add_column(column, justify="left" if not column else "right")
+        for name, row in groups.items():
+            head, macs, tree = row["head"], row["macs_only"], row["boosted_tree"]
+            table.add_row(name, str(head["rows"]), f"{head['mape']:.1f} %", f"{head['within10']:.0f} %",
+                          f"{head.get('coverage90', 0):.0f} %", f"{macs['mape']:.1f} %", f"{macs['within10']:.0f} %",
+                          f"{tree['mape']:.1f} %", f"{tree['within10']:.0f} %")
+        console.print(table)

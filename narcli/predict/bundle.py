@@ -102,9 +102,19 @@ class Row:
 class Bundle:
     heads: list[Head]
     fingerprint: str
+    latency: Any = None  # the reference-CPU LatencyHead (narcli.predict.latency), when shipped
 
     def devices(self) -> list[str]:
-        return sorted({t.device for h in self.heads for t in h.targets if t.device})
+        found = {t.device for h in self.heads for t in h.targets if t.device}
+        if self.latency is not None:
+            found.add(reference_target().device)
+        return sorted(found)
+
+
+def reference_target() -> Target:
+    from narcli.predict.latency import COLUMN
+
+    return Target(COLUMN, "latency", "ms", COLUMN, 1, log=True)
 
 
 def save_bundle(bundle_heads: list[Head], folder: Path) -> Path:
@@ -138,9 +148,15 @@ def save_bundle(bundle_heads: list[Head], folder: Path) -> Path:
 
 
 def load_bundle(folder: Path | None = None) -> Bundle:
-    """The predictor in `folder` (default: the bundled one); NarError in one line when missing or
-    not matching its card."""
-    return _load(str(folder or DATA_DIR))
+    """The predictor in `folder` (default: the bundled one) with the reference latency head beside
+    it when there is one; NarError in one line when missing or not matching its card."""
+    from narcli.predict.latency import load_head
+
+    bundle = _load(str(folder or DATA_DIR))
+    latency = load_head(folder or DATA_DIR)
+    if latency is None:
+        return bundle
+    return Bundle(bundle.heads, f"{bundle.fingerprint[:8]}{latency.fingerprint[:8]}", latency)
 
 
 @functools.lru_cache(maxsize=4)
@@ -227,4 +243,18 @@ def predict_graph(graph, bundle: Bundle | None = None, macs: int | None = None, 
                 centre, half = float(predicted[0, j]), float(head.conformal[j])
                 value, low, high = (float(target.inverse(np.array(v))) for v in (centre, centre - half, centre + half))
                 rows.append(Row(head.name, head.title, target, value, low, high, "ok", "", head.trained_on))
+    if bundle.latency is not None and (device is None or device == reference_target().device):
+        rows.append(reference_row(bundle.latency, graph, macs, params))
     return rows
+
+
+def reference_row(head: Any, graph, macs: int | None = None, params: int | None = None) -> Row:
+    """The reference-CPU latency of `graph` as a row (or why there is none)."""
+    from narcli.predict.latency import HEAD_NAME
+
+    answer = head.predict(graph, macs, params)
+    if isinstance(answer, str):
+        status, reason = answer.split(": ", 1)
+        return Row(HEAD_NAME, head.title, reference_target(), None, None, None, status, reason, head.trained_on)
+    value, low, high = answer
+    return Row(HEAD_NAME, head.title, reference_target(), value, low, high, "ok", "", head.trained_on)

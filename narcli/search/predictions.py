@@ -19,7 +19,49 @@ class Predictions:
 
 
 def _for_device(rows: list[Row], device: str | None) -> list[Row]:
-    return [r for r in rows if device is None or r.target.kind == "accuracy" or r.target.device == device]
+    return [r for r in rows if device is None or r.target.kind == "accuracy" or r.target.device == device
+            or r.head == MEASURED]
+
+
+MEASURED = "measured"
+
+
+def measured_rows(graph_hash: str) -> list[Row]:
+    """What `nar bench` stored for this graph on this machine (its CPU, or a CUDA device), as rows
+    marked measured: measured beats predicted. One row per device and batch, the newest."""
+    import statistics
+    import time
+
+    from narcli.bench import store
+    from narcli.bench.device import cpu_name
+    from narcli.errors import NarError
+    from narcli.predict.datasets import Target
+
+    try:
+        stored = store.for_graph(graph_hash)
+    except (NarError, OSError):
+        return []
+    here, out, seen = cpu_name(), [], set()
+    for info in stored:
+        device = info.get("device") or {}
+        if device.get("kind") == "cpu" and device.get("name") != here:
+            continue  # measured on another machine sharing this NAR_HOME
+        key = (device.get("key"), info.get("batch"))
+        if key in seen or not info.get("median_ms"):
+            continue
+        seen.add(key)
+        threads = device.get("threads", 0)
+        label = (f"this CPU, {threads} thread{'s' * (threads != 1)}" if device.get("kind") == "cpu"
+                 else f"{device.get('name', 'cuda')}")
+        times = info.get("times_ms") or []
+        low, high = (statistics.quantiles(times, n=4)[::2] if len(times) >= 2 else (None, None))
+        when = time.strftime("%Y-%m-%d", time.localtime(info.get("measured_at", 0)))
+        about = (f"`nar bench` on {when}: median of {info.get('runs', len(times))} runs after a warm-up"
+                 + (", the interval is their interquartile range" if low is not None else ""))
+        target = Target(f"measured-{device.get('kind', 'cpu')}", "latency", "ms", label, info.get("batch", 1))
+        out.append(Row(MEASURED, "measured on this machine", target, float(info["median_ms"]), low, high, "ok",
+                       "", about))
+    return out
 
 
 def predictions_for(text: str, options: Any = None, device: str | None = None,
@@ -45,6 +87,7 @@ def predictions_for(text: str, options: Any = None, device: str | None = None,
             graph = Cache().graph(query.graph_key)
             rows = predict_graph(graph, bundle) if graph is not None else []
             rows += device_rows(rows, graph.macs if graph is not None else 0, calibrated)
+            rows = measured_rows(graph.content_hash() if graph is not None else "") + rows
             out.append(Predictions(query.name, _for_device(rows, device), known))
         return out
     for target in resolve_targets(text, options):
@@ -59,6 +102,8 @@ def predictions_for(text: str, options: Any = None, device: str | None = None,
             params = model.params if model is not None else None
             rows = predict_graph(target.graph, bundle, macs=macs, params=params)
         rows = rows + device_rows(rows, (model.macs if model is not None else None) or target.graph.macs, calibrated)
+        graph_hash = model.graph_hash if model is not None and model.graph_hash else target.graph.content_hash()
+        rows = measured_rows(graph_hash) + rows
         out.append(Predictions(target.name, _for_device(rows, device), known))
     return out
 
@@ -67,27 +112,43 @@ SUMMARY_TARGETS = (("accuracy", "top-1"), ("latency", "CPU"), ("throughput", "GP
 
 
 def summary_rows(rows: list[Row]) -> list[Row]:
-    """The rows `nar scan` and `nar similar` show: top-1, and the first CPU latency and GPU
-    throughput that apply (timm's head; the others answer for their own search spaces only)."""
-    picked = []
-    for kind, _ in SUMMARY_TARGETS:
-        row = next((r for r in rows if r.status == "ok" and r.target.kind == kind and r.head == "timm"), None)
-        if row is not None:
-            picked.append(row)
+    """The rows `nar scan` and `nar similar` show: top-1 (timm's head), one CPU latency — measured on
+    this machine when `nar bench` stored one, else this machine's calibrated head, else the reference
+    CPU, else timm's CPU column — and timm's GPU throughput."""
+    from narcli.predict.latency import HEAD_NAME
+
+    usable = [r for r in rows if r.status == "ok"]
+    picked = [r for r in usable if r.target.kind == "accuracy" and r.head == "timm"][:1]
+    latency = ([r for r in usable if r.head == MEASURED and r.target.batch == 1]
+               + [r for r in usable if r.head == "device"] + [r for r in usable if r.head == HEAD_NAME]
+               + [r for r in usable if r.target.kind == "latency" and r.head == "timm"])
+    picked += latency[:1]
+    picked += [r for r in usable if r.target.kind == "throughput" and r.head == "timm"][:1]
     return picked
 
 
 def summary_line(rows: list[Row]) -> str | None:
     """One line of `summary_rows`, or None when none applies."""
-    labels = dict(SUMMARY_TARGETS)
-    parts = [f"top-1 {format_value(r)} (±{_spread(r)})" if r.target.kind == "accuracy" else
-             f"{labels[r.target.kind]} {r.target.device} {format_value(r)}" for r in summary_rows(rows)]
-    return "predicted: " + ", ".join(parts) if parts else None
+    parts = []
+    for r in summary_rows(rows):
+        if r.target.kind == "accuracy":
+            parts.append(f"top-1 {format_value(r)} (±{_spread(r)})")
+        elif r.head == MEASURED:
+            parts.append(f"CPU {format_value(r)} measured ({r.target.device})")
+        elif r.head == "reference":
+            parts.append(f"CPU (reference, 1 thread) {format_value(r)} ({format_interval(r)})")
+        elif r.target.kind == "latency":
+            parts.append(f"CPU {r.target.device} {format_value(r)} ({format_interval(r)})")
+        else:
+            parts.append(f"GPU {r.target.device} {format_value(r)}")
+    if not parts:
+        return None
+    return ("measured/predicted: " if any(r.head == MEASURED for r in summary_rows(rows)) else "predicted: ") + ", ".join(parts)
 
 
 def summary_json(rows: list[Row]) -> list[dict[str, Any]]:
     """`summary_rows` as `--json` fields: what each predicts, value, interval, unit, device."""
-    return [{"what": short_label(r), **r.to_dict()} for r in summary_rows(rows)]
+    return [{"what": short_label(r), "measured": r.head == MEASURED, **r.to_dict()} for r in summary_rows(rows)]
 
 
 def format_value(row: Row, value: float | None = None) -> str:
@@ -127,18 +188,20 @@ def _spread(row: Row) -> str:
 
 
 def performance_rows(query: Any) -> list[Row]:
-    """The predictor's rows for a `nar similar` query or a `nar scan` record (anything with a
+    """The rows summarised for a `nar similar` query or a `nar scan` record (anything with a
     `zoo_model` or a cached `graph_key`); empty when nothing applies or there is no predictor."""
+    from narcli.bench.calibrate import device_rows
     from narcli.errors import NarError
 
     try:
         bundle = load_bundle()
-        rows = None
+        rows, graph_hash, macs = None, "", 0
         model = getattr(query, "zoo_model", None)
         if model is not None:
             from narcli.predict.zoo_predictions import stored_predictions
             from narcli.zoo.store import Zoo
 
+            graph_hash, macs = model.graph_hash or "", model.macs or 0
             rows = stored_predictions(Path(model.db), model.id, bundle) if model.db else None
             if rows is None:
                 with Zoo() as zoo:
@@ -147,7 +210,10 @@ def performance_rows(query: Any) -> list[Row]:
             from narcli.scan.cache import Cache
 
             graph = Cache().graph(query.graph_key)
-            rows = predict_graph(graph, bundle) if graph is not None else None
+            if graph is not None:
+                rows, graph_hash, macs = predict_graph(graph, bundle), graph.content_hash(), graph.macs
+        rows = rows or []
+        rows = measured_rows(graph_hash) + rows + device_rows(rows, macs)
     except NarError:
         return []
-    return summary_rows(rows or [])
+    return summary_rows(rows)

@@ -250,12 +250,14 @@ def predictions_view(rows: list, family: Any) -> Any:
     from narcli.search.text import prediction_line
 
     grid = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("target", "device", "predicted", "90 % interval"):
+    for column in ("target", "device", "value", "90 % interval"):
         grid.add_column(column, justify="right" if column != "target" and column != "device" else "left")
     reasons = []
     for row in rows:
         if row.status == "ok":
-            grid.add_row(short_label(row), row.target.device or "—", format_value(row), format_interval(row))
+            measured = row.head == "measured"
+            grid.add_row(short_label(row), row.target.device or "—", format_value(row) + (" measured" * measured),
+                         format_interval(row) + (" (IQR)" * measured))
         else:
             reasons.append(f"n/a ({row.head}, {row.status}): {row.reason}")
     parts: list[Any] = [prediction_line(family) if family is not None else "family: loading…", ""]

@@ -1,0 +1,248 @@
+"""The reference latency dataset: `nar bench --zoo` measures the bundled zoo's architectures on this
+machine's CPU (batch 1, fp32, one thread, denormals flushed), one distinct graph at a time, so that
+a latency head can learn every kind of model, not only the ones public benchmarks list.
+
+Which models: one per distinct graph, at most `max_gmacs` GMACs and `max_params` parameters (what one
+CPU thread runs in well under a second or two), in round-robin order over (source, coarse class)
+groups, each group shuffled with a fixed seed — so a run stopped by its `--budget` has covered every
+kind before it goes deep into any. Resumable: what is stored (measured, failed, or refused for
+memory) is not measured again. Models run in one long-lived worker process (imports and library
+registries paid once, not per model), with a timeout per model.
+
+`export_reference` writes what was measured as `reference-latency.csv` + `reference-latency.json`
+(the machine fingerprint, the protocol, the counts), the form `nar train predictor --reference`
+reads and that ships in `narcli/data/`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from narcli.errors import NarError, UsageError
+from narcli.predict.latency import CARD_NAME, COLUMNS, CSV_NAME
+
+THREADS = 1
+MAX_GMACS = 30.0
+MAX_PARAMS = 1.5e9
+# warm up >= 1 run and 0.25 s; then 10 timed runs, or fewer (never under 3) once 1 s is timed
+PROTOCOL = {"batch": 1, "dtype": "float32", "threads": THREADS, "warmup_runs": 1, "warmup_seconds": 0.25,
+            "repeat": 10, "min_repeat": 3, "max_seconds": 1.0, "flush_denormal": True}
+
+
+@dataclass
+class Pick:
+    id: str
+    source: str
+    graph_hash: str
+    family: str
+    coarse: str
+    macs: int
+    params: int
+
+
+def candidates(max_gmacs: float = MAX_GMACS, max_params: float = MAX_PARAMS,
+               sources: list[str] | None = None, seed: int = 0) -> list[Pick]:
+    """One zoo model per distinct graph within the size limits, in round-robin (source, coarse) order."""
+    from narcli.zoo.store import Zoo, bundled_zoo_path
+
+    groups: dict[tuple[str, str], list[Pick]] = defaultdict(list)
+    seen: set[str] = set()
+    with Zoo([bundled_zoo_path()]) as zoo:
+        for model in zoo.models():
+            if model.status != "ok" or not model.graph_hash or model.graph_hash in seen or not model.macs:
+                continue
+            if sources and model.source not in sources:
+                continue
+            if model.macs > max_gmacs * 1e9 or (model.params or 0) > max_params:
+                continue
+            seen.add(model.graph_hash)
+            groups[(model.source, model.coarse or "")].append(
+                Pick(model.id, model.source, model.graph_hash, model.family or "", model.coarse or "",
+                     model.macs, model.params or 0))
+    rng = random.Random(seed)
+    queues = []
+    for key in sorted(groups):
+        rng.shuffle(groups[key])
+        queues.append(groups[key])
+    order: list[Pick] = []
+    while any(queues):
+        for queue in queues:
+            if queue:
+                order.append(queue.pop())
+    return order
+
+
+def _measure_in_worker(source: str, model_id: str, threads: int) -> dict[str, Any]:
+    """In the long-lived worker: build `model_id` on meta, give it weights, time it by PROTOCOL."""
+    import gc
+
+    import torch
+
+    from narcli.bench.measure import time_runs
+    from narcli.bench.runner import _example, _listed
+    from narcli.trace.compat import ensure_torchvision_importable
+    from narcli.zoo.plugins import zoo_sources
+
+    ensure_torchvision_importable()
+    torch.set_num_threads(threads)
+    torch.set_flush_denormal(True)  # random weights must not time denormal arithmetic
+    name = model_id.split("/", 1)[1]
+    built = zoo_sources()[source].build(_listed(source, zoo_sources()[source])[name])
+    module = fill_weights(built.module).eval()
+    inputs = [_example(x.shape, x.dtype, x.shape[0] if len(x.shape) else 1) for x in built.inputs]
+
+    def run() -> None:
+        with torch.inference_mode():
+            module(*inputs)
+
+    try:
+        measured = time_runs(run, PROTOCOL["repeat"], warmup_runs=PROTOCOL["warmup_runs"],
+                             warmup_seconds=PROTOCOL["warmup_seconds"], max_seconds=PROTOCOL["max_seconds"],
+                             min_repeat=PROTOCOL["min_repeat"])
+    finally:
+        del module, inputs, built
+        gc.collect()
+    return measured.to_dict()
+
+
+def fill_weights(module: Any) -> Any:
+    """A module built on meta, in CPU memory with weights: matrices are tiled from one random block
+    (memcpy speed — the library's own initialisers took 1-2 s a model, longer than timing it),
+    norm scales and running variances are 1, biases and integer buffers 0. Dense kernels' speed
+    does not depend on the values; denormals are flushed by the caller."""
+    import torch
+
+    block = torch.randn(1 << 20) * 0.02
+    if any(t.is_meta for t in list(module.parameters()) + list(module.buffers())):
+        module = module.to_empty(device="cpu")
+    with torch.no_grad():
+        for name, tensor in list(module.named_parameters()) + list(module.named_buffers()):
+            if not tensor.is_floating_point():
+                tensor.zero_()
+            elif tensor.dim() >= 2:
+                flat = tensor.view(-1) if tensor.is_contiguous() else None
+                if flat is None:
+                    tensor.normal_(0, 0.02)
+                    continue
+                for start in range(0, flat.numel(), block.numel()):
+                    piece = flat[start:start + block.numel()]
+                    piece.copy_(block[: piece.numel()])
+            elif name.endswith(("running_var", "weight")):
+                tensor.fill_(1.0)
+            else:
+                tensor.zero_()
+    return module
+
+
+def collect(budget: float | None = None, max_gmacs: float = MAX_GMACS, max_params: float = MAX_PARAMS,
+            sources: list[str] | None = None, limit: int | None = None, timeout: float = 300.0,
+            retry_failed: bool = False, report: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
+    """Measure the reference set on this CPU until done, `limit` new models, or `budget` seconds."""
+    from narcli.bench import store
+    from narcli.bench.device import available_bytes, device_info
+    from narcli.bench.lock import measuring
+    from narcli.bench.measure import required_bytes
+    from narcli.bench.runner import activations_per_sample
+    from narcli.trace.pool import TaskResult, run_pool
+    from narcli.zoo.store import Zoo, bundled_zoo_path
+
+    if budget is not None and not 0 < budget <= 7 * 86_400:
+        raise UsageError(f"--budget must be between 0 and 604,800 seconds, not {budget}")
+    if not 0 < max_gmacs <= 1e6:
+        raise UsageError(f"--max-gmacs must be positive, not {max_gmacs}")
+    info = device_info("cpu", THREADS)
+    picks = candidates(max_gmacs, max_params, sources)
+    done = store.known(info.key, 1, include_failed=not retry_failed)
+    todo = [p for p in picks if p.graph_hash not in done]
+    report(f"{len(picks):,} distinct architectures within {max_gmacs:g} GMACs; {len(picks) - len(todo):,} already "
+           f"stored, {len(todo):,} to measure on {info.describe()}")
+    counts = {"measured": 0, "failed": 0, "skipped": 0}
+    began = time.perf_counter()
+    by_id = {p.id: p for p in todo}
+
+    def tasks() -> Iterator[tuple[str, tuple]]:
+        with Zoo([bundled_zoo_path()]) as zoo:
+            for n, pick in enumerate(todo):
+                if (budget is not None and time.perf_counter() - began > budget) or (limit and n >= limit):
+                    return
+                graph = zoo.graph(zoo.resolve(pick.id))
+                needed = required_bytes(pick.params, activations_per_sample(graph), 1)
+                if needed > 0.8 * available_bytes("cpu"):
+                    store.save_failure(pick.graph_hash, 1, info.key, pick.id, "memory",
+                                       f"needs about {needed / 2**30:.1f} GiB")
+                    counts["skipped"] += 1
+                    continue
+                yield pick.id, (pick.source, pick.id, THREADS)
+
+    def on_result(result: TaskResult) -> None:
+        pick = by_id[result.key]
+        if result.ok:
+            value = result.value | {"name": pick.id, "graph_hash": pick.graph_hash, "batch": 1,
+                                    "device": info.to_dict(), "params": pick.params, "macs": pick.macs,
+                                    "protocol": "reference"}
+            store.save(pick.graph_hash, 1, info.key, pick.id, value)
+            counts["measured"] += 1
+            report(f"{counts['measured']:,} {pick.id}: {value['median_ms']:.3g} ms ({result.seconds:.1f} s)")
+        else:
+            store.save_failure(pick.graph_hash, 1, info.key, pick.id, result.reason, result.message)
+            counts["failed"] += 1
+            report(f"failed {pick.id}: {result.reason} {result.message[:100]}")
+
+    with measuring("cpu"):
+        run_pool(_measure_in_worker, tasks(), on_result, jobs=1, timeout=timeout, tasks_per_worker=400,
+                 max_rss=6 << 30)
+    stored = store.known(info.key, 1, include_failed=False)
+    return counts | {"candidates": len(picks), "stored": len(stored & {p.graph_hash for p in picks}),
+                     "seconds": round(time.perf_counter() - began, 1), "device": info.to_dict()}
+
+
+def export(folder: Path, min_rows: int = 1) -> dict[str, Any]:
+    """Write this machine's reference measurements as CSV + card into `folder`."""
+    from narcli.bench import store
+    from narcli.bench.device import device_info
+    from narcli.zoo.store import Zoo, bundled_zoo_path
+
+    info = device_info("cpu", THREADS)
+    measured = store.measurements(info.key, 1)
+    failures = store.failures(info.key, 1)
+    rows = []
+    with Zoo([bundled_zoo_path()]) as zoo:
+        for graph_hash, result in measured.items():
+            if result.get("protocol") != "reference":
+                continue
+            model = zoo.resolve(result["name"])
+            rows.append({"graph_hash": graph_hash, "model": model.id, "source": model.source,
+                         "family": model.family or "", "coarse": model.coarse or "", "params": model.params or 0,
+                         "macs": model.macs or 0, "median_ms": round(result["median_ms"], 5),
+                         "iqr_ms": round(result["iqr_ms"], 5), "runs": result["runs"]})
+    if len(rows) < min_rows:
+        raise NarError(f"only {len(rows)} reference measurements on this machine; run `nar bench --zoo` first")
+    rows.sort(key=lambda r: (r["source"], r["model"]))
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / CSV_NAME, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    reasons: dict[str, int] = defaultdict(int)
+    for reason in failures.values():
+        reasons[reason] += 1
+    card = {"device": info.to_dict(), "protocol": PROTOCOL, "rows": len(rows),
+            "unmeasured": dict(sorted(reasons.items())), "created": time.strftime("%Y-%m-%d"),
+            "by_source": _count(rows, "source"), "by_coarse": _count(rows, "coarse")}
+    (folder / CARD_NAME).write_text(json.dumps(card, indent=2) + "\n")
+    return card | {"csv": str(folder / CSV_NAME)}
+
+
+def _count(rows: list[dict[str, Any]], key: str) -> dict[str, int]:
+    out: dict[str, int] = defaultdict(int)
+    for row in rows:
+        out[row[key]] += 1
+    return dict(sorted(out.items()))

@@ -1,0 +1,248 @@
+"""The reference-CPU latency head: a latency for any architecture, with numpy alone at run time.
+
+Eager PyTorch runs a model as one kernel per operation, so a model's latency is close to the sum
+of its operations' costs. The head learns that cost per node — a small MLP over the node's
+operation (an embedding) and its sizes (MACs, input and output elements, parameters, channels,
+kernel, stride, groups, rank) — and predicts log(Σ node costs + a fixed per-call overhead). Being
+additive over operations, it carries over to families it never saw: a U-Net is convolutions,
+up-samplings and concatenations whose costs the classifiers and segmenters already taught it.
+
+It applies when the graph is of a kind and size the reference dataset covers:
+- the operations it never measured hold at most `UNSEEN_SHARE` of the model's MACs and nodes;
+- its MACs, parameters and node count lie within the dataset's range (a factor `SIZE_MARGIN` beyond
+  the largest and smallest measured; beyond that the answer says "out of range").
+The interval is split-conformal on families held out from training (whole families, so it holds
+for a new design rather than a sibling of a training one)."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from narcli.errors import NarError
+
+HEAD_NAME = "reference"
+COLUMN = "reference-cpu"
+FILES = ("latency.json", "latency.safetensors")
+NUMERIC = 13  # per-node numeric features, see node_features
+UNSEEN_SHARE = 0.1
+SIZE_MARGIN = 2.0
+CARD_VERSION = 1
+# the reference dataset's files (written by `nar bench --zoo --export`, bundled in narcli/data)
+CSV_NAME, CARD_NAME = "reference-latency.csv", "reference-latency.json"
+COLUMNS = ("graph_hash", "model", "source", "family", "coarse", "params", "macs", "median_ms", "iqr_ms", "runs")
+
+
+def read_reference(folder: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The rows and card of a reference dataset folder."""
+    import csv
+
+    path, card_path = folder / CSV_NAME, folder / CARD_NAME
+    if not path.exists() or not card_path.exists():
+        raise NarError(f"{folder} has no {CSV_NAME} and {CARD_NAME}; write them with `nar bench --zoo --export DIR`")
+    try:
+        with open(path, newline="") as handle:
+            rows = list(csv.DictReader(handle))
+        for row in rows:
+            for key in ("params", "macs", "runs"):
+                row[key] = int(row[key])
+            for key in ("median_ms", "iqr_ms"):
+                row[key] = float(row[key])
+        card = json.loads(card_path.read_text())
+    except (KeyError, ValueError, TypeError, OSError) as exc:
+        raise NarError(f"{path} is not a reference latency dataset ({str(exc)[:100]})") from None
+    return rows, card
+
+
+def node_features(graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(op indices (n,), numeric (n, NUMERIC) float32, work (n, 2): MACs and elements read +
+    written) of a canonical graph."""
+    from narcli.encode.features import _numeric, op_index
+
+    nodes = graph.nodes or []
+    sizes = [_elements(n.shape) for n in nodes]
+    inputs = [0.0] * len(nodes)
+    # a node whose module differs from all its parents' starts a module call: Python overhead in eager mode
+    entered = [True] * len(nodes)
+    for src, dst in graph.edges:
+        inputs[dst] += sizes[src]
+        if nodes[src].scope == nodes[dst].scope:
+            entered[dst] = False
+    ops = np.array([op_index(n.op) for n in nodes] or [op_index("unknown")], dtype=np.int64)
+    rows, work = [], []
+    for node, size, incoming, new_call in zip(nodes, sizes, inputs, entered):
+        macs = max(node.macs, 0)
+        rank = len(node.shape or [])
+        rows.append(_numeric(node) + [math.log1p(macs) / 24, math.log1p(incoming) / 20,
+                                      math.log1p(macs / max(size, 1)) / 10, rank / 5, float(macs > 0),
+                                      float(new_call and bool(node.scope))])
+        work.append((float(macs), size + incoming + node.params))
+    numeric = np.array(rows or [[0.0] * NUMERIC], dtype=np.float32)
+    return ops, numeric, np.array(work or [(0.0, 0.0)], dtype=np.float64)
+
+
+def _elements(shape) -> float:
+    dims = [d for d in (shape or []) if isinstance(d, int) and d > 0]
+    return float(math.prod(dims)) if dims else 0.0
+
+
+def size_figures(graph, macs: int | None = None, params: int | None = None) -> dict[str, float]:
+    return {"macs": float(graph.macs if macs is None else macs), "params": float(graph.params if params is None else params),
+            "nodes": float(graph.num_nodes)}
+
+
+# -- the network in numpy ---------------------------------------------------------------------------
+def _silu(x: np.ndarray) -> np.ndarray:
+    return x / (1.0 + np.exp(-np.clip(x, -30, 30)))
+
+
+KINDS = ("convolution", "linear", "normalization", "activation", "elementwise", "reduction", "pooling",
+         "structure", "recurrent")
+GLOBAL_FEATURES = 4 + 2 * len(KINDS)
+GLOBAL_SPREAD = 1.0  # the whole-graph correction moves a prediction by at most e^±1
+
+
+def graph_features(graph) -> np.ndarray:
+    """Whole-model figures and, per kind of operation, log MACs and log node count."""
+    from narcli.graph.vocab import OPS
+
+    macs: dict[str, float] = {}
+    count: dict[str, float] = {}
+    for node in graph.nodes:
+        kind = OPS.get(node.op, "other")
+        macs[kind] = macs.get(kind, 0.0) + max(node.macs, 0)
+        count[kind] = count.get(kind, 0.0) + 1
+    figures = [graph.macs, graph.params, graph.num_nodes, graph.depth]
+    figures += [macs.get(k, 0.0) for k in KINDS] + [count.get(k, 0.0) for k in KINDS]
+    return np.log1p(np.array(figures, dtype=np.float64))
+
+
+def whole_graph_correction(weights: dict[str, np.ndarray], figures: np.ndarray) -> float:
+    if "g0" not in weights:
+        return 0.0
+    z = (figures - weights["global_mean"]) / weights["global_std"]
+    hidden = _silu(weights["g0"] @ z + weights["gb0"])
+    return float(GLOBAL_SPREAD * np.tanh((weights["g1"] @ hidden + weights["gb1"])[0] / GLOBAL_SPREAD))
+
+
+# each node costs MACs / compute rate + elements / memory rate + a per-call overhead; the network
+# sets the three (per operation and shape) within a factor e^SPREAD of learnt base rates
+SPREAD = 4.0
+
+
+def node_costs(weights: dict[str, np.ndarray], ops: np.ndarray, numeric: np.ndarray, work: np.ndarray) -> np.ndarray:
+    """Each node's cost in ms."""
+    x = np.concatenate([weights["embed"][ops], numeric], axis=1)
+    i = 0
+    while f"w{i}" in weights:
+        x = x @ weights[f"w{i}"].T + weights[f"b{i}"]
+        if f"w{i + 1}" in weights:
+            x = _silu(x)
+        i += 1
+    logs = weights["base"] + SPREAD * np.tanh(x / SPREAD)
+    rates = np.exp(logs)
+    return work[:, 0] * rates[:, 0] + work[:, 1] * rates[:, 1] + rates[:, 2]
+
+
+def graph_log_latency(weights: dict[str, np.ndarray], ops: np.ndarray, numeric: np.ndarray, work: np.ndarray,
+                      figures: np.ndarray | None = None) -> float:
+    total = float(np.log(node_costs(weights, ops, numeric, work).sum() + np.exp(weights["overhead"][0])))
+    return total + (whole_graph_correction(weights, figures) if figures is not None else 0.0)
+
+
+@dataclass
+class LatencyHead:
+    weights: dict[str, np.ndarray]
+    half: float  # 90 % interval half-width, log space
+    level: float
+    device: dict[str, Any]  # the reference machine's fingerprint
+    ranges: dict[str, list[float]]  # figure -> [low, high] measured
+    seen_ops: set[str]
+    metrics: dict[str, Any] = field(default_factory=dict)
+    trained_on: str = ""
+    fingerprint: str = ""
+
+    @property
+    def title(self) -> str:
+        return f"reference CPU ({self.device.get('name', '?')}, {self.device.get('threads', 1)} thread)"
+
+    def why_not(self, graph, figures: dict[str, float]) -> tuple[str, str]:
+        """(status, reason) when the head does not answer for `graph`, else ("", "")."""
+        for name, value in figures.items():
+            low, high = self.ranges.get(name, (0.0, math.inf))
+            if value > high * SIZE_MARGIN or (low > 0 and value < low / SIZE_MARGIN):
+                return "out of range", (f"its {name} ({_short(value)}) is beyond what the reference set measured "
+                                        f"({_short(low)}–{_short(high)})")
+        unseen = [n for n in graph.nodes if n.op not in self.seen_ops]
+        if unseen:
+            macs = sum(max(n.macs, 0) for n in unseen) / max(sum(max(n.macs, 0) for n in graph.nodes), 1)
+            share = len(unseen) / max(len(graph.nodes), 1)
+            if macs > UNSEEN_SHARE or share > UNSEEN_SHARE:
+                names = ", ".join(sorted({n.op for n in unseen})[:4])
+                return "n/a", f"its {names} operations were never measured in the reference set"
+        return "", ""
+
+    def predict(self, graph, macs: int | None = None, params: int | None = None) -> tuple[float, float, float] | str:
+        """(value, low, high) in ms, or the reason there is none."""
+        status, reason = self.why_not(graph, size_figures(graph, macs, params))
+        if status:
+            return f"{status}: {reason}"
+        centre = graph_log_latency(self.weights, *node_features(graph), graph_features(graph))
+        if macs is not None and graph.macs and macs != graph.macs:
+            centre += math.log(max(macs, 1) / graph.macs)  # a zoo variant at another input size: scale by MACs
+        return math.exp(centre), math.exp(centre - self.half), math.exp(centre + self.half)
+
+
+def _short(value: float) -> str:
+    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if value >= size:
+            return f"{value / size:.3g} {unit}"
+    return f"{value:.0f}"
+
+
+def save_head(head: LatencyHead, folder: Path) -> Path:
+    from safetensors.numpy import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    weights = folder / FILES[1]
+    save_file({k: np.ascontiguousarray(v, dtype=np.float32) for k, v in head.weights.items()}, str(weights))
+    card = {"version": CARD_VERSION, "head": HEAD_NAME, "column": COLUMN, "half": head.half, "level": head.level,
+            "device": head.device, "ranges": head.ranges, "seen_ops": sorted(head.seen_ops), "metrics": head.metrics,
+            "trained_on": head.trained_on, "weights_sha256": hashlib.sha256(weights.read_bytes()).hexdigest()}
+    path = folder / FILES[0]
+    path.write_text(json.dumps(card, indent=2) + "\n")
+    _load.cache_clear()
+    return path
+
+
+def load_head(folder: Path) -> LatencyHead | None:
+    """The latency head in `folder`, None when there is none; NarError when it is damaged."""
+    return _load(str(folder))
+
+
+@functools.lru_cache(maxsize=4)
+def _load(folder: str) -> LatencyHead | None:
+    from safetensors.numpy import load_file
+
+    card_path, weights_path = Path(folder) / FILES[0], Path(folder) / FILES[1]
+    if not card_path.exists() and not weights_path.exists():
+        return None
+    try:
+        card = json.loads(card_path.read_text())
+        digest = hashlib.sha256(weights_path.read_bytes()).hexdigest()
+        if card.get("version") != CARD_VERSION or card.get("weights_sha256") != digest:
+            raise ValueError("the weights do not match their card")
+        weights = load_file(str(weights_path))
+    except (ValueError, KeyError, TypeError, OSError) as exc:
+        raise NarError(f"the latency head in {folder} is unusable ({str(exc)[:120]}); reinstall nar, or retrain "
+                       "with `nar train latency`") from None
+    return LatencyHead(weights, float(card["half"]), float(card["level"]), card["device"],
+                       {k: list(v) for k, v in card["ranges"].items()}, set(card["seen_ops"]), card.get("metrics", {}),
+                       card.get("trained_on", ""), digest[:16])

@@ -1,0 +1,341 @@
+"""Training and evaluating the reference-CPU latency head (`nar train latency`, `nar eval latency`).
+
+Data: a reference dataset folder (`reference-latency.csv` + card, written by `nar bench --zoo
+--export`; the bundled one by default) joined to the bundled zoo's graphs by hash.
+
+Splits are by family, never by row: families are shuffled with a seed and dealt out until the test
+families hold `TEST_SHARE` of the rows and the calibration families `CALIBRATION_SHARE`; the rest
+train. `evaluate` trains on the training families, sets the interval on the calibration families
+and scores the test families, beside two baselines fitted on the same training rows: log latency
+linear in log MACs, and scikit-learn's HistGradientBoostingRegressor on whole-model figures and
+per-kind MACs/node counts. `train` fits the shipped head on training + test families (the
+calibration families stay held out for the interval).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+import zlib
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from narcli.errors import NarError
+from narcli.predict.latency import GLOBAL_FEATURES, GLOBAL_SPREAD, NUMERIC, SPREAD, graph_features, LatencyHead, node_features, read_reference, save_head
+
+TEST_SHARE, CALIBRATION_SHARE = 0.25, 0.12
+LEVEL = 0.9
+
+
+@dataclass
+class Sample:
+    row: dict[str, Any]
+    ops: np.ndarray
+    numeric: np.ndarray
+    work: np.ndarray
+    count: np.ndarray  # how many nodes each (deduplicated) row stands for
+    figures: np.ndarray  # baseline features
+    op_names: set[str]
+    log_ms: float
+
+
+@dataclass
+class Config:
+    epochs: int = 200
+    batch: int = 64
+    hidden: int = 64
+    embed: int = 16
+    lr: float = 3e-3
+    weight_decay: float = 1e-4
+    seed: int = 0
+    device: str = "cpu"
+
+
+def load_samples(folder: Path | None = None, report: Callable[[str], None] = lambda line: None
+                 ) -> tuple[list[Sample], dict[str, Any]]:
+    from narcli.graph.arch_graph import ArchGraph
+    from narcli.predict.bundle import DATA_DIR
+    from narcli.zoo.store import Zoo, bundled_zoo_path
+
+    rows, card = read_reference(folder or DATA_DIR)
+    samples = []
+    began = time.perf_counter()
+    with Zoo([bundled_zoo_path()]) as zoo:
+        for row in rows:
+            if row["median_ms"] <= 0:
+                continue
+            try:
+                graph = ArchGraph.from_json(zlib.decompress(zoo.graph_blob(row["graph_hash"])).decode())
+            except NarError:
+                continue  # measured on a zoo that has since changed
+            ops, numeric, work, count = _deduplicated(*node_features(graph))
+            samples.append(Sample(row, ops, numeric, work, count, graph_features(graph), {n.op for n in graph.nodes},
+                                  math.log(row["median_ms"])))
+    report(f"{len(samples):,} measured architectures featurised in {time.perf_counter() - began:.0f} s")
+    return samples, card
+
+
+def _deduplicated(ops: np.ndarray, numeric: np.ndarray, work: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Identical nodes (a transformer's 24 equal layers) once, with their count: training sees each
+    distinct node once per graph, ten to thirty times fewer rows."""
+    table = np.concatenate([ops[:, None].astype(np.float64), numeric.astype(np.float64), work], 1)
+    unique, first, count = np.unique(table, axis=0, return_index=True, return_counts=True)
+    return ops[first], numeric[first], work[first], count.astype(np.float32)
+
+
+def family_split(samples: list[Sample], seed: int = 0) -> tuple[list[int], list[int], list[int]]:
+    """(train, calibration, test) row indices; every family wholly in one of them."""
+    by_family: dict[str, list[int]] = defaultdict(list)
+    for i, sample in enumerate(samples):
+        by_family[sample.row["family"] or sample.row["model"]].append(i)
+    families = sorted(by_family)
+    random.Random(seed).shuffle(families)
+    total, test, calibration, train = len(samples), [], [], []
+    for family in families:
+        if len(test) < TEST_SHARE * total:
+            test += by_family[family]
+        elif len(calibration) < CALIBRATION_SHARE * total:
+            calibration += by_family[family]
+        else:
+            train += by_family[family]
+    return train, calibration, test
+
+
+# -- the network in torch (training only) ------------------------------------------------------------
+def _network(op_count: int, config: Config) -> Any:
+    import torch
+    from torch import nn
+
+    class NodeCost(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = nn.Embedding(op_count, config.embed)
+            nn.init.normal_(self.embed.weight, 0, 0.05)  # an operation never trained on stays average
+            self.layers = nn.ModuleList([nn.Linear(config.embed + NUMERIC, config.hidden),
+                                         nn.Linear(config.hidden, config.hidden), nn.Linear(config.hidden, 3)])
+            nn.init.zeros_(self.layers[-1].weight)
+            nn.init.zeros_(self.layers[-1].bias)
+            # 50 GMACs/s, 1 G elements/s, 5 µs a call: where a CPU thread starts
+            self.base = nn.Parameter(torch.tensor([math.log(1 / 50e6), math.log(1 / 1e6), math.log(5e-3)]))
+            self.overhead = nn.Parameter(torch.tensor([math.log(0.02)]))
+            # a bounded whole-graph correction (how a library's Python around the kernels behaves)
+            self.global_mean = nn.Parameter(torch.zeros(GLOBAL_FEATURES), requires_grad=False)
+            self.global_std = nn.Parameter(torch.ones(GLOBAL_FEATURES), requires_grad=False)
+            self.whole = nn.ModuleList([nn.Linear(GLOBAL_FEATURES, 32), nn.Linear(32, 1)])
+            nn.init.zeros_(self.whole[-1].weight)
+            nn.init.zeros_(self.whole[-1].bias)
+
+        def forward(self, ops: Any, numeric: Any, work: Any, count: Any, owner: Any, graphs: int,
+                    figures: Any) -> Any:
+            x = torch.cat([self.embed(ops), numeric], 1)
+            for i, layer in enumerate(self.layers):
+                x = layer(x)
+                if i < len(self.layers) - 1:
+                    x = torch.nn.functional.silu(x)
+            rates = torch.exp(self.base + SPREAD * torch.tanh(x / SPREAD))
+            costs = work[:, 0] * rates[:, 0] + work[:, 1] * rates[:, 1] + count * rates[:, 2]
+            total = torch.zeros(graphs, dtype=costs.dtype, device=costs.device).index_add(0, owner, costs)
+            z = (figures - self.global_mean) / self.global_std
+            correction = self.whole[1](torch.nn.functional.silu(self.whole[0](z)))[:, 0]
+            return torch.log(total + torch.exp(self.overhead)) + GLOBAL_SPREAD * torch.tanh(correction / GLOBAL_SPREAD)
+
+    return NodeCost()
+
+
+def _batch(samples: list[Sample], ids: list[int]) -> tuple[Any, ...]:
+    import torch
+
+    ops = np.concatenate([samples[i].ops for i in ids])
+    numeric = np.concatenate([samples[i].numeric for i in ids])
+    work = np.concatenate([samples[i].work * samples[i].count[:, None] for i in ids]).astype(np.float32)
+    count = np.concatenate([samples[i].count for i in ids])
+    owner = np.concatenate([np.full(len(samples[i].ops), k) for k, i in enumerate(ids)])
+    return (torch.from_numpy(ops), torch.from_numpy(numeric), torch.from_numpy(work), torch.from_numpy(count),
+            torch.from_numpy(owner))
+
+
+def fit(samples: list[Sample], rows: list[int], config: Config,
+        report: Callable[[str], None] = lambda line: None) -> dict[str, np.ndarray]:
+    """Train the node-cost network on `rows`; its weights as numpy arrays (the head's layout)."""
+    import torch
+
+    from narcli.encode.features import OP_INDEX
+
+    torch.manual_seed(config.seed)
+    net = _network(len(OP_INDEX), config)
+    figures = np.stack([samples[i].figures for i in rows])
+    with torch.no_grad():
+        net.global_mean.copy_(torch.from_numpy(figures.mean(0)).float())
+        net.global_std.copy_(torch.from_numpy(figures.std(0) + 1e-3).float())
+    net = net.to(config.device)
+    optimiser = torch.optim.AdamW(net.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    steps = config.epochs * math.ceil(len(rows) / config.batch)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimiser, config.lr, total_steps=steps, pct_start=0.1)
+    rng = random.Random(config.seed)
+    order = list(rows)
+    for epoch in range(config.epochs):
+        rng.shuffle(order)
+        total = 0.0
+        for start in range(0, len(order), config.batch):
+            ids = order[start:start + config.batch]
+            ops, numeric, work, count, owner = (t.to(config.device) for t in _batch(samples, ids))
+            target = torch.tensor([samples[i].log_ms for i in ids], dtype=torch.float32, device=config.device)
+            whole = torch.from_numpy(np.stack([samples[i].figures for i in ids])).float().to(config.device)
+            loss = torch.nn.functional.mse_loss(net(ops, numeric, work, count, owner, len(ids), whole), target)
+            optimiser.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), 5.0)
+            optimiser.step()
+            schedule.step()
+            total += float(loss.detach()) * len(ids)
+        if epoch % 20 == 0 or epoch == config.epochs - 1:
+            report(f"epoch {epoch + 1}/{config.epochs}: log-MSE {total / len(order):.4f}")
+    net = net.cpu()
+    weights = {"embed": net.embed.weight.detach().numpy().copy(), "overhead": net.overhead.detach().numpy().copy(),
+               "base": net.base.detach().numpy().copy()}
+    for i, layer in enumerate(net.layers):
+        weights[f"w{i}"] = layer.weight.detach().numpy().copy()
+        weights[f"b{i}"] = layer.bias.detach().numpy().copy()
+    for i, layer in enumerate(net.whole):
+        weights[f"g{i}"] = layer.weight.detach().numpy().copy()
+        weights[f"gb{i}"] = layer.bias.detach().numpy().copy()
+    weights["global_mean"] = net.global_mean.detach().numpy().copy()
+    weights["global_std"] = net.global_std.detach().numpy().copy()
+    return weights
+
+
+def predict_samples(weights: dict[str, np.ndarray], samples: list[Sample], rows: list[int]) -> np.ndarray:
+    from narcli.predict.latency import node_costs, whole_graph_correction
+
+    return np.array([math.log(float((node_costs(weights, s.ops, s.numeric, s.work) * s.count).sum())
+                              + math.exp(float(weights["overhead"][0]))) + whole_graph_correction(weights, s.figures)
+                     for s in (samples[i] for i in rows)])
+
+
+def conformal_half(residuals: np.ndarray, level: float = LEVEL) -> float:
+    values = np.sort(np.abs(residuals))
+    rank = min(len(values) - 1, int(np.ceil((len(values) + 1) * level)) - 1)
+    return float(values[rank])
+
+
+def scores(predicted_log: np.ndarray, true_log: np.ndarray, half: float | None = None) -> dict[str, float]:
+    predicted, true = np.exp(predicted_log), np.exp(true_log)
+    error = np.abs(predicted - true) / true
+    out = {"rows": int(len(true)), "mape": round(float(error.mean() * 100), 2),
+           "within10": round(float((error <= 0.1).mean() * 100), 1)}
+    if half is not None:
+        out["coverage90"] = round(float((np.abs(predicted_log - true_log) <= half).mean() * 100), 1)
+    return out
+
+
+def _boosted(samples: list[Sample], train: list[int], test: list[int], seed: int) -> np.ndarray:
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    x = np.stack([s.figures for s in samples])  # the same whole-graph features the head's correction sees
+    y = np.array([s.log_ms for s in samples])
+    model = HistGradientBoostingRegressor(random_state=seed, max_iter=400, learning_rate=0.05)
+    return model.fit(x[train], y[train]).predict(x[test])
+
+
+def _macs_only(samples: list[Sample], train: list[int], test: list[int]) -> np.ndarray:
+    x = np.array([math.log(max(s.row["macs"], 1)) for s in samples])
+    y = np.array([s.log_ms for s in samples])
+    slope, intercept = np.polyfit(x[train], y[train], 1)
+    return slope * x[test] + intercept
+
+
+def _tables(samples: list[Sample], test: list[int], columns: dict[str, np.ndarray], half: float) -> dict[str, Any]:
+    true = np.array([samples[i].log_ms for i in test])
+    out: dict[str, Any] = {}
+    for key in ("coarse", "source"):
+        groups: dict[str, list[int]] = defaultdict(list)
+        for k, i in enumerate(test):
+            groups[samples[i].row[key] or "?"].append(k)
+        out[key] = {g: {name: scores(p[idx], true[idx], half if name == "head" else None) for name, p in columns.items()}
+                    for g, idx in sorted(groups.items()) for idx in [np.array(idx)]}
+    return out
+
+
+def answerable(samples: list[Sample], train: list[int], rows: list[int]) -> np.ndarray:
+    """Which of `rows` a head trained on `train` answers for (the rules of `LatencyHead.why_not`:
+    sizes within SIZE_MARGIN of the training range, operations never trained on at most
+    UNSEEN_SHARE of nodes and MACs)."""
+    from narcli.predict.latency import SIZE_MARGIN, UNSEEN_SHARE
+
+    seen = np.zeros(max(int(s.ops.max()) for s in samples) + 1, dtype=bool)
+    for i in train:
+        seen[samples[i].ops] = True
+    macs = np.array([samples[i].row["macs"] for i in train], dtype=np.float64)
+    params = np.array([samples[i].row["params"] for i in train], dtype=np.float64)
+    out = []
+    for i in rows:
+        s = samples[i]
+        unseen = ~seen[s.ops]
+        node_share = float((s.count * unseen).sum() / s.count.sum())
+        mac_share = float((s.work[:, 0] * s.count * unseen).sum() / max((s.work[:, 0] * s.count).sum(), 1))
+        inside = all(low / SIZE_MARGIN <= v <= high * SIZE_MARGIN or (low == 0 and v <= high * SIZE_MARGIN)
+                     for v, low, high in ((s.row["macs"], macs.min(), macs.max()),
+                                          (s.row["params"], params.min(), params.max())))
+        out.append(inside and node_share <= UNSEEN_SHARE and mac_share <= UNSEEN_SHARE)
+    return np.array(out, dtype=bool)
+
+
+def evaluate(folder: Path | None = None, config: Config | None = None, seed: int = 0,
+             report: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
+    """Held-out-family figures of a head trained now, beside the two baselines."""
+    config = config or Config(seed=seed)
+    samples, card = load_samples(folder, report)
+    train, calibration, test = family_split(samples, seed)
+    report(f"families split: {len(train)} training rows, {len(calibration)} calibration, {len(test)} test")
+    answered = answerable(samples, train, test)
+    refused = [samples[i].row["model"] for i, ok in zip(test, answered) if not ok]
+    all_test, test = test, [i for i, ok in zip(test, answered) if ok]
+    calibration = [i for i, ok in zip(calibration, answerable(samples, train, calibration)) if ok]
+    weights = fit(samples, train, config, report)
+    half = conformal_half(predict_samples(weights, samples, calibration)
+                          - np.array([samples[i].log_ms for i in calibration]))
+    true = np.array([samples[i].log_ms for i in test])
+    columns = {"head": predict_samples(weights, samples, test), "macs_only": _macs_only(samples, train, test),
+               "boosted_tree": _boosted(samples, train, test, seed)}
+    overall = {name: scores(p, true, half if name == "head" else None) for name, p in columns.items()}
+    families = {name: sorted({samples[i].row["family"] for i in rows}) for name, rows in
+                (("test", test), ("calibration", calibration))}
+    return {"device": card.get("device"), "rows": len(samples), "split": {"train": len(train),
+            "calibration": len(calibration), "test": len(test), "test_share": round(len(test) / len(samples), 3),
+            "test_families": len(families["test"]), "calibration_families": len(families["calibration"]),
+            "test_answered": len(test), "test_refused": refused, "test_all": len(all_test)},
+            "interval_half_log": round(half, 4), "overall": overall, "by": _tables(samples, test, columns, half),
+            "config": config.__dict__, "seed": seed}
+
+
+def train(folder: Path | None = None, out: Path | None = None, config: Config | None = None, seed: int = 0,
+          report: Callable[[str], None] = lambda line: None) -> Path:
+    """Fit the shipped head (training + test families; calibration families set the interval)."""
+    from narcli.predict.bundle import DATA_DIR
+
+    config = config or Config(seed=seed)
+    samples, card = load_samples(folder, report)
+    if len(samples) < 50:
+        raise NarError(f"only {len(samples)} reference measurements; the head needs at least 50")
+    train_rows, calibration, test = family_split(samples, seed)
+    fitted = train_rows + test
+    calibration = [i for i, ok in zip(calibration, answerable(samples, fitted, calibration)) if ok]
+    weights = fit(samples, fitted, config, report)
+    residuals = predict_samples(weights, samples, calibration) - np.array([samples[i].log_ms for i in calibration])
+    half = conformal_half(residuals)
+    figures = {"macs": [s.row["macs"] for s in samples], "params": [s.row["params"] for s in samples],
+               "nodes": [int(s.count.sum()) for s in samples]}
+    ranges = {k: [float(min(v)), float(max(v))] for k, v in figures.items()}
+    seen = set().union(*(samples[i].op_names for i in fitted))
+    head = LatencyHead(weights, half, LEVEL, card.get("device", {}), ranges, seen,
+                       {"calibration": scores(residuals + np.array([samples[i].log_ms for i in calibration]),
+                                              np.array([samples[i].log_ms for i in calibration]), half)},
+                       f"{len(fitted):,} reference-CPU measurements of {len({samples[i].row['family'] for i in fitted})} "
+                       f"families (bench --zoo); interval from {len(calibration)} models of held-out families")
+    return save_head(head, out or DATA_DIR)

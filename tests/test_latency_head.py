@@ -1,0 +1,144 @@
+"""The reference-CPU latency head: node features, the additive cost model in numpy, saving and
+loading, its applicability rules (unseen operations, sizes beyond the reference set), learning a
+known cost law from synthetic graphs, the family split, and its rows in `nar predict`."""
+
+import math
+
+import numpy as np
+import pytest
+from narcli.errors import NarError
+from narcli.graph.arch_graph import ArchGraph, Node
+from narcli.predict import latency as lat
+from narcli.predict import latency_training as lt
+
+
+def chain(ops_macs: list[tuple[str, int]], width: int = 64) -> ArchGraph:
+    nodes = [Node("input", [1, width])] + [Node(op, [1, width], macs=macs, params=macs // 4) for op, macs in ops_macs]
+    nodes.append(Node("output", [1, width]))
+    return ArchGraph(nodes, [(i, i + 1) for i in range(len(nodes) - 1)])
+
+
+def head_for(weights=None, seen=("input", "output", "linear", "relu"), ranges=None) -> lat.LatencyHead:
+    if weights is None:
+        weights = lt.fit(*synthetic_samples(8), lt.Config(epochs=1, hidden=8, embed=4))
+    return lat.LatencyHead(weights, 0.2, 0.9, {"name": "Test CPU", "threads": 1},
+                           ranges or {"macs": [1e3, 1e9], "params": [0.0, 1e8], "nodes": [2, 500]}, set(seen))
+
+
+def synthetic_samples(count: int, seed: int = 0) -> tuple[list, list[int]]:
+    """Chains of linear/relu nodes whose 'measured' latency is 1 ms per 100 M MACs + 50 µs a node."""
+    rng = np.random.default_rng(seed)
+    samples = []
+    for i in range(count):
+        layers = int(rng.integers(2, 40))
+        ops = [("linear", int(rng.integers(10**5, 10**7))) if j % 2 == 0 else ("relu", 0) for j in range(layers)]
+        graph = chain(ops)
+        ms = sum(m for _, m in ops) / 1e8 + 0.05 * len(graph.nodes)
+        row = {"model": f"m{i}", "family": f"f{i % 7}", "source": "synthetic", "coarse": "mlp",
+               "macs": graph.macs, "params": graph.params, "median_ms": ms}
+        o, n, w, c = lt._deduplicated(*lat.node_features(graph))
+        samples.append(lt.Sample(row, o, n, w, c, lat.graph_features(graph), {x.op for x in graph.nodes},
+                                 math.log(ms)))
+    return samples, list(range(count))
+
+
+def test_node_features_have_one_row_per_node_and_the_work_each_does():
+    graph = chain([("linear", 4096), ("relu", 0)])
+    ops, numeric, work = lat.node_features(graph)
+    assert ops.shape == (4,) and numeric.shape == (4, lat.NUMERIC) and work.shape == (4, 2)
+    assert work[1, 0] == 4096 and work[2, 0] == 0
+    assert work[2, 1] == 64 + 64  # relu: 64 elements read, 64 written
+    assert np.isfinite(numeric).all()
+
+
+def test_identical_nodes_are_kept_once_with_their_count():
+    graph = chain([("linear", 4096), ("relu", 0)] * 10)
+    ops, numeric, work, count = lt._deduplicated(*lat.node_features(graph))
+    assert count.sum() == graph.num_nodes and len(ops) < graph.num_nodes
+
+
+def test_the_numpy_head_sums_node_costs_plus_overhead():
+    weights = lt.fit(*synthetic_samples(8), lt.Config(epochs=1, hidden=8, embed=4))
+    graph = chain([("linear", 10**6), ("relu", 0)])
+    costs = lat.node_costs(weights, *lat.node_features(graph))
+    total = lat.graph_log_latency(weights, *lat.node_features(graph))
+    assert (costs > 0).all()
+    assert total == pytest.approx(math.log(costs.sum() + math.exp(weights["overhead"][0])), rel=1e-6)
+
+
+def test_it_learns_a_cost_law_and_carries_it_to_families_it_never_saw():
+    samples, rows = synthetic_samples(160)
+    train, calibration, test = lt.family_split(samples, seed=0)
+    assert not {samples[i].row["family"] for i in train} & {samples[i].row["family"] for i in test}
+    weights = lt.fit(samples, train, lt.Config(epochs=60, batch=16))
+    predicted = lt.predict_samples(weights, samples, test)
+    true = np.array([samples[i].log_ms for i in test])
+    assert lt.scores(predicted, true)["mape"] < 15
+    macs_only = lt._macs_only(samples, train, test)
+    assert lt.scores(predicted, true)["mape"] < lt.scores(macs_only, true)["mape"]
+
+
+def test_family_split_holds_out_whole_families_of_the_asked_share():
+    samples, _ = synthetic_samples(70)
+    train, calibration, test = lt.family_split(samples, seed=3)
+    assert sorted(train + calibration + test) == list(range(70))
+    families = [{samples[i].row["family"] for i in part} for part in (train, calibration, test)]
+    assert not (families[0] & families[1]) and not (families[0] & families[2]) and not (families[1] & families[2])
+    assert len(test) >= lt.TEST_SHARE * 70
+
+
+def test_conformal_half_width_covers_the_level():
+    residuals = np.linspace(-1, 1, 101)
+    half = lt.conformal_half(residuals, 0.9)
+    assert 0.89 <= (np.abs(residuals) <= half).mean() <= 0.93
+
+
+def test_a_head_answers_with_an_interval_around_its_value():
+    head = head_for()
+    value, low, high = head.predict(chain([("linear", 10**6), ("relu", 0)]))
+    assert low < value < high and high / value == pytest.approx(math.exp(0.2), rel=1e-6)
+
+
+def test_operations_never_measured_make_the_head_say_so():
+    head = head_for()
+    graph = chain([("linear", 10), ("lstm", 10**7), ("lstm", 10**7)])
+    answer = head.predict(graph)
+    assert isinstance(answer, str) and answer.startswith("n/a:") and "lstm" in answer
+
+
+def test_a_model_far_bigger_than_the_reference_set_is_out_of_range():
+    head = head_for(ranges={"macs": [1e3, 1e6], "params": [0.0, 1e8], "nodes": [2, 500]})
+    answer = head.predict(chain([("linear", 10**9)]))
+    assert isinstance(answer, str) and answer.startswith("out of range:") and "macs" in answer
+
+
+def test_saved_heads_load_and_a_damaged_one_is_refused(tmp_path):
+    head = head_for()
+    lat.save_head(head, tmp_path)
+    loaded = lat.load_head(tmp_path)
+    graph = chain([("linear", 10**6), ("relu", 0)])
+    assert loaded.predict(graph) == pytest.approx(head.predict(graph))
+    assert lat.load_head(tmp_path / "nowhere") is None
+    (tmp_path / lat.FILES[1]).write_bytes(b"garbage")
+    lat._load.cache_clear()
+    with pytest.raises(NarError, match="latency head .* unusable"):
+        lat.load_head(tmp_path)
+
+
+def test_the_bundled_head_answers_for_the_zoo_kinds_beyond_timm():
+    from narcli.predict.bundle import load_bundle, predict_graph
+    from narcli.zoo.store import Zoo
+
+    bundle = load_bundle()
+    assert bundle.latency is not None, "the reference latency head ships with nar"
+    answered = {}
+    with Zoo() as zoo:
+        for name in ("resnet50", "smp/unet_resnet34", "monai/basic_unet_2d", "classics/lstm_forecaster_base",
+                     "pyg/gcn_small_graph"):
+            model = zoo.resolve(name)
+            rows = predict_graph(zoo.graph(model), bundle, macs=model.macs, params=model.params)
+            (row,) = [r for r in rows if r.head == lat.HEAD_NAME]
+            answered[name] = row
+    assert all(r.status == "ok" and r.low < r.value < r.high for r in answered.values()), \
+        {k: r.reason for k, r in answered.items()}
+    assert answered["resnet50"].value > answered["pyg/gcn_small_graph"].value * 10

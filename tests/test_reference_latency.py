@@ -1,0 +1,131 @@
+"""`nar bench --zoo`, the reference latency dataset: which models (every source and coarse class
+early), measuring real zoo models in the long-lived worker, resuming, recording what could not be
+measured, the shipped CSV + card; and the measurement shown as measured in `nar predict`."""
+
+import json
+
+import pytest
+from narcli.bench import reference, store
+from narcli.bench.device import device_info
+from narcli.bench.measure import time_runs
+from narcli.predict.latency import read_reference
+
+
+def test_the_order_covers_every_source_and_coarse_class_before_going_deep():
+    picks = reference.candidates()
+    groups = {(p.source, p.coarse) for p in picks}
+    first = {(p.source, p.coarse) for p in picks[: len(groups)]}
+    assert first == groups
+    assert len({p.graph_hash for p in picks}) == len(picks), "one model per distinct architecture"
+    assert all(p.macs <= reference.MAX_GMACS * 1e9 for p in picks)
+
+
+def test_fewer_gmacs_means_fewer_and_smaller_candidates():
+    small = reference.candidates(max_gmacs=0.01)
+    assert small and all(p.macs <= 1e7 for p in small)
+    assert len(small) < len(reference.candidates())
+
+
+def test_slow_models_stop_early_but_never_below_the_minimum():
+    clock = {"now": 0.0}
+
+    def run():
+        clock["now"] += 0.6
+
+    measured = time_runs(run, 10, timer=lambda: clock["now"], warmup_runs=1, warmup_seconds=0.0, max_seconds=1.0,
+                         min_repeat=3)
+    assert measured.runs == 3 and measured.median_ms == pytest.approx(600)
+
+
+def test_fill_weights_gives_a_meta_model_real_values():
+    import torch
+    from torch import nn
+
+    with torch.device("meta"):
+        model = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8), nn.Embedding(4, 8))
+    model = reference.fill_weights(model)
+    weight = model[0].weight
+    assert weight.device.type == "cpu" and weight.std() > 0.005 and torch.isfinite(weight).all()
+    assert (model[0].bias == 0).all() and (model[1].weight == 1).all() and (model[1].running_var == 1).all()
+    assert (model[1].num_batches_tracked == 0).all()
+
+
+def test_a_small_reference_run_measures_resumes_and_exports(tmp_path, monkeypatch):
+    tiny = [p for p in reference.candidates(max_gmacs=0.001, sources=["classics"])][:3]
+    assert len(tiny) == 3
+    monkeypatch.setattr(reference, "candidates", lambda *a, **k: tiny)
+    lines = []
+    first = reference.collect(limit=2, report=lines.append)
+    assert first["measured"] == 2 and first["failed"] == 0
+    second = reference.collect(report=lines.append)
+    assert second["measured"] == 1, "the two stored ones are not measured again"
+    assert second["stored"] == 3
+    card = reference.export(tmp_path)
+    rows, read_card = read_reference(tmp_path)
+    assert len(rows) == 3 and {r["model"] for r in rows} == {p.id for p in tiny}
+    assert all(r["median_ms"] > 0 and r["runs"] >= 3 and r["source"] == "classics" for r in rows)
+    assert read_card["device"]["key"] == device_info("cpu", 1).key and read_card["device"]["threads"] == 1
+    assert read_card["protocol"]["threads"] == 1 and card["rows"] == 3
+
+
+def test_a_model_that_cannot_be_built_is_recorded_and_not_retried(monkeypatch):
+    tiny = reference.candidates(max_gmacs=0.001, sources=["classics"])[:1]
+    broken = [reference.Pick("classics/no_such_model", "classics", "0" * 32, "x", "mlp", 10, 10)]
+    monkeypatch.setattr(reference, "candidates", lambda *a, **k: broken + tiny)
+    summary = reference.collect()
+    assert summary["failed"] == 1 and summary["measured"] == 1
+    assert store.failures(device_info("cpu", 1).key, 1) == {"0" * 32: "trace: KeyError"}
+    again = reference.collect()
+    assert again["failed"] == 0 and again["measured"] == 0
+
+
+def test_export_refuses_an_empty_store(tmp_path):
+    from narcli.errors import NarError
+
+    with pytest.raises(NarError, match="nar bench --zoo"):
+        reference.export(tmp_path)
+
+
+def test_a_stored_measurement_beats_the_prediction(cli):
+    from narcli.search.predictions import measured_rows, predictions_for, summary_line
+    from narcli.zoo.store import Zoo
+
+    with Zoo() as zoo:
+        model = zoo.resolve("resnet18")
+    info = device_info("cpu", 2)
+    store.save(model.graph_hash, 1, info.key, model.id,
+               {"median_ms": 13.4, "iqr_ms": 0.5, "runs": 4, "times_ms": [13.0, 13.3, 13.5, 13.9],
+                "device": info.to_dict(), "batch": 1})
+    (row,) = measured_rows(model.graph_hash)
+    assert row.head == "measured" and row.value == 13.4 and row.low < 13.4 < row.high
+    (result,) = predictions_for("resnet18")
+    assert result.rows[0].head == "measured"
+    assert "13.4 ms measured" in summary_line(result.rows)
+    out = cli("predict", "resnet18")
+    assert out.exit_code == 0 and "13.4 ms measured" in out.output
+    as_json = json.loads(cli("predict", "resnet18", "--json").output)
+    assert any(r["head"] == "measured" for r in as_json["results"][0]["predictions"])
+
+
+def test_a_measurement_from_another_machine_is_not_shown_as_this_ones():
+    from narcli.search.predictions import measured_rows
+
+    other = {"kind": "cpu", "name": "Some Other CPU", "torch": "2.0", "threads": 4, "key": "feedfacecafe"}
+    store.save("ab" * 16, 1, "feedfacecafe", "x", {"median_ms": 3.0, "iqr_ms": 0.1, "runs": 5, "device": other,
+                                                    "batch": 1})
+    assert measured_rows("ab" * 16) == []
+
+
+def test_the_tui_predictions_tab_marks_a_measurement():
+    from rich.console import Console
+
+    from narcli.search.predictions import measured_rows
+    from narcli.tui.data import predictions_view
+
+    info = device_info("cpu", 2)
+    store.save("cd" * 16, 1, info.key, "x", {"median_ms": 7.5, "iqr_ms": 0.2, "runs": 3, "times_ms": [7.4, 7.5, 7.7],
+                                              "device": info.to_dict(), "batch": 1})
+    console = Console(width=120, record=True)
+    console.print(predictions_view(measured_rows("cd" * 16), None))
+    text = console.export_text()
+    assert "7.5 ms measured" in text and "(IQR)" in text and "this CPU, 2 threads" in text
