@@ -129,3 +129,16 @@ def test_the_tui_predictions_tab_marks_a_measurement():
     console.print(predictions_view(measured_rows("cd" * 16), None))
     text = console.export_text()
     assert "7.5 ms measured" in text and "(IQR)" in text and "this CPU, 2 threads" in text
+
+
+def test_bad_reference_input_gets_one_line_and_an_exit_code(cli, tmp_path):
+    assert cli("bench").exit_code == 2
+    result = cli("bench", "--zoo", "--max-gmacs", "0")
+    assert result.exit_code == 2 and "--max-gmacs must be positive" in result.output
+    result = cli("eval", "latency", "--reference", tmp_path / "absent")
+    assert result.exit_code == 1 and "has no reference-latency.csv" in result.output
+    (tmp_path / "reference-latency.csv").write_text("a,b\n1,2\n")
+    (tmp_path / "reference-latency.json").write_text("{}")
+    result = cli("train", "latency", "--reference", tmp_path, "--out", tmp_path / "out")
+    assert result.exit_code == 1 and "missing column 'graph_hash'" in result.output
+    assert "Traceback" not in result.output and not (tmp_path / "out").exists()

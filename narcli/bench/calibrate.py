@@ -70,11 +70,16 @@ def candidates() -> list[Candidate]:
     if bundle.latency is None:
         raise NarError("the reference latency head is missing from this install; reinstall nar, or train it with "
                        "`nar train latency`")
+    from narcli.zoo.plugins import zoo_sources
+
+    installed = set(zoo_sources())  # a model is measured by building it through its source plugin
     found: list[Candidate] = []
     seen: set[str] = set()
     with Zoo() as zoo:
         for model in zoo.models():
             if model.status != "ok" or not model.macs or not LOW_MACS <= model.macs <= HIGH_MACS:
+                continue
+            if model.source not in installed:
                 continue
             if model.graph_hash in seen:
                 continue
@@ -88,7 +93,8 @@ def candidates() -> list[Candidate]:
             found.append(Candidate(model.id, model.macs, model.params or 0, {REFERENCE_COLUMN: row.value},
                                    np.zeros(0), model.coarse or ""))
     if not found:
-        raise NarError("no zoo model to calibrate with: the reference head answers for none; run `nar zoo embed`")
+        raise NarError("no zoo model to calibrate with: no zoo source plugin is installed (pip install "
+                       "plugins/nar-timm), or the reference head answers for none of their models")
     raw = np.array([[math.log(c.macs), math.log(max(c.params, 1)),
                      math.log(c.predicted[REFERENCE_COLUMN]) - math.log(c.macs)] for c in found])
     z = (raw - raw.mean(0)) / (raw.std(0) + 1e-9)

@@ -49,14 +49,18 @@ def read_reference(folder: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         raise NarError(f"{folder} has no {CSV_NAME} and {CARD_NAME}; write them with `nar bench --zoo --export DIR`")
     try:
         with open(path, newline="") as handle:
-            rows = list(csv.DictReader(handle))
+            reader = csv.DictReader(handle)
+            missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+            if missing:
+                raise ValueError(f"missing column {missing[0]!r}")
+            rows = list(reader)
         for row in rows:
             for key in ("params", "macs", "runs"):
                 row[key] = int(row[key])
             for key in ("median_ms", "iqr_ms"):
                 row[key] = float(row[key])
         card = json.loads(card_path.read_text())
-    except (KeyError, ValueError, TypeError, OSError) as exc:
+    except (KeyError, ValueError, TypeError, OSError, csv.Error, UnicodeDecodeError) as exc:
         raise NarError(f"{path} is not a reference latency dataset ({str(exc)[:100]})") from None
     return rows, card
 

@@ -228,7 +228,7 @@ def scores(predicted_log: np.ndarray, true_log: np.ndarray, half: float | None =
     predicted, true = np.exp(predicted_log), np.exp(true_log)
     error = np.abs(predicted - true) / true
     out = {"rows": int(len(true)), "mape": round(float(error.mean() * 100), 2),
-           "within10": round(float((error <= 0.1).mean() * 100), 1)}
+           "median_ape": round(float(np.median(error) * 100), 2), "within10": round(float((error <= 0.1).mean() * 100), 1)}
     if half is not None:
         out["coverage90"] = round(float((np.abs(predicted_log - true_log) <= half).mean() * 100), 1)
     return out
@@ -286,11 +286,17 @@ def answerable(samples: list[Sample], train: list[int], rows: list[int]) -> np.n
     return np.array(out, dtype=bool)
 
 
+def _enough(samples: list[Sample]) -> None:
+    if len(samples) < 50:
+        raise NarError(f"only {len(samples)} reference measurements match the zoo's graphs; the head needs at least 50")
+
+
 def evaluate(folder: Path | None = None, config: Config | None = None, seed: int = 0,
              report: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
     """Held-out-family figures of a head trained now, beside the two baselines."""
     config = config or Config(seed=seed)
     samples, card = load_samples(folder, report)
+    _enough(samples)
     train, calibration, test = family_split(samples, seed)
     report(f"families split: {len(train)} training rows, {len(calibration)} calibration, {len(test)} test")
     answered = answerable(samples, train, test)
@@ -321,8 +327,7 @@ def train(folder: Path | None = None, out: Path | None = None, config: Config | 
 
     config = config or Config(seed=seed)
     samples, card = load_samples(folder, report)
-    if len(samples) < 50:
-        raise NarError(f"only {len(samples)} reference measurements; the head needs at least 50")
+    _enough(samples)
     train_rows, calibration, test = family_split(samples, seed)
     fitted = train_rows + test
     calibration = [i for i, ok in zip(calibration, answerable(samples, fitted, calibration)) if ok]
