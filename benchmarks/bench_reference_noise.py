@@ -48,7 +48,7 @@ def main() -> None:
 
     tasks = [(h, (sources[h], stored[h]["name"], reference.THREADS)) for h in picks]
     with measuring("cpu"):
-        run_pool(reference._measure_in_worker, tasks, on_result, jobs=1, timeout=300, tasks_per_worker=400)
+        run_pool(reference.measure_zoo_model, tasks, on_result, jobs=1, timeout=300, tasks_per_worker=400)
     ratios = [again[h] / stored[h]["median_ms"] for h in again]
     errors = [abs(r - 1) for r in ratios]
     out = {"models": len(ratios), "median_abs_change_pct": round(statistics.median(errors) * 100, 2),

@@ -147,14 +147,28 @@ def test_a_calibrated_device_answers_in_predict_rows():
     from narcli.predict.bundle import Row
     from narcli.predict.datasets import Target
 
-    head = cal.fit(np.array([[0.0, 0.0, 1.0], [1.0, 1.0, 2.0], [2.0, 2.0, 3.0], [3.0, 3.0, 4.0]]),
+    head = cal.fit(np.array([[0.0, 1.0], [1.0, 2.0], [2.0, 3.0], [3.0, 4.0]]),
                    np.array([0.0, 1.0, 2.0, 3.0])) | {"columns": list(cal.CPU_COLUMNS), "models": [1, 2, 3, 4]}
-    cpu = [Row("timm", "t", Target(c, "latency", "ms", c, 1), 10.0, 8.0, 12.0, "ok", "", "x") for c in cal.CPU_COLUMNS]
+    cpu = [Row("reference", "r", Target(c, "latency", "ms", c, 1), 10.0, 8.0, 12.0, "ok", "", "x")
+           for c in cal.CPU_COLUMNS]
     (row,) = cal.device_rows(cpu, 10**9, {"mine": head})
     assert row.status == "ok" and row.target.device == "mine" and row.low < row.value < row.high
-    off = [Row("timm", "t", r.target, None, None, None, "n/a", "not an image model", "x") for r in cpu]
+    off = [Row("reference", "r", r.target, None, None, None, "n/a", "its lstm operations were never measured", "x")
+           for r in cpu]
     (row,) = cal.device_rows(off, 10**9, {"mine": head})
-    assert row.status == "n/a" and row.reason == "not an image model"
+    assert row.status == "n/a" and row.reason == "its lstm operations were never measured"
+
+
+def test_a_device_calibrated_on_the_old_timm_columns_still_answers():
+    from narcli.predict.bundle import Row
+    from narcli.predict.datasets import Target
+
+    old_columns = ["fp32-nchw-pt240-cpu-i9_10940x-dynamo", "fp32-nchw-pt240-cpu-i7_12700h-dynamo"]
+    head = cal.fit(np.array([[0.0, 0.0, 1.0], [1.0, 1.0, 2.0], [2.0, 2.0, 3.0], [3.0, 3.0, 4.0]]),
+                   np.array([0.0, 1.0, 2.0, 3.0])) | {"columns": old_columns, "models": [1, 2, 3, 4]}
+    rows = [Row("timm", "t", Target(c, "latency", "ms", c, 1), 10.0, 8.0, 12.0, "ok", "", "x") for c in old_columns]
+    (row,) = cal.device_rows(rows, 10**9, {"old": head})
+    assert row.status == "ok" and row.low < row.value < row.high
 
 
 def test_device_names_are_checked():

@@ -68,13 +68,13 @@ def test_a_small_reference_run_measures_resumes_and_exports(tmp_path, monkeypatc
     assert read_card["protocol"]["threads"] == 1 and card["rows"] == 3
 
 
-def test_a_model_that_cannot_be_built_is_recorded_and_not_retried(monkeypatch):
+def test_a_model_that_cannot_be_measured_is_recorded_and_not_retried(monkeypatch):
     tiny = reference.candidates(max_gmacs=0.001, sources=["classics"])[:1]
     broken = [reference.Pick("classics/no_such_model", "classics", "0" * 32, "x", "mlp", 10, 10)]
     monkeypatch.setattr(reference, "candidates", lambda *a, **k: broken + tiny)
     summary = reference.collect()
     assert summary["failed"] == 1 and summary["measured"] == 1
-    assert store.failures(device_info("cpu", 1).key, 1) == {"0" * 32: "trace: KeyError"}
+    assert store.failures(device_info("cpu", 1).key, 1) == {"0" * 32: "zoo"}
     again = reference.collect()
     assert again["failed"] == 0 and again["measured"] == 0
 

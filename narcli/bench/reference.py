@@ -80,8 +80,10 @@ def candidates(max_gmacs: float = MAX_GMACS, max_params: float = MAX_PARAMS,
     return order
 
 
-def _measure_in_worker(source: str, model_id: str, threads: int) -> dict[str, Any]:
-    """In the long-lived worker: build `model_id` on meta, give it weights, time it by PROTOCOL."""
+def measure_zoo_model(source: str, model_id: str, threads: int, protocol: dict[str, Any] | None = None
+                      ) -> dict[str, Any]:
+    """In a long-lived worker: build `model_id` on meta, give it weights, time it by `protocol`
+    (default: the reference PROTOCOL)."""
     import gc
 
     import torch
@@ -103,10 +105,11 @@ def _measure_in_worker(source: str, model_id: str, threads: int) -> dict[str, An
         with torch.inference_mode():
             module(*inputs)
 
+    chosen = PROTOCOL | (protocol or {})
     try:
-        measured = time_runs(run, PROTOCOL["repeat"], warmup_runs=PROTOCOL["warmup_runs"],
-                             warmup_seconds=PROTOCOL["warmup_seconds"], max_seconds=PROTOCOL["max_seconds"],
-                             min_repeat=PROTOCOL["min_repeat"])
+        measured = time_runs(run, chosen["repeat"], warmup_runs=chosen["warmup_runs"],
+                             warmup_seconds=chosen["warmup_seconds"], max_seconds=chosen["max_seconds"],
+                             min_repeat=chosen["min_repeat"])
     finally:
         del module, inputs, built
         gc.collect()
@@ -158,8 +161,16 @@ def collect(budget: float | None = None, max_gmacs: float = MAX_GMACS, max_param
         raise UsageError(f"--budget must be between 0 and 604,800 seconds, not {budget}")
     if not 0 < max_gmacs <= 1e6:
         raise UsageError(f"--max-gmacs must be positive, not {max_gmacs}")
+    from narcli.zoo.plugins import zoo_sources
+
     info = device_info("cpu", THREADS)
     picks = candidates(max_gmacs, max_params, sources)
+    installed = set(zoo_sources())  # a model is built through its source's plugin
+    missing = sorted({p.source for p in picks if p.source not in installed})
+    if missing:
+        report(f"not measured: {sum(p.source in missing for p in picks):,} models of {', '.join(missing)} "
+               "(their zoo source plugins are not installed; see plugins/README.md)")
+        picks = [p for p in picks if p.source in installed]
     done = store.known(info.key, 1, include_failed=not retry_failed)
     todo = [p for p in picks if p.graph_hash not in done]
     report(f"{len(picks):,} distinct architectures within {max_gmacs:g} GMACs; {len(picks) - len(todo):,} already "
@@ -173,7 +184,12 @@ def collect(budget: float | None = None, max_gmacs: float = MAX_GMACS, max_param
             for n, pick in enumerate(todo):
                 if (budget is not None and time.perf_counter() - began > budget) or (limit and n >= limit):
                     return
-                graph = zoo.graph(zoo.resolve(pick.id))
+                try:
+                    graph = zoo.graph(zoo.resolve(pick.id))
+                except NarError as exc:  # gone from the zoo since the list was made
+                    store.save_failure(pick.graph_hash, 1, info.key, pick.id, "zoo", str(exc))
+                    counts["failed"] += 1
+                    continue
                 needed = required_bytes(pick.params, activations_per_sample(graph), 1)
                 if needed > 0.8 * available_bytes("cpu"):
                     store.save_failure(pick.graph_hash, 1, info.key, pick.id, "memory",
@@ -197,7 +213,7 @@ def collect(budget: float | None = None, max_gmacs: float = MAX_GMACS, max_param
             report(f"failed {pick.id}: {result.reason} {result.message[:100]}")
 
     with measuring("cpu"):
-        run_pool(_measure_in_worker, tasks(), on_result, jobs=1, timeout=timeout, tasks_per_worker=400,
+        run_pool(measure_zoo_model, tasks(), on_result, jobs=1, timeout=timeout, tasks_per_worker=400,
                  max_rss=6 << 30)
     stored = store.known(info.key, 1, include_failed=False)
     return counts | {"candidates": len(picks), "stored": len(stored & {p.graph_hash for p in picks}),
@@ -232,8 +248,9 @@ def export(folder: Path, min_rows: int = 1) -> dict[str, Any]:
         writer.writeheader()
         writer.writerows(rows)
     reasons: dict[str, int] = defaultdict(int)
-    for reason in failures.values():
-        reasons[reason] += 1
+    for graph_hash, reason in failures.items():
+        if graph_hash not in measured:  # failed once, measured on a retry
+            reasons[reason] += 1
     card = {"device": info.to_dict(), "protocol": PROTOCOL, "rows": len(rows),
             "unmeasured": dict(sorted(reasons.items())), "created": time.strftime("%Y-%m-%d"),
             "by_source": _count(rows, "source"), "by_coarse": _count(rows, "coarse")}

@@ -1,11 +1,14 @@
 """The reference-CPU latency head: a latency for any architecture, with numpy alone at run time.
 
 Eager PyTorch runs a model as one kernel per operation, so a model's latency is close to the sum
-of its operations' costs. The head learns that cost per node — a small MLP over the node's
-operation (an embedding) and its sizes (MACs, input and output elements, parameters, channels,
-kernel, stride, groups, rank) — and predicts log(Σ node costs + a fixed per-call overhead). Being
-additive over operations, it carries over to families it never saw: a U-Net is convolutions,
-up-samplings and concatenations whose costs the classifiers and segmenters already taught it.
+of its operations' costs. Each node costs MACs × a compute rate + elements read and written × a
+memory rate + a call overhead; a small MLP over the node's operation (an embedding) and its sizes
+(MACs, elements, parameters, channels, kernel, stride, groups, rank, whether it starts a module
+call) sets the three rates within a factor e^SPREAD of learnt base rates. The prediction is
+log(Σ node costs + a fixed overhead), plus a bounded whole-graph correction (at most e^±GLOBAL_SPREAD)
+from per-kind MAC and node counts. Being additive over operations, it carries over to families it
+never saw: a U-Net is convolutions, up-samplings and concatenations whose costs the classifiers and
+segmenters already taught it.
 
 It applies when the graph is of a kind and size the reference dataset covers:
 - the operations it never measured hold at most `UNSEEN_SHARE` of the model's MACs and nodes;
@@ -175,7 +178,8 @@ class LatencyHead:
 
     @property
     def title(self) -> str:
-        return f"reference CPU ({self.device.get('name', '?')}, {self.device.get('threads', 1)} thread)"
+        threads = self.device.get("threads", 1)
+        return f"reference CPU ({self.device.get('name', '?')}, {threads} thread{'s' * (threads != 1)})"
 
     def why_not(self, graph, figures: dict[str, float]) -> tuple[str, str]:
         """(status, reason) when the head does not answer for `graph`, else ("", "")."""
