@@ -89,7 +89,7 @@ def measure_zoo_model(source: str, model_id: str, threads: int, protocol: dict[s
     import torch
 
     from narcli.bench.measure import time_runs
-    from narcli.bench.runner import _example, _listed
+    from narcli.bench.runner import _listed, example_inputs
     from narcli.trace.compat import ensure_torchvision_importable
     from narcli.zoo.plugins import zoo_sources
 
@@ -99,7 +99,7 @@ def measure_zoo_model(source: str, model_id: str, threads: int, protocol: dict[s
     name = model_id.split("/", 1)[1]
     built = zoo_sources()[source].build(_listed(source, zoo_sources()[source])[name])
     module = fill_weights(built.module).eval()
-    inputs = [_example(x.shape, x.dtype, x.shape[0] if len(x.shape) else 1) for x in built.inputs]
+    inputs = example_inputs(built.inputs, 1)
 
     def run() -> None:
         with torch.inference_mode():

@@ -163,9 +163,7 @@ def _build(request: _Request) -> tuple[Any, list[Any]]:
         with real_weights():
             built = source.build(entry)
         module, example = built.module, built.inputs
-        # the source's example is batch 1 (and some inputs, a graph's edge_index, have no batch axis)
-        inputs = [_example(x.shape, x.dtype, request.batch) if request.batch != 1 else _example(x.shape, x.dtype, x.shape[0] if len(x.shape) else 1)
-                  for x in example]
+        inputs = example_inputs(example, request.batch)
     else:
         from narcli.trace.loader import build_models
 
@@ -176,6 +174,14 @@ def _build(request: _Request) -> tuple[Any, list[Any]]:
         inputs = [_example(tuple(i["shape"]), getattr(torch, i.get("dtype", "float32")), request.batch)
                   for i in request.inputs]
     return _materialise(module), inputs
+
+
+def example_inputs(example: list[Any], batch: int) -> list[Any]:
+    """Real tensors shaped like a source's (meta) example inputs, at `batch`. The example is batch 1,
+    and is kept as it is at batch 1: some inputs (a graph's edge_index) have no batch axis."""
+    if batch == 1:
+        return [_example(x.shape, x.dtype, x.shape[0] if len(x.shape) else 1) for x in example]
+    return [_example(x.shape, x.dtype, batch) for x in example]
 
 
 _LISTS: dict[str, dict[str, Any]] = {}
