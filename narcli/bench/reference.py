@@ -89,7 +89,7 @@ def measure_zoo_model(source: str, model_id: str, threads: int, protocol: dict[s
     import torch
 
     from narcli.bench.measure import time_runs
-    from narcli.bench.runner import _listed, example_inputs
+    from narcli.bench.runner import _listed, example_inputs, fill_weights
     from narcli.trace.compat import ensure_torchvision_importable
     from narcli.zoo.plugins import zoo_sources
 
@@ -114,35 +114,6 @@ def measure_zoo_model(source: str, model_id: str, threads: int, protocol: dict[s
         del module, inputs, built
         gc.collect()
     return measured.to_dict()
-
-
-def fill_weights(module: Any) -> Any:
-    """A module built on meta, in CPU memory with weights: matrices are tiled from one random block
-    (memcpy speed — the library's own initialisers took 1-2 s a model, longer than timing it),
-    norm scales and running variances are 1, biases and integer buffers 0. Dense kernels' speed
-    does not depend on the values; denormals are flushed by the caller."""
-    import torch
-
-    block = torch.randn(1 << 20) * 0.02
-    if any(t.is_meta for t in list(module.parameters()) + list(module.buffers())):
-        module = module.to_empty(device="cpu")
-    with torch.no_grad():
-        for name, tensor in list(module.named_parameters()) + list(module.named_buffers()):
-            if not tensor.is_floating_point():
-                tensor.zero_()
-            elif tensor.dim() >= 2:
-                flat = tensor.view(-1) if tensor.is_contiguous() else None
-                if flat is None:
-                    tensor.normal_(0, 0.02)
-                    continue
-                for start in range(0, flat.numel(), block.numel()):
-                    piece = flat[start:start + block.numel()]
-                    piece.copy_(block[: piece.numel()])
-            elif name.endswith(("running_var", "weight")):
-                tensor.fill_(1.0)
-            else:
-                tensor.zero_()
-    return module
 
 
 def collect(budget: float | None = None, max_gmacs: float = MAX_GMACS, max_params: float = MAX_PARAMS,

@@ -159,8 +159,12 @@ def node_costs(weights: dict[str, np.ndarray], ops: np.ndarray, numeric: np.ndar
 
 
 def graph_log_latency(weights: dict[str, np.ndarray], ops: np.ndarray, numeric: np.ndarray, work: np.ndarray,
-                      figures: np.ndarray | None = None) -> float:
-    total = float(np.log(node_costs(weights, ops, numeric, work).sum() + np.exp(weights["overhead"][0])))
+                      figures: np.ndarray | None = None, count: np.ndarray | None = None) -> float:
+    """log ms of a graph; `count`: how many nodes each row stands for (deduplicated rows in training)."""
+    costs = node_costs(weights, ops, numeric, work)
+    if count is not None:
+        costs = costs * count
+    total = float(np.log(costs.sum() + np.exp(weights["overhead"][0])))
     return total + (whole_graph_correction(weights, figures) if figures is not None else 0.0)
 
 

@@ -211,10 +211,9 @@ def fit(samples: list[Sample], rows: list[int], config: Config,
 
 
 def predict_samples(weights: dict[str, np.ndarray], samples: list[Sample], rows: list[int]) -> np.ndarray:
-    from narcli.predict.latency import node_costs, whole_graph_correction
+    from narcli.predict.latency import graph_log_latency
 
-    return np.array([math.log(float((node_costs(weights, s.ops, s.numeric, s.work) * s.count).sum())
-                              + math.exp(float(weights["overhead"][0]))) + whole_graph_correction(weights, s.figures)
+    return np.array([graph_log_latency(weights, s.ops, s.numeric, s.work, s.figures, s.count)
                      for s in (samples[i] for i in rows)])
 
 
