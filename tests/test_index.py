@@ -1,4 +1,5 @@
-"""Annoy indexes: cosine from angular distance, agreement with brute force, atomic rebuilds."""
+"""Indexes: annoy over projected search vectors, re-ranked on the full ones; agreement with brute
+force, int8 rows for large indexes, atomic rebuilds."""
 
 import json
 from pathlib import Path
@@ -6,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from narcli.search.index import IndexError_, VectorIndex, angular_to_cosine, build_index
+from narcli.search import index as index_module
+from narcli.search.index import IndexError_, VectorIndex, build_index
 
 
 def unit_vectors(count, dim=16, seed=0):
@@ -14,10 +16,20 @@ def unit_vectors(count, dim=16, seed=0):
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-def test_angular_distance_converts_to_cosine():
-    a, b = unit_vectors(2)
-    distance = float(np.linalg.norm(a - b))  # annoy's angular distance between unit vectors
-    assert angular_to_cosine(distance) == pytest.approx(float(a @ b), abs=1e-6)
+def clustered_vectors(count, dim, seed=0):
+    """Unit vectors around count // 20 random centres: neighbours that mean something."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((max(1, count // 20), dim)).astype(np.float32)
+    v = centres[rng.integers(0, len(centres), count)] + 0.5 * rng.standard_normal((count, dim)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def brute_force_recall(index, vectors, queries, k=10):
+    hits = 0
+    for q in queries:
+        exact = {f"k{i}" for i in np.argsort(-(vectors @ vectors[q]))[:k]}
+        hits += len(exact & {key for key, _ in index.query(vectors[q], k)})
+    return hits / (k * len(queries))
 
 
 def test_query_scores_are_exact_cosines_and_match_brute_force(tmp_path):
@@ -60,7 +72,9 @@ def test_a_rebuild_replaces_the_index_and_removes_the_old_file(tmp_path):
     first = build_index(path, ["a", "b"], unit_vectors(2))
     old_ann = path.with_name(first.meta["ann"])
     second = build_index(path, ["a", "b", "c"], unit_vectors(3, seed=1))
-    assert len(VectorIndex(path)) == 3 and not old_ann.exists() and path.with_name(second.meta["ann"]).exists()
+    old_vec = path.with_name(first.meta["vec"])
+    assert len(VectorIndex(path)) == 3 and not old_ann.exists() and not old_vec.exists()
+    assert path.with_name(second.meta["ann"]).exists() and path.with_name(second.meta["vec"]).exists()
     assert not list(tmp_path.glob("*.tmp"))
 
 
@@ -73,9 +87,38 @@ def test_missing_damaged_or_truncated_indexes_are_refused(tmp_path):
     ann.write_bytes(ann.read_bytes()[:-8])
     with pytest.raises(IndexError_, match="damaged"):
         VectorIndex(path)
-    path.write_text(json.dumps({"format": 1}))
+    path.write_text(json.dumps({"format": index_module.FORMAT}))
     with pytest.raises(IndexError_, match="damaged"):
         VectorIndex(path)
+    path.write_text(json.dumps({"format": 1, "ann": ann.name}))  # an index from before search vectors
+    with pytest.raises(IndexError_, match="another version of nar; rebuild it"):
+        VectorIndex(path)
+    vec = path.with_name(index.meta["vec"])
+    build_index(path, ["a", "b"], unit_vectors(2))
+    vec.write_bytes(b"")  # a truncated vector file is caught on opening, before any number is read
+    with pytest.raises(IndexError_, match="damaged or incomplete"):
+        VectorIndex(path)
+
+
+def test_long_vectors_are_searched_on_their_principal_axes_and_re_ranked_in_full(tmp_path):
+    vectors = clustered_vectors(3000, 256)
+    index = build_index(tmp_path / "i.json", [f"k{i}" for i in range(3000)], vectors)
+    assert index.meta["search_dim"] == index_module.SEARCH_DIM and index.meta["rows_dtype"] == "float32"
+    assert brute_force_recall(index, vectors, range(0, 3000, 30)) >= 0.97
+    key, cosine = index.query(vectors[5], 1)[0]
+    assert key == "k5" and cosine == pytest.approx(1.0, abs=1e-5)
+    assert np.allclose(index.vector(7), vectors[7], atol=1e-6)
+
+
+def test_large_indexes_keep_int8_rows_whose_cosines_stay_within_a_thousandth(tmp_path, monkeypatch):
+    monkeypatch.setattr(index_module, "FLOAT_ROWS_MAX_BYTES", 1024)
+    vectors = clustered_vectors(2000, 128, seed=3)
+    index = build_index(tmp_path / "i.json", [f"k{i}" for i in range(2000)], vectors)
+    assert index.meta["rows_dtype"] == "int8"
+    assert index.meta["vec_bytes"] < vectors.nbytes / 3  # a quarter of float32, plus scales and axes
+    assert brute_force_recall(index, vectors, range(0, 2000, 20)) >= 0.95
+    for key, cosine in index.query(vectors[11], 10):
+        assert cosine == pytest.approx(float(vectors[int(key[1:])] @ vectors[11]), abs=1e-3)
 
 
 def test_index_info_and_build_commands(cli):
@@ -120,6 +163,7 @@ def test_concurrent_rebuilds_never_pull_a_file_from_under_a_reader(tmp_path):
     index = VectorIndex(path)
     index.verify()
     assert sorted(p.name for p in tmp_path.glob("*.ann")) == [index.meta["ann"]]
+    assert sorted(p.name for p in tmp_path.glob("*.vec")) == [index.meta["vec"]]
 
 
 def test_an_open_index_survives_its_file_being_replaced(tmp_path):

@@ -12,6 +12,10 @@ from narcli.errors import printable
 
 zoo_app = typer.Typer(help="Browse the zoo of known architectures, or build it.", no_args_is_help=True)
 
+ENGINE_OPTION = typer.Option("local", "--engine", help="local (worker processes here) or ray (pip install 'nar[ray]').")
+ADDRESS_OPTION = typer.Option(None, "--address", help="Ray cluster to join, e.g. ray://head:10001 or auto "
+                                                       "(default: start a local Ray).")
+
 
 def _split(values: list[str] | None) -> list[str] | None:
     if not values:
@@ -25,18 +29,25 @@ def zoo_build(
                                                help="Source(s) to build (repeat or comma-separate); default: all bundled."),
     names: list[str] | None = typer.Option(None, "--name", "-n", help="Only models whose name matches this glob."),
     limit: int | None = typer.Option(None, "--limit", help="At most this many new models per source."),
-    jobs: int = typer.Option(1, "--jobs", "-j", help="Worker processes."),
+    jobs: int | None = typer.Option(None, "--jobs", "-j", help="Worker processes (default: 1; with --engine ray, "
+                                                                "one per CPU of the cluster)."),
     timeout: float = typer.Option(300.0, "--timeout", help="Seconds to allow building and tracing one model."),
     retry_failed: bool = typer.Option(False, "--retry-failed", help="Try the models that failed last time again."),
     db: Path | None = typer.Option(None, "--db", help="Zoo database to write (default: your zoo in NAR_HOME)."),
+    engine: str = ENGINE_OPTION,
+    address: str | None = ADDRESS_OPTION,
 ) -> None:
-    """Trace every model of the chosen sources into a zoo database (resumable)."""
+    """Trace every model of the chosen sources into a zoo database (resumable).
+
+    With --engine ray the models are traced on a Ray cluster (--address) or a local Ray; this
+    process stays the one writer of the database.
+    """
     check_timeout(timeout)
     from narcli.zoo.build import BuildOptions, build_zoo
     from narcli.zoo.store import user_zoo_path
 
     options = BuildOptions(db=db or user_zoo_path(), sources=_split(source), patterns=_split(names), limit=limit,
-                           jobs=jobs, timeout=timeout, retry_failed=retry_failed)
+                           jobs=jobs, timeout=timeout, retry_failed=retry_failed, engine=engine, address=address)
     from narcli.cli.render_zoo import BuildProgress, print_build_reports
 
     with BuildProgress(stderr_console()) as progress:
@@ -79,16 +90,25 @@ def zoo_embed(
     weights: Path | None = typer.Option(None, "--weights", help="Encoder weights (default: the bundled ones)."),
     force: bool = typer.Option(False, "--force", help="Embed everything again, even what is current."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    engine: str = ENGINE_OPTION,
+    address: str | None = ADDRESS_OPTION,
+    jobs: int | None = typer.Option(None, "--jobs", "-j", help="Encoder actors with --engine ray (default: one per "
+                                                                "GPU of the cluster, else one per 4 CPUs)."),
 ) -> None:
     """Store the encoder's embedding and the predictor's predictions of every model in a zoo (only what changed)."""
     from narcli.predict.zoo_predictions import embed_and_predict
+    from narcli.zoo.build import check_engine
     from narcli.zoo.store import user_zoo_path
 
     path = db or user_zoo_path()
     if not path.exists():
         fail(f"zoo database {path} does not exist; build it with `nar zoo build --db {path}`", 1)
+    if jobs is not None:
+        check_range("--jobs", jobs, 1)
+    run(check_engine, engine, address)
     console = stderr_console()
-    summary = run(embed_and_predict, path, weights, force, report=lambda line: console.print(f"[dim]{safe(line)}[/]"))
+    summary = run(embed_and_predict, path, weights, force, report=lambda line: console.print(f"[dim]{safe(line)}[/]"),
+                  engine=engine, address=address, jobs=jobs)
     if as_json:
         print(json.dumps(summary, indent=2))
         return

@@ -33,13 +33,16 @@ def motif_summary(graph: ArchGraph, motifs: MotifSet) -> list[dict[str, Any]]:
 
 
 class Embedder:
-    """The encoder at `weights` (default: the bundled one), loaded once."""
+    """The encoder at `weights` (default: the bundled one), loaded once, on `device` (default: CPU;
+    "cuda" where a GPU is)."""
 
-    def __init__(self, weights: Path | None = None):
+    def __init__(self, weights: Path | None = None, device: str = "cpu"):
         from narcli.encode.weights import bundled_weights_path, encoder_id, load_encoder
 
         self.weights = Path(weights or bundled_weights_path())
         self.model, self.card = load_encoder(self.weights)
+        self.device = device
+        self.model.to(device)
         self.encoder_id = encoder_id(self.weights)
         self.families: list[str] = self.card["families"]
 
@@ -72,8 +75,9 @@ class Embedder:
         predictions: list[dict] = []
         for group in node_batches(encoded, batch_nodes):
             with torch.no_grad():
-                vector, family, coarse = self.model.embed_and_classify(collate(group, self.model.sketch_labels,
-                                                                               self.model.robust_mix > 0))
+                batch = collate(group, self.model.sketch_labels, self.model.robust_mix > 0).to(self.device)
+                vector, family, coarse = self.model.embed_and_classify(batch)
+                vector, family, coarse = vector.cpu(), family.cpu(), coarse.cpu()
             vectors.append(vector.numpy().astype(np.float32))
             for f, c in zip(torch.softmax(family, 1), torch.softmax(coarse, 1)):
                 predictions.append({"family": _top(f, self.families), "coarse": _top(c, coarse_classes(self.card["config"]))})

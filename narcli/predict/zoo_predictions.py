@@ -126,10 +126,12 @@ def stored_predictions(db: Path, model_id: str, bundle: Bundle) -> list[Row] | N
 
 
 def embed_and_predict(db: Path, weights: Path | None = None, force: bool = False,
-                      report: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
-    """`nar zoo embed`: the encoder's embeddings, then the predictor's predictions, of what changed."""
+                      report: Callable[[str], None] = lambda line: None, engine: str = "local",
+                      address: str | None = None, jobs: int | None = None) -> dict[str, Any]:
+    """`nar zoo embed`: the encoder's embeddings (here, or on Ray encoder actors), then the
+    predictor's predictions, of what changed."""
     from narcli.encode.zoo_embed import embed_zoo
 
-    summary = embed_zoo(db, weights, force, report=report)
+    summary = embed_zoo(db, weights, force, report=report, engine=engine, address=address, actors=jobs)
     summary.update(predict_zoo(db, force=force, report=report))
     return summary

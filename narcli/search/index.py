@@ -1,9 +1,16 @@
-"""Nearest-neighbour indexes: annoy (angular) over unit embeddings, re-ranked by exact cosine.
+"""Nearest-neighbour indexes: annoy over a short search vector, re-ranked by cosine on the full one.
 
-An index is two files: `<name>.json` (keys, dimension, what it was built from) and the annoy file
-it names, `<name>-<digest>.ann`. A build writes the annoy file under a new name, then replaces the
-JSON in one rename, then removes the old annoy file, so a crash at any point leaves either the old
-index or the new one, never a mix. Reads check the annoy file's size and digest against the JSON.
+Search vectors are the unit embeddings centred and projected on their first `SEARCH_DIM` principal
+axes (euclidean there ranks like cosine in full); annoy finds a few hundred candidates among them
+and the full vectors order those. At a million 1024-d architectures this keeps the annoy file at
+0.66 GB and a query under a millisecond, where annoy over the full vectors took 3.5 GB and 6.8 ms.
+
+An index is three files: `<name>.json` (keys, dimension, what it was built from) and the two files
+it names, `<name>-<digest>.ann` (annoy) and `<name>-<digest>.vec` (the projection, then the full
+vectors: float32 when small, else int8 with a scale per row, which halves the memory of float16
+and moves a cosine by ~2e-4). A build writes both under new names, then replaces the JSON in one
+rename, then removes the old pair, so a crash at any point leaves either the old index or the new
+one, never a mix. Reads check both files' sizes and the annoy file's digest against the JSON.
 
 Concurrent processes (eight `nar similar` at once, each rebuilding the user's index): a reader
 reads the JSON and opens the annoy file it names under a shared lock (`.index.lock` in the folder),
@@ -17,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import mmap
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,18 +34,16 @@ import numpy as np
 
 from narcli.errors import NarError, storage_trouble, trouble_phrase
 
-SEARCH_FACTOR = 8  # nodes inspected per query, in multiples of annoy's default
+SEARCH_FACTOR = 2  # nodes inspected per query, in multiples of annoy's default (trees x candidates)
+CANDIDATES = 150  # re-ranked per query at least: a tight family (or a DARTS neighbourhood) fits in it
+SEARCH_DIM = 64  # length of the vectors annoy searches
+FLOAT_ROWS_MAX_BYTES = 256 << 20  # full vectors kept as float32 up to this size (~65,000 at 1024-d)
 DEFAULT_TREES = 32
-FORMAT = 1
+FORMAT = 2
 
 
 class IndexError_(NarError):  # noqa: N801 (IndexError is a builtin)
     """An index file that is missing, stale or damaged."""
-
-
-def angular_to_cosine(distance: float) -> float:
-    """annoy's angular distance is sqrt(2 (1 - cos)) between unit vectors: invert it."""
-    return 1.0 - distance * distance / 2.0
 
 
 def _file_digest(path: Path | int) -> str:
@@ -81,8 +87,46 @@ def folder_lock(folder: Path, exclusive: bool, name: str = LOCK_NAME) -> Iterato
         os.close(fd)  # closing releases the lock
 
 
+def _projection(vectors: np.ndarray, search_dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, dim x search_dim axes): the principal axes of `vectors`, from a covariance summed in
+    blocks so a million rows never need a second copy."""
+    dim = vectors.shape[1]
+    if dim <= search_dim or len(vectors) < 2:
+        return np.zeros(dim, np.float32), np.eye(dim, min(dim, search_dim), dtype=np.float32)
+    mean = vectors.mean(axis=0, dtype=np.float64)
+    covariance = np.zeros((dim, dim), np.float64)
+    for start in range(0, len(vectors), 65536):
+        block = vectors[start:start + 65536] - mean
+        covariance += block.T.astype(np.float64) @ block
+    _, axes = np.linalg.eigh(covariance)  # ascending eigenvalues: the last columns lead
+    return mean.astype(np.float32), np.ascontiguousarray(axes[:, ::-1][:, :search_dim], dtype=np.float32)
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    return vectors / np.maximum(norms, 1e-12)
+
+
+def _write_vectors(path: Path, vectors: np.ndarray, mean: np.ndarray, axes: np.ndarray) -> str:
+    """The .vec file: mean, axes, then the full rows (float32, or int8 and a float32 scale per row)."""
+    rows_dtype = "float32" if vectors.nbytes <= FLOAT_ROWS_MAX_BYTES else "int8"
+    with open(path, "wb") as handle:
+        handle.write(mean.astype(np.float32).tobytes())
+        handle.write(axes.astype(np.float32).tobytes())
+        if rows_dtype == "float32":
+            handle.write(vectors.astype(np.float32).tobytes())
+        else:
+            scales = np.maximum(np.abs(vectors).max(axis=1), 1e-12) / 127.0
+            for start in range(0, len(vectors), 65536):
+                block = vectors[start:start + 65536] / scales[start:start + 65536, None]
+                handle.write(np.rint(block).astype(np.int8).tobytes())
+            handle.write(scales.astype(np.float32).tobytes())
+    return rows_dtype
+
+
 def build_index(path: Path, keys: list[str], vectors: np.ndarray, meta: dict[str, Any] | None = None,
-                trees: int = DEFAULT_TREES, seed: int = 0, jobs: int = 1) -> VectorIndex:
+                trees: int = DEFAULT_TREES, seed: int = 0, jobs: int = 1,
+                search_dim: int = SEARCH_DIM) -> VectorIndex:
     """Write an index of `vectors` (one row per key) at `path` (the .json); atomic, see above.
 
     `jobs` threads build the trees (-1: every core); one thread keeps a build reproducible.
@@ -93,37 +137,45 @@ def build_index(path: Path, keys: list[str], vectors: np.ndarray, meta: dict[str
     if len(keys) != len(vectors):
         raise ValueError(f"{len(keys)} keys for {len(vectors)} vectors")
     dim = int(vectors.shape[1]) if vectors.ndim == 2 and len(vectors) else int((meta or {}).get("dim", 1))
+    vectors = _unit(vectors.reshape(len(keys), dim))
     path = Path(path)
     if path.parent.exists() and not path.parent.is_dir():
         raise IndexError_(f"{path.parent} is a file, not a directory; remove it or point NAR_HOME elsewhere")
     tmp_ann = path.with_name(f"{path.stem}.{os.getpid()}.ann.tmp")
+    tmp_vec = path.with_name(f"{path.stem}.{os.getpid()}.vec.tmp")
     tmp_json = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_temporaries(path.parent)
-        annoy = AnnoyIndex(dim, "angular")
+        mean, axes = _projection(vectors, search_dim)
+        annoy = AnnoyIndex(axes.shape[1], "euclidean")
         annoy.set_seed(seed)
-        for i, vector in enumerate(vectors):
-            annoy.add_item(i, vector.tolist())
+        for start in range(0, len(vectors), 65536):
+            for i, row in enumerate((vectors[start:start + 65536] - mean) @ axes, start):
+                annoy.add_item(i, row)
         annoy.build(trees, n_jobs=jobs)
         annoy.save(str(tmp_ann))
         annoy.unload()
+        rows_dtype = _write_vectors(tmp_vec, vectors, mean, axes)
         digest = _file_digest(tmp_ann)
-        ann = path.with_name(f"{path.stem}-{digest}.ann")
+        ann, vec = path.with_name(f"{path.stem}-{digest}.ann"), path.with_name(f"{path.stem}-{digest}.vec")
         record = {"format": FORMAT, "ann": ann.name, "ann_bytes": tmp_ann.stat().st_size, "ann_digest": digest,
-                  "dim": dim, "items": len(keys), "trees": trees, "metric": "angular", "keys": list(keys),
-                  **(meta or {})}
+                  "vec": vec.name, "vec_bytes": tmp_vec.stat().st_size, "rows_dtype": rows_dtype,
+                  "dim": dim, "search_dim": int(axes.shape[1]), "items": len(keys), "trees": trees,
+                  "metric": "cosine", "keys": list(keys), **(meta or {})}
         tmp_json.write_text(json.dumps(record))
         # Every rename in and every removal happens under the exclusive lock: two builds of the same
-        # entries name the same annoy file, and one must not remove it after the other has put it back.
+        # entries name the same files, and one must not remove them after the other has put them back.
         with folder_lock(path.parent, exclusive=True):
             tmp_ann.replace(ann)
-            old = _previous_ann(path)  # read under the lock: a concurrent build may have swapped it
+            tmp_vec.replace(vec)
+            old = _previous_files(path)  # read under the lock: a concurrent build may have swapped it
             tmp_json.replace(path)
-            if old is not None and old != ann:
-                old.unlink(missing_ok=True)
+            for file in old:
+                if file not in (ann, vec):
+                    file.unlink(missing_ok=True)
     except OSError as exc:  # read-only or full: leave nothing half-written, and say which
-        for tmp in (tmp_ann, tmp_json):
+        for tmp in (tmp_ann, tmp_vec, tmp_json):
             try:
                 tmp.unlink(missing_ok=True)
             except OSError:
@@ -159,11 +211,12 @@ def _process_alive(pid: int) -> bool:
     return True
 
 
-def _previous_ann(path: Path) -> Path | None:
+def _previous_files(path: Path) -> list[Path]:
     try:
-        return path.with_name(json.loads(path.read_text())["ann"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+        record = json.loads(path.read_text())
+        return [path.with_name(record[kind]) for kind in ("ann", "vec") if kind in record]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return []
 
 
 class VectorIndex:
@@ -171,41 +224,50 @@ class VectorIndex:
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        self._fd: int | None = None
+        self._fds: dict[str, int] = {}
         try:
             if not self.path.parent.is_dir():
                 raise FileNotFoundError(self.path)
             for attempt in range(3):
-                with folder_lock(self.path.parent, exclusive=False) as locked:  # JSON and annoy file: one generation
+                with folder_lock(self.path.parent, exclusive=False) as locked:  # JSON and its files: one generation
                     self.meta: dict[str, Any] = json.loads(self.path.read_text())
-                    ann = self.path.with_name(self.meta["ann"])
+                    if self.meta.get("format") != FORMAT:
+                        raise IndexError_(f"index {self.path} was written by another version of nar; "
+                                          "rebuild it with `nar index build`")
                     try:
-                        self._fd = os.open(ann, os.O_RDONLY)
+                        self._open_files()
                         break
-                    except FileNotFoundError:
-                        if locked or attempt == 2:  # no build could have swapped it: it is gone
-                            raise IndexError_(f"index {self.path} is damaged or incomplete (no {ann.name})") from None
+                    except FileNotFoundError as exc:
+                        self.close()
+                        if locked or attempt == 2:  # no build could have swapped them: they are gone
+                            raise IndexError_(f"index {self.path} is damaged or incomplete "
+                                              f"(no {Path(exc.filename or '').name})") from None
                         # unlocked (the first build in this folder is making the lock): read again
-            size_ok = os.fstat(self._fd).st_size == self.meta["ann_bytes"]
+            sizes_ok = all(os.fstat(self._fds[kind]).st_size == self.meta[f"{kind}_bytes"] for kind in ("ann", "vec"))
         except FileNotFoundError:
             raise IndexError_(f"index {self.path} is missing") from None
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             self.close()
             raise IndexError_(f"index {self.path} is damaged ({exc})") from None
         except IndexError_:
+            self.close()
             raise
-        if self.meta.get("format") != FORMAT or not size_ok:
+        if not sizes_ok:
             self.close()
             raise IndexError_(f"index {self.path} is damaged or incomplete")
         self.keys: list[str] = self.meta["keys"]
         self.dim: int = self.meta["dim"]
-        self._ann_path = ann
         self._annoy: Any = None
+        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None] | None = None
+
+    def _open_files(self) -> None:
+        for kind in ("ann", "vec"):
+            self._fds[kind] = os.open(self.path.with_name(self.meta[kind]), os.O_RDONLY)
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds = {}
 
     def __del__(self) -> None:
         try:
@@ -213,53 +275,82 @@ class VectorIndex:
         except (OSError, AttributeError):
             pass
 
-    def _open_path(self) -> str:
+    def _open_path(self, kind: str) -> str:
         """A path to the very file this index opened: through the descriptor where /proc shows it
         (a build may have removed the name since), else the name."""
-        fd_path = f"/proc/self/fd/{self._fd}"
-        return fd_path if self._fd is not None and os.path.exists(fd_path) else str(self._ann_path)
+        fd_path = f"/proc/self/fd/{self._fds.get(kind)}"
+        return fd_path if kind in self._fds and os.path.exists(fd_path) else str(self.path.with_name(self.meta[kind]))
 
     def verify(self) -> None:
-        """Check the annoy file's digest (reads the whole file)."""
-        digest = _file_digest(self._fd) if self._fd is not None else _file_digest(self._ann_path)
+        """Check the annoy file's digest (reads the whole file; the .vec file is only ever read as
+        numbers, so its size, checked on opening, is what matters)."""
+        fd = self._fds.get("ann")
+        digest = _file_digest(fd) if fd is not None else _file_digest(self.path.with_name(self.meta["ann"]))
         if digest != self.meta["ann_digest"]:
-            raise IndexError_(f"index {self._ann_path} is damaged (digest mismatch)")
+            raise IndexError_(f"index {self.path.with_name(self.meta['ann'])} is damaged (digest mismatch)")
 
     def _load(self) -> Any:
         if self._annoy is None:
             from annoy import AnnoyIndex
 
             self.verify()  # annoy trusts its file blindly: a damaged one could crash the process
-            annoy = AnnoyIndex(self.dim, "angular")
-            annoy.load(self._open_path())  # memory-mapped: the mapping outlives the name
+            annoy = AnnoyIndex(self.meta["search_dim"], "euclidean")
+            annoy.load(self._open_path("ann"))  # memory-mapped: the mapping outlives the name
             self._annoy = annoy
         return self._annoy
+
+    def _vectors(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        """(mean, axes, rows, scales or None) mapped from the .vec file, read on first use."""
+        if self._arrays is None:
+            dim, search_dim, items = self.dim, self.meta["search_dim"], len(self.keys)
+            fd = self._fds.get("vec")
+            if fd is None:
+                fd = os.open(self.path.with_name(self.meta["vec"]), os.O_RDONLY)
+                self._fds["vec"] = fd
+            size = self.meta["vec_bytes"]
+            data = mmap.mmap(fd, size, prot=mmap.PROT_READ) if size else b""
+            mean = np.frombuffer(data, np.float32, dim, 0)
+            axes = np.frombuffer(data, np.float32, dim * search_dim, 4 * dim).reshape(dim, search_dim)
+            offset = 4 * dim * (1 + search_dim)
+            if self.meta["rows_dtype"] == "float32":
+                rows, scales = np.frombuffer(data, np.float32, items * dim, offset).reshape(items, dim), None
+            else:
+                rows = np.frombuffer(data, np.int8, items * dim, offset).reshape(items, dim)
+                scales = np.frombuffer(data, np.float32, items, offset + items * dim)
+            self._arrays = (mean, axes, rows, scales)
+        return self._arrays
 
     def __len__(self) -> int:
         return len(self.keys)
 
+    def vectors(self, positions: Any) -> np.ndarray:
+        """The full unit vectors at `positions` (float32; int8 rows scaled back)."""
+        _, _, rows, scales = self._vectors()
+        positions = np.asarray(positions, dtype=np.int64)
+        picked = rows[positions].astype(np.float32)
+        return picked if scales is None else picked * scales[positions, None]
+
     def vector(self, position: int) -> np.ndarray:
-        return np.asarray(self._load().get_item_vector(position), dtype=np.float32)
+        return self.vectors([position])[0]
 
     def query(self, vector: np.ndarray, n: int, search_k: int = -1) -> list[tuple[str, float]]:
-        """The `n` nearest keys by exact cosine among annoy's candidates (annoy returns
-        several times `n` candidates, then the exact cosine orders them)."""
+        """The `n` nearest keys by cosine on the full vectors among annoy's candidates, which it
+        finds on the short search vectors (several times `n`, and never fewer than CANDIDATES)."""
         if n <= 0 or not self.keys:
             return []
-        annoy = self._load()
         vector = np.asarray(vector, dtype=np.float32)
         if vector.shape != (self.dim,):
             raise IndexError_(f"index {self.path} holds {self.dim}-d vectors, the query is {vector.shape[0]}-d; "
                               "rebuild it with `nar index build`")
-        wanted = min(len(self.keys), max(n * 4, 50))
+        annoy = self._load()
+        mean, axes, _, _ = self._vectors()
+        unit = _unit(vector)
+        wanted = min(len(self.keys), max(n * 4, CANDIDATES))
         if search_k <= 0:
-            # annoy's default (trees x wanted nodes) missed ~1.5 % of the true top 10 on the zoo,
-            # whose families sit in tight clusters; 4x reached 0.996 on 2,420 architectures but
-            # 0.988 on 3,696 (smp's decoders over shared encoders); 8x reaches 0.992 in ~1.8 ms
+            # 2x annoy's default reaches recall@10 0.99+ on the zoo and 0.98 on a million clustered
+            # vectors at p99 ~0.9 ms (benchmarks/bench_index.py)
             search_k = SEARCH_FACTOR * int(self.meta.get("trees", DEFAULT_TREES)) * wanted
-        candidates = annoy.get_nns_by_vector(vector.tolist(), wanted, search_k=search_k)
-        stored = np.array([annoy.get_item_vector(i) for i in candidates], dtype=np.float32).reshape(-1, self.dim)
-        norms = np.linalg.norm(stored, axis=1) * max(float(np.linalg.norm(vector)), 1e-12)
-        cosines = stored @ vector / np.maximum(norms, 1e-12)
+        candidates = np.asarray(annoy.get_nns_by_vector((unit - mean) @ axes, wanted, search_k=search_k), np.int64)
+        cosines = self.vectors(candidates) @ unit if len(candidates) else np.zeros(0, np.float32)
         order = np.argsort(-cosines, kind="stable")[:n]
         return [(self.keys[candidates[i]], float(cosines[i])) for i in order]

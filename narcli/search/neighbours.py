@@ -188,7 +188,8 @@ def index_info() -> list[dict[str, Any]]:
             index = VectorIndex(path)
             meta = index.meta
             row.update({"kind": meta.get("kind"), "items": meta["items"], "dim": meta["dim"], "trees": meta["trees"],
-                        "bytes": index.meta["ann_bytes"] + path.stat().st_size, "status": "ok"})
+                        "search_dim": meta["search_dim"],
+                        "bytes": meta["ann_bytes"] + meta["vec_bytes"] + path.stat().st_size, "status": "ok"})
             if meta.get("kind") == "zoo":
                 row["current"] = meta.get("fingerprint") == fingerprint
                 if "calibration" in meta:

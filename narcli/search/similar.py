@@ -170,7 +170,7 @@ def _filtered(index: Any, vector: np.ndarray, zoo: Any, family: str | None, task
     positions = [i for i, key in enumerate(index.keys) if key in allowed and key != own]
     if not positions:
         return []
-    stored = np.stack([index.vector(i) for i in positions])
+    stored = index.vectors(positions)
     cosines = stored @ vector / np.maximum(np.linalg.norm(stored, axis=1) * np.linalg.norm(vector), 1e-12)
     order = np.argsort(-cosines, kind="stable")[:k]
     return [(index.keys[positions[i]], float(cosines[i])) for i in order]

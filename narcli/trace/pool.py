@@ -88,14 +88,43 @@ class _Worker:
         self.key, self.started = key, time.perf_counter()
         self.conn.send((key, args))
 
+    def receive(self) -> TaskResult:
+        """The outcome of the task given, once its pipe is readable; a dead worker's is a crash
+        (and `process` is then None: the worker is finished)."""
+        try:
+            key, ok, value, reason, message, seconds = self.conn.recv()
+        except (EOFError, OSError):
+            self.process.join(5)
+            result = TaskResult(self.key or "", False, reason=_death(self.process.exitcode),
+                                message="the worker process died", seconds=time.perf_counter() - self.started)
+            self.stop(kill=True)
+            self.process = None
+            return result
+        self.done += 1
+        return TaskResult(key, ok, value, reason, message, seconds)
+
+    def time_out(self, timeout: float) -> TaskResult:
+        """Kill the worker (and everything below it) over a task past its time; its outcome."""
+        seconds = time.perf_counter() - self.started
+        self.stop(kill=True)
+        self.process = None
+        return TaskResult(self.key or "", False, reason="timeout", message=f"took longer than {timeout:g} s",
+                          seconds=seconds)
+
+    def spent(self, tasks_per_worker: int, max_rss: int) -> bool:
+        """Due for replacement: enough tasks done, or grown too large (leaks stay bounded)."""
+        return self.done >= tasks_per_worker or self.rss() > max_rss
+
     def rss(self) -> int:
         try:
             with open(f"/proc/{self.process.pid}/statm") as f:
                 return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, ValueError, IndexError):
+        except (OSError, ValueError, IndexError, AttributeError):
             return 0
 
     def stop(self, kill: bool = False) -> None:
+        if self.process is None:
+            return
         if kill:
             kill_group(self.process)
         else:
@@ -107,6 +136,40 @@ class _Worker:
         kill_group(self.process)  # and anything it left running
         self.process.join(5)
         self.conn.close()
+
+
+class Slot:
+    """One worker process that runs tasks one at a time, synchronously, under the same rules as
+    `run_pool` (a timeout that kills its process tree, replacement after a crash, recycling); what
+    a Ray actor holds on each CPU it is given (`ray_engine.py`)."""
+
+    def __init__(self, fn: Callable[..., Any], log_path: str = os.devnull, tasks_per_worker: int = 200,
+                 max_rss: int = 8 << 30, context: Any = None):
+        self.fn, self.log_path = fn, log_path
+        self.tasks_per_worker, self.max_rss = tasks_per_worker, max_rss
+        self.ctx = context or _context()
+        self.worker: _Worker | None = None
+
+    def run(self, key: str, args: tuple, timeout: float) -> TaskResult:
+        if self.worker is None:
+            self.worker = _Worker(self.ctx, self.fn, self.log_path)
+        worker = self.worker
+        worker.give(key, args)
+        if worker.conn.poll(timeout):
+            result = worker.receive()
+            if worker.process is not None and worker.spent(self.tasks_per_worker, self.max_rss):
+                worker.stop()
+                worker.process = None
+        else:
+            result = worker.time_out(timeout)
+        if worker.process is None:
+            self.worker = None
+        return result
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.stop()
+            self.worker = None
 
 
 def _context() -> Any:
@@ -154,32 +217,38 @@ def run_pool(fn: Callable[..., Any], tasks: Iterable[tuple[str, tuple]], on_resu
             ready = wait(list(busy), timeout=max(0.0, min(next_deadline - now, 1.0)))
             for conn in ready:
                 worker = busy.pop(conn)
-                try:
-                    key, ok, value, reason, message, seconds = conn.recv()
-                except (EOFError, OSError):
-                    worker.process.join(5)
-                    result = TaskResult(worker.key or "", False, reason=_death(worker.process.exitcode),
-                                        message="the worker process died",
-                                        seconds=time.perf_counter() - worker.started)
+                result = worker.receive()
+                if worker.process is None or worker.spent(tasks_per_worker, max_rss):
                     alive.remove(worker)
-                    worker.stop(kill=True)
-                    on_result(result)
-                    continue
-                worker.done += 1
-                on_result(TaskResult(key, ok, value, reason, message, seconds))
-                if worker.done >= tasks_per_worker or worker.rss() > max_rss:
-                    alive.remove(worker)
-                    worker.stop()
+                    worker.stop(kill=worker.process is None)
                 else:
                     idle.append(worker)
+                on_result(result)
             now = time.perf_counter()
             for conn, worker in list(busy.items()):
                 if now - worker.started > timeout:
                     del busy[conn]
                     alive.remove(worker)
-                    worker.stop(kill=True)
-                    on_result(TaskResult(worker.key or "", False, reason="timeout",
-                                         message=f"took longer than {timeout:g} s", seconds=now - worker.started))
+                    on_result(worker.time_out(timeout))
     finally:
         for worker in alive:
             worker.stop(kill=bool(busy))
+
+
+def run_tasks(fn: Callable[..., Any], tasks: Iterable[tuple[str, tuple]], on_result: Callable[[TaskResult], None],
+              *, engine: str = "local", address: str | None = None, jobs: int | None = 1, timeout: float = 300.0,
+              tasks_per_worker: int = 200, max_rss: int = 8 << 30, log_path: str = os.devnull) -> None:
+    """`run_pool` on this machine (`engine="local"`), or the same on Ray (`"ray"`, see ray_engine.py:
+    a local Ray, or the cluster at `address`; `jobs` None there means one slot per CPU it has)."""
+    if engine == "ray":
+        from narcli.trace.ray_engine import run_ray
+
+        run_ray(fn, tasks, on_result, address=address, jobs=jobs, timeout=timeout,
+                tasks_per_worker=tasks_per_worker, max_rss=max_rss, log_path=log_path)
+        return
+    if engine != "local":
+        raise NarError(f"unknown engine {engine!r}; choose local or ray")
+    if address:
+        raise NarError("--address names a Ray cluster; use it with --engine ray")
+    run_pool(fn, tasks, on_result, jobs=jobs or 1, timeout=timeout,
+             tasks_per_worker=tasks_per_worker, max_rss=max_rss, log_path=log_path)

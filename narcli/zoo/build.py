@@ -1,8 +1,9 @@
 """`nar zoo build`: trace every model of the chosen sources into a zoo database, resumably.
 
 One process owns the database (a lock file keeps a second build out); models are built and traced
-in worker processes (`pool.py`), and each result is committed as it arrives, so an interrupted
-build loses only the models in flight and the next run picks up where it stopped.
+in worker processes (`pool.py`, or on Ray with `engine="ray"`: `ray_engine.py`), and each result
+is committed as it arrives, so an interrupted build loses only the models in flight and the next
+run picks up where it stopped.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any, Protocol
 
 from narcli import IR_VERSION
 from narcli.errors import NarError, UsageError, ZooError
-from narcli.trace.pool import TaskResult, run_pool
+from narcli.trace.pool import TaskResult, run_pool, run_tasks
 from narcli.zoo.labels import label
 from narcli.zoo.signatures import add_name_sketches, signature_entry, store_signature
 from narcli.zoo.sources import ZooEntry, ZooSource
@@ -39,10 +40,12 @@ class BuildOptions:
     sources: list[str] | None = None
     patterns: list[str] | None = None  # globs on model names
     limit: int | None = None  # per source
-    jobs: int = 1
+    jobs: int | None = 1  # None: 1 locally, every CPU of the cluster on Ray
     timeout: float = 300.0
     retry_failed: bool = False
     log: Path | None = None
+    engine: str = "local"  # or "ray"
+    address: str | None = None  # a Ray cluster to join (default: start a local Ray)
 
 
 @dataclass
@@ -196,7 +199,7 @@ class ZooWriter:
         summary = [{**{k: v for k, v in r.__dict__.items() if k != "reasons"}, "reasons": dict(r.reasons)}
                    for r in reports]
         opts = {"limit": options.limit, "jobs": options.jobs, "timeout": options.timeout,
-                "patterns": options.patterns, "retry_failed": options.retry_failed}
+                "patterns": options.patterns, "retry_failed": options.retry_failed, "engine": options.engine}
         with self.conn:
             self.conn.execute("insert into builds (started, finished, sources, options, summary) values (?, ?, ?, ?, ?)",
                               (started, _now(), json.dumps([r.source for r in reports]), json.dumps(opts),
@@ -242,6 +245,32 @@ def _result_row(source: ZooSource, entry: ZooEntry, result: TaskResult) -> tuple
     return row, graph.to_json()
 
 
+def check_engine(engine: str, address: str | None) -> None:
+    """Refuse an engine that cannot run here before anything is opened or written."""
+    if engine not in ("local", "ray"):
+        raise UsageError(f"unknown engine {engine!r}; choose local or ray")
+    if address and engine != "ray":
+        raise UsageError("--address names a Ray cluster; use it with --engine ray")
+    if engine == "ray":
+        from narcli.trace.ray_engine import import_ray
+
+        try:
+            import_ray()
+        except NarError as exc:
+            raise UsageError(str(exc)) from None
+
+
+def _engine_session(options: BuildOptions) -> Any:
+    """One Ray session for the whole build (actors come and go per source), none locally."""
+    import contextlib
+
+    if options.engine != "ray":
+        return contextlib.nullcontext()
+    from narcli.trace.ray_engine import ray_session
+
+    return ray_session(options.address, options.jobs)
+
+
 def _selected(entries: list[ZooEntry], patterns: list[str] | None) -> list[ZooEntry]:
     if not patterns:
         return entries
@@ -257,8 +286,9 @@ def build_zoo(options: BuildOptions, progress: Progress | None = None) -> list[S
         raise UsageError("--limit must be at least 0")
     if options.timeout <= 0:
         raise UsageError("--timeout must be positive")
-    if options.jobs < 1:
+    if options.jobs is not None and options.jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    check_engine(options.engine, options.address)
     sources = get_sources(options.sources, bundled_only=True)
     for source in sources:
         reason = source.missing()
@@ -270,54 +300,55 @@ def build_zoo(options: BuildOptions, progress: Progress | None = None) -> list[S
     reports: list[SourceReport] = []
     log = str(options.log or f"{options.db}.log")
     try:
-        for source in sources:
-            report = SourceReport(source.name)
-            reports.append(report)
-            clock = time.perf_counter()
-            entries = _selected(run_isolated(list_entries, (source,), 900, f"listing the {source.name} models"),
-                                options.patterns)
-            writer.add_source(source)
-            report.listed = len(entries)
-            done = writer.statuses(source.name)
-            finished = ("ok", "skipped") if options.retry_failed else ("ok", "skipped", "failed")
-            todo = [e for e in entries if done.get(f"{source.id_prefix}/{e.name}") not in finished]
-            report.already = len(entries) - len(todo)
-            if options.limit is not None:
-                todo = todo[:options.limit]
-            for entry in [e for e in todo if e.unsupported]:
-                family, coarse, reviewed = label(source.name, entry.family, {})
-                writer.store({"id": f"{source.id_prefix}/{entry.name}", "source": source.name, "name": entry.name,
-                              "family": family, "source_family": entry.family, "coarse": coarse,
-                              "task": entry.task, "labelled_by": "table" if reviewed else "structure",
-                              "status": "skipped", "reason": entry.unsupported, "built_at": _now()})
-                report.skipped += 1
-            todo = [e for e in todo if not e.unsupported]
-            by_key = {e.name: e for e in todo}
-            if progress:
-                progress.start(source.name, len(todo))
-
-            def on_result(result: TaskResult, source: ZooSource = source, report: SourceReport = report,
-                          by_key: dict[str, ZooEntry] = by_key) -> None:
-                row, graph_json = _result_row(source, by_key[result.key], result)
-                if graph_json is not None and writer.has_graph(row["graph_hash"]):
-                    graph_json = None
-                elif graph_json is not None:
-                    report.new_architectures += 1
-                writer.store(row, graph_json)
-                if result.ok and result.value.get("signature") is not None:
-                    with writer.conn:
-                        store_signature(writer.conn, row["id"], result.value["signature"])
-                if result.ok:
-                    report.ok += 1
-                else:
-                    report.failed += 1
-                    report.reasons[result.reason] += 1
+        with _engine_session(options):
+            for source in sources:
+                report = SourceReport(source.name)
+                reports.append(report)
+                clock = time.perf_counter()
+                entries = _selected(run_isolated(list_entries, (source,), 900, f"listing the {source.name} models"),
+                                    options.patterns)
+                writer.add_source(source)
+                report.listed = len(entries)
+                done = writer.statuses(source.name)
+                finished = ("ok", "skipped") if options.retry_failed else ("ok", "skipped", "failed")
+                todo = [e for e in entries if done.get(f"{source.id_prefix}/{e.name}") not in finished]
+                report.already = len(entries) - len(todo)
+                if options.limit is not None:
+                    todo = todo[:options.limit]
+                for entry in [e for e in todo if e.unsupported]:
+                    family, coarse, reviewed = label(source.name, entry.family, {})
+                    writer.store({"id": f"{source.id_prefix}/{entry.name}", "source": source.name, "name": entry.name,
+                                  "family": family, "source_family": entry.family, "coarse": coarse,
+                                  "task": entry.task, "labelled_by": "table" if reviewed else "structure",
+                                  "status": "skipped", "reason": entry.unsupported, "built_at": _now()})
+                    report.skipped += 1
+                todo = [e for e in todo if not e.unsupported]
+                by_key = {e.name: e for e in todo}
                 if progress:
-                    progress.advance(source.name, result)
+                    progress.start(source.name, len(todo))
 
-            run_pool(trace_entry, [(e.name, (source, e)) for e in todo], on_result,
-                     jobs=options.jobs, timeout=options.timeout, log_path=log)
-            report.seconds = time.perf_counter() - clock
+                def on_result(result: TaskResult, source: ZooSource = source, report: SourceReport = report,
+                              by_key: dict[str, ZooEntry] = by_key) -> None:
+                    row, graph_json = _result_row(source, by_key[result.key], result)
+                    if graph_json is not None and writer.has_graph(row["graph_hash"]):
+                        graph_json = None
+                    elif graph_json is not None:
+                        report.new_architectures += 1
+                    writer.store(row, graph_json)
+                    if result.ok and result.value.get("signature") is not None:
+                        with writer.conn:
+                            store_signature(writer.conn, row["id"], result.value["signature"])
+                    if result.ok:
+                        report.ok += 1
+                    else:
+                        report.failed += 1
+                        report.reasons[result.reason] += 1
+                    if progress:
+                        progress.advance(source.name, result)
+
+                run_tasks(trace_entry, [(e.name, (source, e)) for e in todo], on_result, engine=options.engine,
+                          address=options.address, jobs=options.jobs, timeout=options.timeout, log_path=log)
+                report.seconds = time.perf_counter() - clock
         writer.record_build(started, options, reports)
         writer.compact()
     except sqlite3.DatabaseError as exc:
