@@ -120,7 +120,7 @@ def main() -> None:
     parser.add_argument("--synthetic", type=int, default=1_000_000)
     parser.add_argument("--kind", action="append", choices=["clustered", "zoo-like"],
                         help="synthetic distribution(s) (default: both)")
-    parser.add_argument("--trees", type=int, default=32)
+    parser.add_argument("--trees", type=int, default=None, help="annoy trees (default: the index's own choice by size)")
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--jobs", type=int, default=-1, help="threads that build the synthetic index (-1: all cores)")
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)

@@ -7,8 +7,11 @@ and the full vectors order those. At a million 1024-d architectures this keeps t
 
 An index is three files: `<name>.json` (keys, dimension, what it was built from) and the two files
 it names, `<name>-<digest>.ann` (annoy) and `<name>-<digest>.vec` (the projection, then the full
-vectors: float32 when small, else int8 with a scale per row, which halves the memory of float16
-and moves a cosine by ~2e-4). A build writes both under new names, then replaces the JSON in one
+vectors: float32 when small; when large, each row as its search vector (float16) plus the rest
+of it in int8 with a scale per row, which fits a million 1024-d rows in 1.2 GB where float16 needs
+2 GB, and moves a cosine by ~4e-4, half what int8 of the whole row does: among a million
+near-copies the 10th and 11th neighbours are ~1e-4 apart). A build writes both under new names,
+then replaces the JSON in one
 rename, then removes the old pair, so a crash at any point leaves either the old index or the new
 one, never a mix. Reads check both files' sizes and the annoy file's digest against the JSON.
 
@@ -39,6 +42,9 @@ CANDIDATES = 150  # re-ranked per query at least: a tight family (or a DARTS nei
 SEARCH_DIM = 64  # length of the vectors annoy searches
 FLOAT_ROWS_MAX_BYTES = 256 << 20  # full vectors kept as float32 up to this size (~65,000 at 1024-d)
 DEFAULT_TREES = 32
+# above this many items, half the trees: the annoy file shrinks by a third (a million: 0.66 -> 0.47 GB)
+# and a query inspects half the nodes, while candidates (not trees) keep recall
+LARGE_INDEX_ITEMS, LARGE_INDEX_TREES = 200_000, 16
 FORMAT = 2
 
 
@@ -108,29 +114,40 @@ def _unit(vectors: np.ndarray) -> np.ndarray:
 
 
 def _write_vectors(path: Path, vectors: np.ndarray, mean: np.ndarray, axes: np.ndarray) -> str:
-    """The .vec file: mean, axes, then the full rows (float32, or int8 and a float32 scale per row)."""
+    """The .vec file: mean, axes, then the full rows: float32, or (when large) the float16 search
+    vectors, the residual rows in int8 and a float32 scale per row."""
     rows_dtype = "float32" if vectors.nbytes <= FLOAT_ROWS_MAX_BYTES else "int8"
     with open(path, "wb") as handle:
         handle.write(mean.astype(np.float32).tobytes())
         handle.write(axes.astype(np.float32).tobytes())
         if rows_dtype == "float32":
             handle.write(vectors.astype(np.float32).tobytes())
-        else:
-            scales = np.maximum(np.abs(vectors).max(axis=1), 1e-12) / 127.0
-            for start in range(0, len(vectors), 65536):
-                block = vectors[start:start + 65536] / scales[start:start + 65536, None]
-                handle.write(np.rint(block).astype(np.int8).tobytes())
-            handle.write(scales.astype(np.float32).tobytes())
+            return rows_dtype
+        blocks = range(0, len(vectors), 65536)
+        for start in blocks:
+            handle.write(((vectors[start:start + 65536] - mean) @ axes).astype(np.float16).tobytes())
+        scales = []
+        for start in blocks:
+            block = vectors[start:start + 65536]
+            search = ((block - mean) @ axes).astype(np.float16).astype(np.float32)
+            residual = block - mean - search @ axes.T
+            scale = np.maximum(np.abs(residual).max(axis=1), 1e-12) / 127.0
+            handle.write(np.rint(residual / scale[:, None]).astype(np.int8).tobytes())
+            scales.append(scale.astype(np.float32))
+        handle.write(np.concatenate(scales).tobytes() if scales else b"")
     return rows_dtype
 
 
 def build_index(path: Path, keys: list[str], vectors: np.ndarray, meta: dict[str, Any] | None = None,
-                trees: int = DEFAULT_TREES, seed: int = 0, jobs: int = 1,
+                trees: int | None = None, seed: int = 0, jobs: int = 1,
                 search_dim: int = SEARCH_DIM) -> VectorIndex:
     """Write an index of `vectors` (one row per key) at `path` (the .json); atomic, see above.
 
-    `jobs` threads build the trees (-1: every core); one thread keeps a build reproducible.
+    `trees` defaults by size (DEFAULT_TREES, LARGE_INDEX_TREES); `jobs` threads build them (-1:
+    every core); one thread keeps a build reproducible.
     """
+    if trees is None:
+        trees = DEFAULT_TREES if len(keys) <= LARGE_INDEX_ITEMS else LARGE_INDEX_TREES
     from annoy import AnnoyIndex
 
     vectors = np.asarray(vectors, dtype=np.float32)
@@ -258,7 +275,7 @@ class VectorIndex:
         self.keys: list[str] = self.meta["keys"]
         self.dim: int = self.meta["dim"]
         self._annoy: Any = None
-        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None] | None = None
+        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray, tuple | None] | None = None
 
     def _open_files(self) -> None:
         for kind in ("ann", "vec"):
@@ -299,8 +316,9 @@ class VectorIndex:
             self._annoy = annoy
         return self._annoy
 
-    def _vectors(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
-        """(mean, axes, rows, scales or None) mapped from the .vec file, read on first use."""
+    def _vectors(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple | None]:
+        """(mean, axes, rows, None) mapped from the .vec file, read on first use; for int8 rows,
+        (mean, axes, residuals, (search vectors, scales))."""
         if self._arrays is None:
             dim, search_dim, items = self.dim, self.meta["search_dim"], len(self.keys)
             fd = self._fds.get("vec")
@@ -313,22 +331,39 @@ class VectorIndex:
             axes = np.frombuffer(data, np.float32, dim * search_dim, 4 * dim).reshape(dim, search_dim)
             offset = 4 * dim * (1 + search_dim)
             if self.meta["rows_dtype"] == "float32":
-                rows, scales = np.frombuffer(data, np.float32, items * dim, offset).reshape(items, dim), None
+                self._arrays = (mean, axes, np.frombuffer(data, np.float32, items * dim, offset).reshape(items, dim), None)
             else:
-                rows = np.frombuffer(data, np.int8, items * dim, offset).reshape(items, dim)
+                search = np.frombuffer(data, np.float16, items * search_dim, offset).reshape(items, search_dim)
+                offset += 2 * items * search_dim
+                residual = np.frombuffer(data, np.int8, items * dim, offset).reshape(items, dim)
                 scales = np.frombuffer(data, np.float32, items, offset + items * dim)
-            self._arrays = (mean, axes, rows, scales)
+                self._arrays = (mean, axes, residual, (search, scales))
         return self._arrays
 
     def __len__(self) -> int:
         return len(self.keys)
 
     def vectors(self, positions: Any) -> np.ndarray:
-        """The full unit vectors at `positions` (float32; int8 rows scaled back)."""
-        _, _, rows, scales = self._vectors()
+        """The full unit vectors at `positions` (float32; int8 rows rebuilt from their parts)."""
+        mean, axes, rows, parts = self._vectors()
         positions = np.asarray(positions, dtype=np.int64)
-        picked = rows[positions].astype(np.float32)
-        return picked if scales is None else picked * scales[positions, None]
+        if parts is None:
+            return rows[positions].astype(np.float32)
+        search, scales = parts
+        return (mean + search[positions].astype(np.float32) @ axes.T
+                + rows[positions].astype(np.float32) * scales[positions, None])
+
+    def _cosines(self, positions: np.ndarray, unit: np.ndarray) -> np.ndarray:
+        """Cosines of the stored (unit) vectors at `positions` with the unit `unit`: for int8 rows,
+        summed part by part (mean, search vector, residual), never rebuilding the rows."""
+        mean, axes, rows, parts = self._vectors()
+        if not len(positions):
+            return np.zeros(0, np.float32)
+        if parts is None:
+            return rows[positions] @ unit
+        search, scales = parts
+        return (float(mean @ unit) + search[positions].astype(np.float32) @ (unit @ axes)
+                + (rows[positions] @ unit) * scales[positions])
 
     def vector(self, position: int) -> np.ndarray:
         return self.vectors([position])[0]
@@ -351,6 +386,6 @@ class VectorIndex:
             # vectors at p99 ~0.9 ms (benchmarks/bench_index.py)
             search_k = SEARCH_FACTOR * int(self.meta.get("trees", DEFAULT_TREES)) * wanted
         candidates = np.asarray(annoy.get_nns_by_vector((unit - mean) @ axes, wanted, search_k=search_k), np.int64)
-        cosines = self.vectors(candidates) @ unit if len(candidates) else np.zeros(0, np.float32)
+        cosines = self._cosines(candidates, unit)
         order = np.argsort(-cosines, kind="stable")[:n]
         return [(self.keys[candidates[i]], float(cosines[i])) for i in order]

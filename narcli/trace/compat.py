@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 _library: object = None  # keeps the op definitions alive (they vanish with the Library object)
 
 # Schemas of torchvision's compiled ops that its Python code looks up at import or trace time.
@@ -34,12 +36,30 @@ def ensure_torchvision_importable() -> None:
         return
     import importlib.util
 
-    if importlib.util.find_spec("torchvision") is None:
+    spec = importlib.util.find_spec("torchvision")
+    if spec is None or _compiled_ops_load(torch, spec):
+        # a torchvision built for this torch (a CUDA machine's) registers the ops itself when its
+        # library loads; schemas defined here first would collide with them and abort the process
         return
     library = torch.library.Library("torchvision", "FRAGMENT")
     for name in missing:
         library.define(_TORCHVISION_OPS[name])
     _library = library
+
+
+def _compiled_ops_load(torch: Any, spec: Any) -> bool:
+    """Whether torchvision's compiled ops library loads with this torch (then it is loaded, and
+    has registered whatever ops this torchvision has: nothing may be defined beside them)."""
+    from pathlib import Path
+
+    folder = Path(spec.origin or "").parent
+    for library in sorted(folder.glob("_C*.so")) + sorted(folder.glob("_C*.pyd")):
+        try:
+            torch.ops.load_library(str(library))
+        except (OSError, RuntimeError):  # built for another torch: undefined symbols
+            return False
+        return True
+    return False
 
 
 def _has_op(torch: object, qualified: str) -> bool:
