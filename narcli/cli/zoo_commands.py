@@ -93,7 +93,7 @@ def zoo_embed(
     engine: str = ENGINE_OPTION,
     address: str | None = ADDRESS_OPTION,
     jobs: int | None = typer.Option(None, "--jobs", "-j", help="Encoder actors with --engine ray (default: one per "
-                                                                "GPU of the cluster, else one per 4 CPUs)."),
+                                                                "GPU of the cluster, else one per CPU)."),
 ) -> None:
     """Store the encoder's embedding and the predictor's predictions of every model in a zoo (only what changed)."""
     from narcli.predict.zoo_predictions import embed_and_predict

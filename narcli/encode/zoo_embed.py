@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 RAY_BATCH = 128  # graphs per call to an encoder actor: one commit each, so an interruption loses little
-CPUS_PER_ENCODER = 4  # threads an encoder actor uses on a cluster without GPUs
+# without GPUs, one encoder actor per CPU, one thread each: featurising a graph (numpy, one thread)
+# costs ~60 times its forward pass, so actors, not torch threads, are what spreads the work
+CPUS_PER_ENCODER = 1
 
 
 def embed_zoo(db: Path, weights: Path | None = None, force: bool = False, jobs: int = 2,
@@ -76,8 +78,11 @@ class EncoderActor:
         folder = Path(tempfile.mkdtemp(prefix="nar-encoder-"))
         (folder / "encoder.safetensors").write_bytes(weights)
         (folder / "encoder.json").write_bytes(card)
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        if device == "cpu":
+            torch.set_num_threads(CPUS_PER_ENCODER)
         try:
-            self.embedder = Embedder(folder / "encoder.safetensors", "cuda" if torch.cuda.is_available() else "cpu")
+            self.embedder = Embedder(folder / "encoder.safetensors", device)
         finally:
             shutil.rmtree(folder, ignore_errors=True)  # loaded and named: the copy has served
         self.where = {"encoder": self.embedder.encoder_id, "device": self.embedder.device, "node": socket.gethostname()}

@@ -79,7 +79,9 @@ class SlotActor:
 
         if not os.path.isdir(os.path.dirname(os.path.abspath(log_path))):  # another node: no such folder
             log_path = os.path.join(tempfile.gettempdir(), f"nar-ray-{os.getpid()}.log")
-        # the actor process runs Ray's threads: a fork of it could inherit a held lock, so spawn
+        # the actor process runs Ray's threads: a fork of it could inherit a held lock, so spawn (a
+        # fork server would start workers faster, but its workers' parent is not the actor, which
+        # the worker's guard takes for its parent having died)
         self.slot = Slot(fn, log_path, tasks_per_worker, max_rss, multiprocessing.get_context("spawn"))
 
     def run(self, key: str, args: tuple, timeout: float) -> TaskResult:
