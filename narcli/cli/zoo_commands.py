@@ -97,7 +97,7 @@ def zoo_embed(
 ) -> None:
     """Store the encoder's embedding and the predictor's predictions of every model in a zoo (only what changed)."""
     from narcli.predict.zoo_predictions import embed_and_predict
-    from narcli.zoo.build import check_engine
+    from narcli.trace.engines import check_engine
     from narcli.zoo.store import user_zoo_path
 
     path = db or user_zoo_path()

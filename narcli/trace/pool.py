@@ -234,21 +234,3 @@ def run_pool(fn: Callable[..., Any], tasks: Iterable[tuple[str, tuple]], on_resu
         for worker in alive:
             worker.stop(kill=bool(busy))
 
-
-def run_tasks(fn: Callable[..., Any], tasks: Iterable[tuple[str, tuple]], on_result: Callable[[TaskResult], None],
-              *, engine: str = "local", address: str | None = None, jobs: int | None = 1, timeout: float = 300.0,
-              tasks_per_worker: int = 200, max_rss: int = 8 << 30, log_path: str = os.devnull) -> None:
-    """`run_pool` on this machine (`engine="local"`), or the same on Ray (`"ray"`, see ray_engine.py:
-    a local Ray, or the cluster at `address`; `jobs` None there means one slot per CPU it has)."""
-    if engine == "ray":
-        from narcli.trace.ray_engine import run_ray
-
-        run_ray(fn, tasks, on_result, address=address, jobs=jobs, timeout=timeout,
-                tasks_per_worker=tasks_per_worker, max_rss=max_rss, log_path=log_path)
-        return
-    if engine != "local":
-        raise NarError(f"unknown engine {engine!r}; choose local or ray")
-    if address:
-        raise NarError("--address names a Ray cluster; use it with --engine ray")
-    run_pool(fn, tasks, on_result, jobs=jobs or 1, timeout=timeout,
-             tasks_per_worker=tasks_per_worker, max_rss=max_rss, log_path=log_path)

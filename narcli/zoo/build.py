@@ -23,7 +23,8 @@ from typing import Any, Protocol
 
 from narcli import IR_VERSION
 from narcli.errors import NarError, UsageError, ZooError
-from narcli.trace.pool import TaskResult, run_pool, run_tasks
+from narcli.trace.engines import check_engine, engine_session, run_tasks
+from narcli.trace.pool import TaskResult, run_pool
 from narcli.zoo.labels import label
 from narcli.zoo.signatures import add_name_sketches, signature_entry, store_signature
 from narcli.zoo.sources import ZooEntry, ZooSource
@@ -245,32 +246,6 @@ def _result_row(source: ZooSource, entry: ZooEntry, result: TaskResult) -> tuple
     return row, graph.to_json()
 
 
-def check_engine(engine: str, address: str | None) -> None:
-    """Refuse an engine that cannot run here before anything is opened or written."""
-    if engine not in ("local", "ray"):
-        raise UsageError(f"unknown engine {engine!r}; choose local or ray")
-    if address and engine != "ray":
-        raise UsageError("--address names a Ray cluster; use it with --engine ray")
-    if engine == "ray":
-        from narcli.trace.ray_engine import import_ray
-
-        try:
-            import_ray()
-        except NarError as exc:
-            raise UsageError(str(exc)) from None
-
-
-def _engine_session(options: BuildOptions) -> Any:
-    """One Ray session for the whole build (actors come and go per source), none locally."""
-    import contextlib
-
-    if options.engine != "ray":
-        return contextlib.nullcontext()
-    from narcli.trace.ray_engine import ray_session
-
-    return ray_session(options.address, options.jobs)
-
-
 def _selected(entries: list[ZooEntry], patterns: list[str] | None) -> list[ZooEntry]:
     if not patterns:
         return entries
@@ -300,7 +275,7 @@ def build_zoo(options: BuildOptions, progress: Progress | None = None) -> list[S
     reports: list[SourceReport] = []
     log = str(options.log or f"{options.db}.log")
     try:
-        with _engine_session(options):
+        with engine_session(options.engine, options.address, options.jobs):
             for source in sources:
                 report = SourceReport(source.name)
                 reports.append(report)
