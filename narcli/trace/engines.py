@@ -41,15 +41,12 @@ def run_tasks(fn: Callable[..., Any], tasks: Iterable[tuple[str, tuple]], on_res
               tasks_per_worker: int = 200, max_rss: int = 8 << 30, log_path: str = os.devnull) -> None:
     """`run_pool` on this machine (`engine="local"`), or the same on Ray (`"ray"`, see ray_engine.py:
     a local Ray, or the cluster at `address`; `jobs` None there means one slot per CPU it has)."""
+    check_engine(engine, address)
     if engine == "ray":
         from narcli.trace.ray_engine import run_ray
 
         run_ray(fn, tasks, on_result, address=address, jobs=jobs, timeout=timeout,
                 tasks_per_worker=tasks_per_worker, max_rss=max_rss, log_path=log_path)
         return
-    if engine != "local":
-        raise NarError(f"unknown engine {engine!r}; choose local or ray")
-    if address:
-        raise NarError("--address names a Ray cluster; use it with --engine ray")
     run_pool(fn, tasks, on_result, jobs=jobs or 1, timeout=timeout,
              tasks_per_worker=tasks_per_worker, max_rss=max_rss, log_path=log_path)

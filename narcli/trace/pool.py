@@ -220,7 +220,7 @@ def run_pool(fn: Callable[..., Any], tasks: Iterable[tuple[str, tuple]], on_resu
                 result = worker.receive()
                 if worker.process is None or worker.spent(tasks_per_worker, max_rss):
                     alive.remove(worker)
-                    worker.stop(kill=worker.process is None)
+                    worker.stop()  # a crashed worker was stopped already (process None)
                 else:
                     idle.append(worker)
                 on_result(result)
