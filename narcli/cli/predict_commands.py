@@ -37,13 +37,15 @@ def predict_command(
     print_predictions(stdout(), results)
 
 
-def _net_config(epochs: int | None, seed: int, device: str, default_epochs: int):
+def _net_config(epochs: int | None, seed: int, device: str, default_epochs: int, kind: str = "graph"):
     check_range("--seed", seed, 0, MAX_SEED)
-    from narcli.predict.training import NetConfig
+    from narcli.predict.training import KINDS, NetConfig, config_for
 
     if epochs is not None and not 1 <= epochs <= 10_000:
         fail(f"--epochs must be between 1 and 10,000, not {epochs}", 2)
-    return NetConfig(epochs=epochs or default_epochs, seed=seed, device=_device(device))
+    if kind not in KINDS:
+        fail(f"--kind is one of {', '.join(KINDS)}, not {kind!r}", 2)
+    return config_for(kind, epochs=epochs or default_epochs, seed=seed, device=_device(device))
 
 
 def _progress_reporter(console):
@@ -79,8 +81,14 @@ def train_predictor_command(
 def eval_predictor_command(
     nb201: Path | None = typer.Option(None, "--nb201", help="Folder with NAS-Bench-201 accuracy.csv (+ latency_ms.csv)."),
     timm: Path | None = typer.Option(None, "--timm", help="Folder with timm results-imagenet.csv and benchmark-*.csv."),
-    train_size: int | None = typer.Option(None, "--train-size", help="Train a fresh network on N rows and test on "
-                                                                      "the rest (default: evaluate the bundled one)."),
+    train_size: str | None = typer.Option(None, "--train-size", help="Train a fresh network on N rows or a share "
+                                                                     "(781, 5%) and test on the rest (default: "
+                                                                     "evaluate the bundled one)."),
+    protocol: str = typer.Option("held-out", "--protocol", help="held-out: test on rows never trained on; "
+                                                                 "nar-former: NAR-Former's (first N rows, -val "
+                                                                 "labels, tau on all rows against -test)."),
+    kind: str = typer.Option("graph", "--kind", help="Network with --train-size: graph (message passing over "
+                                                     "every node) or former (transformer over folded tokens)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the split and of training."),
     epochs: int | None = typer.Option(None, "--epochs", help="Epochs with --train-size (default 60)."),
     device: str = typer.Option("", "--device", help="cpu or cuda, with --train-size (default: cuda when available)."),
@@ -93,10 +101,11 @@ def eval_predictor_command(
     from narcli.predict.evaluation import evaluate_folders
 
     console = stderr_console()
-    config = _net_config(epochs, seed, device, 60) if train_size is not None else None
+    config = _net_config(epochs, seed, device, 60, kind) if train_size is not None else None
     check_range("--jobs", jobs, 1, 256)
     results = run(evaluate_folders, nb201, timm, weights, train_size, seed, config, graphs_db, jobs,
-                  report=lambda line: console.print(f"[dim]{safe(line)}[/]"), on_epoch=_progress_reporter(console))
+                  report=lambda line: console.print(f"[dim]{safe(line)}[/]"), on_epoch=_progress_reporter(console),
+                  protocol=protocol)
     if as_json:
         print(json.dumps(results, indent=2))
         return

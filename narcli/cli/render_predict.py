@@ -49,10 +49,13 @@ def print_predictions(console: Any, results: list) -> None:
 
 def print_evaluation(console: Any, results: list[dict[str, Any]]) -> None:
     for result in results:
-        mode = (f"trained on {result['train_rows']:,} rows, tested on {result['test_rows']:,}"
-                if result["mode"] == "train-size" else f"bundled predictor on {result['test_rows']:,} rows")
+        mode = {"train-size": f"trained on {result.get('train_rows', 0):,} rows, tested on the other {result['test_rows']:,}",
+                "nar-former": f"NAR-Former's protocol: first {result.get('train_rows', 0):,} rows, -val labels, "
+                              f"tau on all {result['test_rows']:,} against -test"}.get(
+            result["mode"], f"bundled predictor on {result['test_rows']:,} rows")
         table = Table(title=f"{result['data']}: {mode}", title_justify="left")
-        for column in ("column", "rows", "tau", "baseline tau", "MAE / MAPE", "baseline", "±10 %", "baseline ±10 %"):
+        extra = ("tau unseen", "ceiling") if result["mode"] == "nar-former" else ()
+        for column in ("column", "rows", "tau", "baseline tau", "MAE / MAPE", "baseline", "±10 %", "baseline ±10 %") + extra:
             table.add_column(column, justify="right" if column != "column" else "left")
         for column, m in result["columns"].items():
             b = result["baseline"].get(column, {})
@@ -61,11 +64,17 @@ def print_evaluation(console: Any, results: list[dict[str, Any]]) -> None:
             else:
                 error, base = f"{m['mape']:.2f} %", _fmt(b.get("mape"), "{:.2f} %")
                 w, bw = f"{m['within10']:.1f} %", _fmt(b.get("within10"), "{:.1f} %")
-            table.add_row(result.get("labels", {}).get(column, column), f"{m['rows']:,}", f"{m['tau']:.3f}", _fmt(b.get("tau"), "{:.3f}"), error, base, w, bw)
+            more = (_fmt(result["unseen"].get(column, {}).get("tau"), "{:.3f}"),
+                    _fmt(result["ceiling"].get(column), "{:.3f}")) if extra else ()
+            table.add_row(result.get("labels", {}).get(column, column), f"{m['rows']:,}", f"{m['tau']:.3f}",
+                          _fmt(b.get("tau"), "{:.3f}"), error, base, w, bw, *more)
         console.print(table)
         if result.get("coverage") is not None:
             console.print(f"interval coverage {result['coverage']:.1f} % (nominal {result['coverage_level']:.0%}); "
                           f"{result['out_of_range']} rows out of range")
+        if extra:
+            console.print("[dim]ceiling: tau of the -val column itself against -test, what a predictor that knew "
+                          "every -val accuracy would score[/]")
         if not result["baseline"]:
             console.print("[yellow]baselines need scikit-learn: pip install 'nar[eval]'[/]")
 

@@ -20,6 +20,7 @@ from narcli.errors import NarError, UsageError
 from narcli.predict.inputs import GraphInput, graph_input
 
 NB201_ACCURACY = ("cifar10-test", "cifar100-test", "imagenet-test")
+NB201_VALIDATION = ("cifar10-val", "cifar100-val", "imagenet-val")  # NAR-Former's training labels
 NB201_OPS = ("none", "skip_connect", "nor_conv_1x1", "nor_conv_3x3", "avg_pool_3x3")
 # columns of latency_ms.csv whose devices are GPUs or server CPUs (the 19 columns)
 SERVER_PREFIXES = ("1080ti", "2080ti", "titan", "gold_", "silver_")
@@ -52,6 +53,7 @@ class Dataset:
     items: list[GraphInput]
     targets: list[Target]
     values: np.ndarray  # (rows, targets), raw units, NaN = unknown
+    validation: np.ndarray | None = None  # nb201: (rows, 3) the -val accuracies, NaN where not given
 
     def transformed(self) -> np.ndarray:
         return np.stack([t.forward(self.values[:, j]) for j, t in enumerate(self.targets)], 1)
@@ -103,7 +105,7 @@ def load_nb201(folder: Path, zoo_db: Path) -> Dataset:
     with Zoo([zoo_db]) as zoo:
         models = {m.name: m for m in zoo.models(source="nasbench201") if m.graph_hash}
         inputs: dict[str, GraphInput] = {}
-        names, groups, items, values = [], [], [], []
+        names, groups, items, values, validation = [], [], [], [], []
         for row in rows:
             model = models.get(row["arch_str"])
             if model is None:
@@ -115,7 +117,9 @@ def load_nb201(folder: Path, zoo_db: Path) -> Dataset:
             groups.append(model.graph_hash)
             items.append(inputs[model.graph_hash])
             values.append([_float(row[c]) for c in NB201_ACCURACY] + [_float(lat.get(c)) for c in latency_columns])
-    return Dataset("nb201", names, groups, items, targets, np.array(values, dtype=np.float64).reshape(-1, len(targets)))
+            validation.append([_float(row.get(c)) for c in NB201_VALIDATION])
+    return Dataset("nb201", names, groups, items, targets, np.array(values, dtype=np.float64).reshape(-1, len(targets)),
+                   np.array(validation, dtype=np.float64).reshape(-1, len(NB201_VALIDATION)))
 
 
 def nb201_one_hot(archs: list[str]) -> np.ndarray:

@@ -1,12 +1,17 @@
 """`nar eval predictor`: figures of the predictor on labelled data, with boosted-tree baselines
 trained in the same run.
 
-Two modes:
+Three modes:
 - bundled (no `train_size`): the shipped predictor on every row; intervals' coverage and the share
   called out of range are reported too. The baseline is cross-fitted on the same rows (two halves,
   each predicted by a model trained on the other), so it learns from as much data as the bundle did.
 - `train_size` N: a fresh network trained on N rows (whole architectures for timm) and tested on the
-  rest, beside the baseline trained on the same N (NAR-Former's small-sample settings).
+  rest, beside the baseline trained on the same N (the held-out protocol: cells never trained on).
+- `protocol="nar-former"` with N (NAS-Bench-201 only): NAR-Former's own protocol (its §4.3 and
+  reference code): the first N rows in file order, trained on the `-val` accuracies, Kendall tau on
+  every row, training rows included, against the `-test` accuracies. Reported beside it: tau on the
+  rows not trained on, and the ceiling of the protocol, tau between the `-val` and `-test` columns
+  themselves (what a predictor that knew every cell's `-val` accuracy would score).
 
 Baselines (scikit-learn's HistGradientBoostingRegressor): NAS-Bench-201 on the cell's one-hot
 operations plus params/MACs/activations; timm on params/MACs/activations.
@@ -52,9 +57,53 @@ def _raw(dataset: Dataset, learnt: np.ndarray) -> np.ndarray:
     return np.stack([t.inverse(learnt[:, j]) for j, t in enumerate(dataset.targets)], 1)
 
 
+PROTOCOLS = ("held-out", "nar-former")
+
+
+def evaluate_nar_former(dataset: Dataset, train_size: int, seed: int = 0, config: NetConfig | None = None,
+                        op_count: int = 0, on_epoch: Callable[[dict], None] | None = None) -> dict[str, Any]:
+    """NAR-Former's protocol: first `train_size` rows, `-val` labels, tau on all rows against `-test`."""
+    from narcli.errors import UsageError
+    from narcli.predict.datasets import NB201_VALIDATION
+    from narcli.predict.metrics import kendall_tau
+
+    if dataset.name != "nb201":
+        raise UsageError("--protocol nar-former is NAS-Bench-201's (give --nb201)")
+    if not 2 <= train_size <= len(dataset.names):
+        raise UsageError(f"--train-size must be between 2 and {len(dataset.names):,} here, not {train_size}")
+    labels = dataset.validation
+    accuracy = [j for j, t in enumerate(dataset.targets) if t.kind == "accuracy"]
+    if labels is None or not np.isfinite(labels[:train_size]).any():
+        raise NarError(f"accuracy.csv has none of the {', '.join(NB201_VALIDATION)} columns NAR-Former trains on")
+    targets = [dataset.targets[j] for j in accuracy]
+    truth = dataset.values[:, accuracy]
+    train, everything = np.arange(train_size), np.arange(len(dataset.names))
+    config = config or NetConfig(seed=seed)
+    net = train_net([dataset.items[i] for i in train], labels[train], config, op_count, on_epoch)
+    predicted, _ = predict_scaled(net, dataset.items)
+    features = baseline_features(dataset)
+    base = _boosted(features, labels, train, everything, seed)
+    unseen = everything[train_size:]
+    result: dict[str, Any] = {
+        "data": dataset.name, "rows": len(dataset.names), "seed": seed, "mode": "nar-former",
+        "train_rows": train_size, "test_rows": len(everything), "config": config.to_dict(),
+        "columns": column_metrics(targets, predicted, truth), "baseline": column_metrics(targets, base, truth),
+        "unseen": column_metrics(targets, predicted[unseen], truth[unseen]) if len(unseen) > 1 else {},
+        "ceiling": {t.column: round(kendall_tau(labels[:, j], truth[:, j]), 4) for j, t in enumerate(targets)
+                    if np.isfinite(labels[:, j]).all()},
+        "kinds": {t.column: t.kind for t in targets}, "labels": {t.column: t.column for t in targets}}
+    return result
+
+
 def evaluate(dataset: Dataset, bundle: Path | None = None, train_size: int | None = None, seed: int = 0,
              config: NetConfig | None = None, op_count: int = 0,
-             on_epoch: Callable[[dict], None] | None = None) -> dict[str, Any]:
+             on_epoch: Callable[[dict], None] | None = None, protocol: str = "held-out") -> dict[str, Any]:
+    if protocol == "nar-former":
+        if train_size is None:
+            from narcli.errors import UsageError
+
+            raise UsageError("--protocol nar-former trains a fresh network: give --train-size (e.g. 5%)")
+        return evaluate_nar_former(dataset, train_size, seed, config, op_count, on_epoch)
     learnt = dataset.transformed()
     features = baseline_features(dataset)
     result: dict[str, Any] = {"data": dataset.name, "rows": len(dataset.names), "seed": seed}
@@ -119,21 +168,49 @@ def summarise(result: dict[str, Any], groups: dict[str, Callable[[str], bool]] |
 
 
 
+def rows_for(train_size: str | int | None, rows: int) -> int | None:
+    """--train-size as given: a row count ("781") or a share of the rows ("5%", half rounded up)."""
+    from narcli.errors import UsageError
+
+    if train_size is None or isinstance(train_size, int):
+        return train_size
+    text = str(train_size).strip().replace(",", "").replace("_", "")
+    try:
+        if text.endswith("%"):
+            share = float(text[:-1])
+            if not 0 < share <= 100:
+                raise ValueError
+            return int(np.floor(share / 100 * rows + 0.5))
+        return int(text)
+    except ValueError:
+        raise UsageError(f"--train-size takes a row count (781) or a share (5%), not {train_size!r}") from None
+
+
 def evaluate_folders(nb201: Path | None, timm: Path | None, weights: Path | None = None,
-                     train_size: int | None = None, seed: int = 0, config: NetConfig | None = None,
+                     train_size: str | int | None = None, seed: int = 0, config: NetConfig | None = None,
                      graphs_db: Path | None = None, jobs: int = 2,
                      report: Callable[[str], None] = lambda line: None,
-                     on_epoch: Callable[[str, dict], None] | None = None) -> list[dict[str, Any]]:
+                     on_epoch: Callable[[str, dict], None] | None = None,
+                     protocol: str = "held-out") -> list[dict[str, Any]]:
     """`nar eval predictor`: one result per folder given."""
     from narcli.encode.features import OP_INDEX
+    from narcli.errors import UsageError
     from narcli.predict.sources import check_folders, load_datasets
 
+    if protocol not in PROTOCOLS:
+        raise UsageError(f"--protocol is one of {', '.join(PROTOCOLS)}, not {protocol!r}")
+    if protocol == "nar-former" and (timm is not None or nb201 is None):
+        raise UsageError("--protocol nar-former is NAS-Bench-201's: give --nb201 DIR only")
+    if protocol == "nar-former" and train_size is None:
+        raise UsageError("--protocol nar-former trains a fresh network: give --train-size (e.g. 5%)")
+    rows_for(train_size, 100)  # a malformed size is refused before any data loads
     check_folders(nb201, timm)
     if train_size is None:
         load_bundle(weights)  # missing weights: say so before loading any data
     out = []
     for dataset in load_datasets(nb201, timm, graphs_db, jobs, report):
-        report(f"evaluating on {dataset.name}" + (f" (training on {train_size:,} rows)" if train_size else ""))
-        out.append(evaluate(dataset, weights, train_size, seed, config, len(OP_INDEX),
-                            (lambda e, n=dataset.name: on_epoch(n, e)) if on_epoch else None))
+        size = rows_for(train_size, len(dataset.names))
+        report(f"evaluating on {dataset.name}" + (f" (training on {size:,} rows, {protocol} protocol)" if size else ""))
+        out.append(evaluate(dataset, weights, size, seed, config, len(OP_INDEX),
+                            (lambda e, n=dataset.name: on_epoch(n, e)) if on_epoch else None, protocol))
     return out

@@ -13,7 +13,7 @@ import copy
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -32,11 +32,22 @@ class NetConfig:
     ema: float = 0.99
     sr_weight: float = 0.1
     rank_weight: float = 0.5
+    kind: str = "graph"  # "graph": message passing over every node; "former": transformer over folded tokens
+    ac_weight: float = 0.0  # NAR-Former's architecture-consistency loss (former only)
     seed: int = 0
     device: str = "cpu"
 
     def to_dict(self) -> dict:
         return {k: v for k, v in asdict(self).items() if k != "device"}
+
+
+KINDS = ("graph", "former")
+
+
+def config_for(kind: str, **overrides) -> NetConfig:
+    """The recipe of each network kind (the former: narrower, 4 blocks, NAR-Former's AC loss)."""
+    base = NetConfig() if kind == "graph" else NetConfig(kind="former", dim=64, layers=4, ac_weight=0.5)
+    return replace(base, **overrides)
 
 
 @dataclass
@@ -60,19 +71,17 @@ def train_net(items: list[GraphInput], targets: np.ndarray, config: NetConfig, o
     import torch
     from torch.nn import functional as F
 
-    from narcli.predict.network import build_torch_net, collate
-
     torch.manual_seed(config.seed)
     targets = np.asarray(targets, dtype=np.float32).reshape(len(items), -1)
     mean, std = standardise(targets)
     scaled = torch.from_numpy(np.nan_to_num((targets - mean) / std))
     observed = torch.from_numpy(np.isfinite(targets))
-    model = build_torch_net(op_count, items[0].numeric.shape[1], targets.shape[1], config.dim, config.layers)
-    model.to(config.device)
+    inputs = _Inputs(items, config)
+    model = inputs.build(op_count, targets.shape[1])
     ema = copy.deepcopy(model)
     optimiser = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     steps = config.epochs * math.ceil(len(items) / config.batch)
-    schedule = torch.optim.lr_scheduler.OneCycleLR(optimiser, config.lr, total_steps=max(steps, 2), pct_start=0.1)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimiser, config.lr, total_steps=max(steps, 4), pct_start=max(0.1, 2 / max(steps, 4)))
     log: list[dict] = []
     first = 0
     if checkpoint is not None and checkpoint.exists():
@@ -94,7 +103,7 @@ def train_net(items: list[GraphInput], targets: np.ndarray, config: NetConfig, o
                 continue
             y = scaled[idx].to(config.device)
             seen = observed[idx].to(config.device)
-            p = model(collate([items[i] for i in idx], config.device))
+            p = model(inputs.batch(idx))
             loss = ((p - y) ** 2 * seen).sum() / seen.sum().clamp(min=1)
             partner = torch.as_tensor(rng.permutation(len(idx)), device=p.device)
             both = seen & seen[partner]
@@ -104,6 +113,8 @@ def train_net(items: list[GraphInput], targets: np.ndarray, config: NetConfig, o
             dy = y.unsqueeze(1) - y.unsqueeze(0)
             pairs = (seen.unsqueeze(1) & seen.unsqueeze(0) & (dy.abs() > 0.05)).float()
             loss = loss + config.rank_weight * (F.softplus(-dp * torch.sign(dy)) * pairs).sum() / pairs.sum().clamp(min=1)
+            if config.ac_weight and config.kind == "former":
+                loss = loss + config.ac_weight * (model(inputs.batch(idx, rng)) - p).abs().mean()
             optimiser.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -128,12 +139,64 @@ def train_net(items: list[GraphInput], targets: np.ndarray, config: NetConfig, o
     return TrainedNet(weights, mean, std, config, log)
 
 
+class _Inputs:
+    """The training rows as the configured network reads them (graphs, or folded tokens)."""
+
+    def __init__(self, items: list[GraphInput], config: NetConfig) -> None:
+        self.items, self.config = items, config
+        if config.kind == "former":
+            from narcli.predict.former import token_features
+            from narcli.predict.tokens import tokenise
+
+            self.tokens = [tokenise(i) for i in items]
+            self.features = [token_features(t) for t in self.tokens]
+
+    def build(self, op_count: int, targets: int):
+        c = self.config
+        if c.kind == "former":
+            from narcli.predict.former import build_torch_former
+
+            model = build_torch_former(op_count, self.tokens[0].numeric.shape[1], targets, c.dim, c.layers)
+        else:
+            from narcli.predict.network import build_torch_net
+
+            model = build_torch_net(op_count, self.items[0].numeric.shape[1], targets, c.dim, c.layers)
+        return model.to(c.device)
+
+    def batch(self, idx, rng: np.random.Generator | None = None):
+        """A batch; with `rng`, tokens renumbered in another topological order (AC augmentation)."""
+        if self.config.kind != "former":
+            from narcli.predict.network import collate
+
+            return collate([self.items[i] for i in idx], self.config.device)
+        from narcli.predict.former import collate_tokens, token_features
+        from narcli.predict.tokens import reordered
+
+        tokens = [self.tokens[i] for i in idx]
+        features = [token_features(t, reordered(t, rng)) for t in tokens] if rng is not None else \
+            [self.features[i] for i in idx]
+        return collate_tokens(tokens, self.config.device, features)
+
+
+def predict_latents(net: TrainedNet, items: list[GraphInput]) -> np.ndarray:
+    """The readout vectors the head reads (the applicability space), numpy only."""
+    if net.config.kind == "former":
+        from narcli.predict.former import latents_numpy
+        from narcli.predict.tokens import tokenise
+
+        return latents_numpy(net.weights, [tokenise(i) for i in items], net.config.layers)
+    from narcli.predict.network import latents_numpy as graph_latents
+
+    return np.concatenate([graph_latents(net.weights, items[start:start + 128], net.config.layers)
+                           for start in range(0, len(items), 128)])
+
+
 def predict_scaled(net: TrainedNet, items: list[GraphInput]) -> tuple[np.ndarray, np.ndarray]:
-    """(predictions in the transformed target space (n, t), latents (n, 4 dim)), numpy only."""
-    from narcli.predict.network import head_numpy, latents_numpy
+    """(predictions in the transformed target space (n, t), latents), numpy only."""
+    from narcli.predict.network import head_numpy
 
     if not items:
-        return np.zeros((0, len(net.mean)), np.float32), np.zeros((0, 4 * net.config.dim), np.float32)
-    latents = np.concatenate([latents_numpy(net.weights, items[start:start + 128], net.config.layers)
-                              for start in range(0, len(items), 128)])
+        width = (3 if net.config.kind == "former" else 4) * net.config.dim
+        return np.zeros((0, len(net.mean)), np.float32), np.zeros((0, width), np.float32)
+    latents = predict_latents(net, items)
     return head_numpy(net.weights, latents) * net.std + net.mean, latents
