@@ -3,12 +3,12 @@ the bundle with a former head, and `nar eval predictor --protocol nar-former`.""
 
 import numpy as np
 import pytest
+
 from narcli.errors import NarError, UsageError
 from narcli.predict.datasets import Dataset, Target
 from narcli.predict.inputs import graph_input
 from narcli.predict.metrics import kendall_tau
 from narcli.predict.tokens import node_classes, reordered, tokenise
-
 from tests.test_predictor import OPS, classifier, synthetic_dataset, text_model
 
 

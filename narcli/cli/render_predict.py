@@ -54,8 +54,13 @@ def print_evaluation(console: Any, results: list[dict[str, Any]]) -> None:
                               f"tau on all {result['test_rows']:,} against -test"}.get(
             result["mode"], f"bundled predictor on {result['test_rows']:,} rows")
         table = Table(title=f"{result['data']}: {mode}", title_justify="left")
-        extra = ("tau unseen", "ceiling") if result["mode"] == "nar-former" else ()
-        for column in ("column", "rows", "tau", "baseline tau", "MAE / MAPE", "baseline", "±10 %", "baseline ±10 %") + extra:
+        if result["mode"] == "nar-former":  # ranks only: -val labels are scored against -test
+            _nar_former_rows(table, result)
+            console.print(table)
+            console.print("[dim]ceiling: tau of the -val column itself against -test, what a predictor that "
+                          "knew every -val accuracy would score[/]")
+            continue
+        for column in ("column", "rows", "tau", "baseline tau", "MAE / MAPE", "baseline", "±10 %", "baseline ±10 %"):
             table.add_column(column, justify="right" if column != "column" else "left")
         for column, m in result["columns"].items():
             b = result["baseline"].get(column, {})
@@ -64,19 +69,24 @@ def print_evaluation(console: Any, results: list[dict[str, Any]]) -> None:
             else:
                 error, base = f"{m['mape']:.2f} %", _fmt(b.get("mape"), "{:.2f} %")
                 w, bw = f"{m['within10']:.1f} %", _fmt(b.get("within10"), "{:.1f} %")
-            more = (_fmt(result["unseen"].get(column, {}).get("tau"), "{:.3f}"),
-                    _fmt(result["ceiling"].get(column), "{:.3f}")) if extra else ()
             table.add_row(result.get("labels", {}).get(column, column), f"{m['rows']:,}", f"{m['tau']:.3f}",
-                          _fmt(b.get("tau"), "{:.3f}"), error, base, w, bw, *more)
+                          _fmt(b.get("tau"), "{:.3f}"), error, base, w, bw)
         console.print(table)
         if result.get("coverage") is not None:
             console.print(f"interval coverage {result['coverage']:.1f} % (nominal {result['coverage_level']:.0%}); "
                           f"{result['out_of_range']} rows out of range")
-        if extra:
-            console.print("[dim]ceiling: tau of the -val column itself against -test, what a predictor that knew "
-                          "every -val accuracy would score[/]")
         if not result["baseline"]:
             console.print("[yellow]baselines need scikit-learn: pip install 'nar[eval]'[/]")
+
+
+def _nar_former_rows(table: Any, result: dict[str, Any]) -> None:
+    for column in ("column", "rows", "tau", "baseline tau", "tau, rows not trained on", "ceiling"):
+        table.add_column(column, justify="right" if column != "column" else "left")
+    for column, m in result["columns"].items():
+        table.add_row(column, f"{m['rows']:,}", f"{m['tau']:.3f}",
+                      _fmt(result["baseline"].get(column, {}).get("tau"), "{:.3f}"),
+                      _fmt(result["unseen"].get(column, {}).get("tau"), "{:.3f}"),
+                      _fmt(result["ceiling"].get(column), "{:.3f}"))
 
 
 def _fmt(value: Any, pattern: str) -> str:
