@@ -61,6 +61,8 @@ def train_predictor_command(
                                                           "(default: the bundled predictor)."),
     epochs: int | None = typer.Option(None, "--epochs", help="Epochs per head (default: 20 for NAS-Bench-201, 60 for timm)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the calibration split and of training."),
+    kind: str = typer.Option("graph", "--kind", help="graph (message passing over every node, the bundled kind) or "
+                                                     "former (NAR-Former-style transformer over folded tokens)."),
     device: str = typer.Option("", "--device", help="cpu or cuda (default: cuda when available)."),
     graphs_db: Path | None = typer.Option(None, "--graphs-db", help="Zoo database of the NAS-Bench-201 cells "
                                                                     "(default: built under $NAR_HOME/predictor)."),
@@ -70,7 +72,7 @@ def train_predictor_command(
     from narcli.predict.build import train_from_folders
 
     console = stderr_console()
-    config = _net_config(epochs, seed, device, 0)
+    config = _net_config(epochs, seed, device, 0, kind)
     check_range("--jobs", jobs, 1, 256)
     card = run(train_from_folders, nb201, timm, out, config, epochs, graphs_db, jobs,
                report=lambda line: console.print(f"[dim]{safe(line)}[/]"), on_epoch=_progress_reporter(console))

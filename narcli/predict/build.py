@@ -97,6 +97,10 @@ def train_from_folders(nb201: Path | None, timm: Path | None, out: Path | None, 
 
     datasets = load_datasets(nb201, timm, graphs_db, jobs, report)
     configs = {name: replace(c, epochs=epochs or c.epochs) for name, c in DEFAULT_CONFIGS.items()}
+    if config.kind != "graph":  # the same epochs and batches, the other network
+        from narcli.predict.training import config_for
+
+        configs = {name: config_for(config.kind, epochs=c.epochs, batch=c.batch) for name, c in configs.items()}
     work = nar_home() / "predictor" / "training"
     report(f"training {', '.join(d.name for d in datasets)} (checkpoints in {work})")
     return train_bundle(datasets, out or DATA_DIR, config, len(OP_INDEX), work, on_epoch, configs)
