@@ -19,6 +19,8 @@ import math
 import numpy as np
 
 from narcli.predict.inputs import GLOBALS
+from narcli.predict.network import _gelu, _linear
+from narcli.predict.network import _layer_norm as _norm
 from narcli.predict.tokens import TokenInput
 
 FREQUENCIES = 16  # position code: sin and cos at 16 frequencies (32 values)
@@ -112,16 +114,14 @@ def build_torch_former(ops: int, numeric: int, targets: int, dim: int, layers: i
     return FormerNet()
 
 
-def collate_tokens(items: list[TokenInput], device: str = "cpu", features: list | None = None):
-    """Padded torch tensors of several token sequences (`features`: their `token_features`, when
-    already computed or computed for another numbering)."""
-    import torch
-
+def padded(items: list[TokenInput], features: list | None = None) -> tuple[np.ndarray, ...]:
+    """(ops, numeric, codes, relation, pad, figures) of several token sequences padded to the
+    longest, as numpy arrays (`features`: their `token_features`, when already computed or
+    computed for another numbering). Training and numpy inference both read this."""
     k = max(i.num_tokens for i in items)
     b = len(items)
-    width = items[0].numeric.shape[1]
     ops = np.zeros((b, k), dtype=np.int64)
-    numeric = np.zeros((b, k, width), dtype=np.float32)
+    numeric = np.zeros((b, k, items[0].numeric.shape[1]), dtype=np.float32)
     codes = np.zeros((b, k, 4 * FREQUENCIES), dtype=np.float32)
     relation = np.zeros((b, k, k), dtype=np.int64)
     pad = np.ones((b, k), dtype=bool)
@@ -129,25 +129,17 @@ def collate_tokens(items: list[TokenInput], device: str = "cpu", features: list 
         m = item.num_tokens
         c, r = token_features(item) if features is None else features[n]
         ops[n, :m], numeric[n, :m], codes[n, :m], relation[n, :m, :m], pad[n, :m] = item.ops, item.numeric, c, r, False
-    figures = np.stack([i.figures for i in items])
-    parts = (ops, numeric, codes, relation, pad, figures)
-    return tuple(torch.as_tensor(p).to(device) for p in parts)
+    return ops, numeric, codes, relation, pad, np.stack([i.figures for i in items])
+
+
+def collate_tokens(items: list[TokenInput], device: str = "cpu", features: list | None = None):
+    """`padded` as torch tensors on `device`."""
+    import torch
+
+    return tuple(torch.as_tensor(p).to(device) for p in padded(items, features))
 
 
 # -- numpy inference ------------------------------------------------------------------------------
-
-def _gelu(x: np.ndarray) -> np.ndarray:
-    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
-
-
-def _linear(w: dict[str, np.ndarray], name: str, x: np.ndarray) -> np.ndarray:
-    return x @ w[f"{name}.weight"].T + w[f"{name}.bias"]
-
-
-def _norm(w: dict[str, np.ndarray], name: str, x: np.ndarray) -> np.ndarray:
-    mean = x.mean(-1, keepdims=True)
-    return (x - mean) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * w[f"{name}.weight"] + w[f"{name}.bias"]
-
 
 def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
     e = np.exp(x - x.max(axis, keepdims=True))
@@ -168,23 +160,11 @@ def latents_numpy(weights: dict[str, np.ndarray], items: list[TokenInput], layer
     return out
 
 
-def latent_one(weights: dict[str, np.ndarray], item: TokenInput, layers: int) -> np.ndarray:
-    return _latents_padded(weights, [item], layers)[0]
-
-
 def _latents_padded(weights: dict[str, np.ndarray], items: list[TokenInput], layers: int) -> np.ndarray:
-    b, k = len(items), max(i.num_tokens for i in items)
+    ops, numeric, codes, relation, pad, figures = padded(items)
+    b, k = ops.shape
     dim = weights["op_embedding.weight"].shape[1]
     part = dim // HEADS
-    ops = np.zeros((b, k), dtype=np.int64)
-    numeric = np.zeros((b, k, items[0].numeric.shape[1]), dtype=np.float32)
-    codes = np.zeros((b, k, 4 * FREQUENCIES), dtype=np.float32)
-    relation = np.zeros((b, k, k), dtype=np.int64)
-    pad = np.ones((b, k), dtype=bool)
-    for n, item in enumerate(items):
-        m = item.num_tokens
-        c, r = token_features(item)
-        ops[n, :m], numeric[n, :m], codes[n, :m], relation[n, :m, :m], pad[n, :m] = item.ops, item.numeric, c, r, False
     parents, children = (relation == 2).astype(np.float32), (relation == 3).astype(np.float32)
     h = weights["op_embedding.weight"][ops] + _linear(weights, "numeric", numeric) + _linear(weights, "codes", codes)
     masked = np.where(pad[:, None, None, :], np.float32(-1e4), np.float32(0))
@@ -203,5 +183,5 @@ def _latents_padded(weights: dict[str, np.ndarray], items: list[TokenInput], lay
     mean = (h * keep).sum(1) / np.maximum(keep.sum(1), 1)
     attention = _softmax(h @ weights["queries"].T / math.sqrt(dim) + np.where(pad, -1e4, 0)[:, :, None], 1)
     pooled = _linear(weights, "pool", (attention.transpose(0, 2, 1) @ h).mean(1))
-    g = _linear(weights, "figures2", _gelu(_linear(weights, "figures1", np.stack([i.figures for i in items]))))
+    g = _linear(weights, "figures2", _gelu(_linear(weights, "figures1", figures)))
     return np.concatenate([mean, pooled, g], 1).astype(np.float32)
