@@ -112,3 +112,146 @@ def test_pre_commit_refuses_a_renamed_resnet_and_accepts_a_small_mlp(tmp_path, n
     refused = git("commit", "-m", "a 'new' network")
     assert refused.returncode != 0
     assert "KNOWN" in refused.stdout + refused.stderr and "resnet" in refused.stdout + refused.stderr
+
+
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+def test_the_same_architecture_at_another_input_size_is_known(cli, write):
+    """Issue 43 item 8: a copied ResNet-50 checked at 64 px embeds below the 0.99 cosine, but its
+    canonical graph is the zoo's: the hook must say KNOWN, and say why."""
+    resnet = write("net.py", RESNET_COPY)
+    code, report = check(cli, resnet, "--input-shape", "1,3,64,64")
+    [result] = report["results"]
+    assert code == 1 and result["flagged"] and result["known"]["rule"] == "same-graph"
+    assert "resnet50" in result["nearest"]
+    assert "same canonical graph" in cli("check", resnet, "-i", "1,3,64,64").output
+
+
+def test_a_stem_and_head_adapted_copy_is_known_and_a_deeper_network_is_not(cli, write):
+    """A CIFAR ResNet-18 (3x3 stem, no max-pool, 10 classes) is ResNet-18 adapted at its ends; the
+    layers that differ are named. A ResNet-50 is not a ResNet-18 "adapted"."""
+    from narcli.graph.arch_graph import ArchGraph, Node
+    from narcli.search.known import adapted_changes
+    from narcli.zoo.store import Zoo
+
+    code, report = check(cli, write("cifar.py", (FIXTURES / "resnet18_cifar.py").read_text()))
+    [result] = report["results"]
+    assert code == 1 and result["known"]["rule"] == "adapted" and result["family"] == "resnet"
+    assert "-max_pool2d(3x3, /2)" in result["known"]["changed"]
+    zoo = Zoo()
+    r18, r50 = (zoo.graph(zoo.resolve(name)) for name in ("timm/resnet18", "timm/resnet50"))
+    assert adapted_changes(r18, r18) == []
+    assert adapted_changes(r50, r18) is None
+    # a change in the middle of the network is a redesign, however small
+    middle = len(r18.nodes) // 2
+    nodes = [Node(n.op, n.shape, dict(n.attrs), n.params) for n in r18.nodes]
+    nodes[middle] = Node("gelu") if nodes[middle].op == "relu" else Node("relu")
+    assert adapted_changes(ArchGraph(nodes, r18.edges), r18) is None
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_pre_commit_flags_copies_at_their_natural_input_with_no_hook_arguments(tmp_path, nar_home):
+    """Issue 43's must-reach: a project holding a CIFAR ResNet-18, a hand-written VGG-16 and a GPT-2
+    block stack, each at its natural input, is refused by the hook with no arguments: nar finds the
+    32-px input itself, and all three are KNOWN."""
+    pre_commit = Path(sys.executable).with_name("pre-commit")
+    if not pre_commit.exists():
+        pytest.skip("pre-commit is not installed")
+    [hook] = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    local = {**hook, "language": "system", "entry": f"{Path(sys.executable).with_name('nar')} check"}
+    repo = tmp_path / "repo"
+    (repo / "models").mkdir(parents=True)
+    (repo / ".pre-commit-config.yaml").write_text(yaml.safe_dump({"repos": [{"repo": "local", "hooks": [local]}]}))
+    for name in ("resnet18_cifar.py", "vgg16.py", "gpt2_blocks.py"):
+        shutil.copy(FIXTURES / name, repo / "models" / name)
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(tmp_path),
+           "NAR_HOME": str(nar_home), "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),
+           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    for args in (["init", "-q"], ["add", "."]):
+        subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+    assert subprocess.run([str(pre_commit), "install"], cwd=repo, env=env, capture_output=True).returncode == 0
+    refused = subprocess.run(["git", "commit", "-m", "three 'new' networks"], cwd=repo, env=env,
+                             capture_output=True, text=True)
+    out = refused.stdout + refused.stderr
+    assert refused.returncode != 0, out
+    for name in ("resnet18_cifar.py", "vgg16.py", "gpt2_blocks.py"):
+        assert f"KNOWN models/{name}" in out or f"KNOWN {repo}/models/{name}" in out, out
+    assert "3 checked, 3 known" in out
+
+
+def test_a_model_without_a_working_first_guess_finds_its_input(cli, write):
+    """Item 9: a CIFAR network's head fits only 32 px; the scan tries the size the failed head
+    names and says which input it used."""
+    result = cli("scan", write("cifar.py", (FIXTURES / "resnet18_cifar.py").read_text()), "--json")
+    assert result.exit_code == 0, result.output
+    [record] = json.loads(result.stdout)["models"] if "models" in json.loads(result.stdout) else json.loads(result.stdout)
+    assert record["inputs"] == [{"shape": [1, 3, 32, 32], "dtype": "float32"}]
+    assert "float32[1,3,224,224] failed, float32[1,3,32,32] ran" in record["assumed"]
+
+
+def test_per_path_settings_in_pyproject(cli, write, tmp_path, monkeypatch):
+    """Item 9: `[tool.nar.files."GLOB"]` sets the scan options of the files it matches, so one hook
+    run checks a 28-px and a 224-px model; a bad table is one usage line."""
+    write("models/mnist/net.py", mlp_source(784, 64, 10).replace("nn.Linear(784", "nn.Flatten(), nn.Linear(784"))
+    write("models/big/resnet.py", RESNET_COPY)
+    write("pyproject.toml", '[tool.nar]\ncheck-paths = ["models/**/*.py"]\n'
+          '[tool.nar.files."models/mnist/*.py"]\ninput-shape = "1,1,28,28"\n')
+    monkeypatch.chdir(tmp_path)
+    code, report = check(cli)
+    by_name = {Path(r["path"]).name: r for r in report["results"]}
+    assert by_name["net.py"]["settings"] == ["models/mnist/*.py"] and not by_name["net.py"]["error"]
+    assert by_name["resnet.py"]["settings"] == [] and by_name["resnet.py"]["flagged"]
+    for bad in ('[tool.nar.files."m/*.py"]\ninput-shape = 5\n', '[tool.nar.files."m/*.py"]\nspeed = 1\n',
+                '[tool.nar]\nfiles = 3\n', '[tool.nar.files."../*.py"]\nmodel = "X()"\n'):
+        write("pyproject.toml", '[tool.nar]\ncheck-paths = ["models/**/*.py"]\n' + bad
+              if not bad.startswith("[tool.nar]\n") else bad + 'check-paths = ["models/**/*.py"]\n')
+        result = cli("check")
+        assert result.exit_code == 2 and "Traceback" not in result.output and "pyproject.toml" in result.output
+
+
+@pytest.mark.parametrize("text", ["[tool]\nnar = 5\n", 'tool = "x"\n', "[tool.nar]\ncheck-paths = " + "[" * 5000 + "]" * 5000 + "\n"])
+def test_a_hostile_pyproject_is_one_usage_line(cli, write, tmp_path, monkeypatch, text):
+    """Item 6: `[tool] nar = 5`, `tool = "x"` and a 5,000-deep array were internal errors."""
+    write("pyproject.toml", text)
+    write("net.py", SMALL_MLP)
+    monkeypatch.chdir(tmp_path)
+    result = cli("check")
+    assert result.exit_code == 2 and "Traceback" not in result.output and "internal error" not in result.output
+    assert "pyproject.toml" in result.output and len(result.output.strip().splitlines()) <= 3
+
+
+def test_globs_never_leave_the_project_and_survive_symlink_loops(cli, write, tmp_path, monkeypatch):
+    """Items 2: a symlinked folder that points outside the project is refused (its code never runs);
+    two symlink loops neither hang the walk nor check a file twice."""
+    outside = tmp_path / "outside"
+    marker = tmp_path / "imported-from-outside"
+    write("outside/evil.py", f"import torch\nopen({str(marker)!r}, 'w').write('ran')\n")
+    project = tmp_path / "project"
+    write("project/models/mlp.py", SMALL_MLP)
+    write("project/pyproject.toml", '[tool.nar]\ncheck-paths = ["models/**/*.py"]\n')
+    (project / "models" / "vendor").symlink_to(outside, target_is_directory=True)
+    (project / "models" / "loop").symlink_to(project / "models", target_is_directory=True)
+    (project / "models" / "sub").mkdir()
+    (project / "models" / "sub" / "back").symlink_to(project / "models", target_is_directory=True)
+    (project / "models" / "same.py").symlink_to(project / "models" / "mlp.py")
+    monkeypatch.chdir(project)
+    code, report = check(cli)
+    assert not marker.exists()
+    checked = [r for r in report["results"] if not r["skipped"]]
+    assert [Path(r["path"]).name for r in checked] == ["mlp.py"]  # once, though reachable five ways
+    refused = [r for r in report["results"] if r["skipped"]]
+    assert any("vendor" in r["path"] and "outside the project" in r["skipped"] for r in refused)
+    text = cli("check").output
+    assert "vendor" in text and "outside the project" in text
+
+
+def test_glob_matching_follows_glob_rules():
+    from narcli.search.project_paths import glob_regex
+
+    cases = [("models/**/*.py", "models/a.py", True), ("models/**/*.py", "models/x/y/a.py", True),
+             ("models/**/*.py", "models/.hidden/a.py", False), ("*.py", "x/a.py", False),
+             ("m/[ab].py", "m/a.py", True), ("m/[!ab].py", "m/a.py", False), ("m/[!ab].py", "m/c.py", True),
+             ("models/*.py", "models/.a.py", False), ("**", "x/y.py", True), ("m/?.py", "m/ab.py", False)]
+    for pattern, path, expected in cases:
+        assert bool(glob_regex(pattern).match(path)) is expected, (pattern, path)

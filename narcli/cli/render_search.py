@@ -6,7 +6,7 @@ from typing import Any
 
 from narcli.cli.common import safe
 from narcli.cli.render_scan import human
-from narcli.search.text import prediction_line
+from narcli.search.text import human_params, prediction_line
 
 
 def _shared_text(shared: list[dict[str, Any]], width: int = 28) -> str:
@@ -26,7 +26,7 @@ def print_similar(console: Any, results: list[Any]) -> None:
 
     for result in results:
         q = result.query
-        figures = f"{human(q.params)} params, {human(q.macs)} MACs" if q.params or q.macs else ""
+        figures = f"{human_params(q.params)} params, {human(q.macs)} MACs" if q.params or q.macs else ""
         console.print(f"[bold]{safe(q.name)}[/] [dim]({q.kind}{', ' + figures if figures else ''})[/]")
         if q.zoo_model is not None:  # a zoo model has a family label: show it, and what the encoder says
             m = q.zoo_model
@@ -40,27 +40,65 @@ def print_similar(console: Any, results: list[Any]) -> None:
             shown = ", ".join(result.identical[:5]) + (f" and {len(result.identical) - 5} more"
                                                          if len(result.identical) > 5 else "")
             console.print(f"[dim]same architecture as: {safe(shown)}[/]")
+        if getattr(result, "twins", None):  # another graph only in its sizes (a longer position table, say)
+            from narcli.search.similar import TWIN_COSINE
+
+            shown = ", ".join(result.twins[:5]) + (f" and {len(result.twins) - 5} more" if len(result.twins) > 5 else "")
+            console.print(f"[dim]same layers, other sizes (cosine ≥ {TWIN_COSINE}): {safe(shown)}[/]")
         if not result.neighbours:
             what = ", ".join(f"{k} {v}" for k, v in result.filters.items())
             console.print(f"[yellow]no architecture matches {safe(what) or 'the index'}[/]")
             continue
-        table = Table(box=None, pad_edge=False, header_style="bold")
-        table.add_column("#", justify="right", min_width=2, no_wrap=True)
-        table.add_column("name", no_wrap=True, overflow="ellipsis", max_width=36)
-        table.add_column("family", no_wrap=True, overflow="ellipsis", max_width=16)
-        wide = console.width >= 110
-        if wide:
-            table.add_column("task", no_wrap=True, overflow="ellipsis", max_width=12)
-        for column in ("cosine", "params", "MACs"):
-            table.add_column(column, justify="right", no_wrap=True, min_width=6)
-        table.add_column("shared motifs", no_wrap=True, overflow="ellipsis", max_width=26)
-        for rank, n in enumerate(result.neighbours, 1):
-            name = safe(n.name) + (f" [dim]+{len(n.aliases)}[/]" if n.aliases else "")
-            cells = [str(rank), name, safe(n.family)] + ([safe(n.task or "")] if wide else [])
-            table.add_row(*cells, f"{n.cosine:.3f}", human(n.params), human(n.macs), safe(_shared_text(n.shared)))
-        console.print(table)
-        if any(n.aliases for n in result.neighbours):
-            console.print("[dim]+N: N more zoo models share that architecture[/]")
+        console.print(_similar_table(console.width, result.neighbours))
+        if any(n.aliases or getattr(n, "heads", None) for n in result.neighbours):
+            console.print("[dim]+N: more zoo models with that architecture, or other task heads of the model[/]")
+
+
+NAME_FIRST = 28  # the name's width before the shared motifs get any room
+NAME_LEAST = 12
+SHARED_LEAST = 12
+GAP = 2  # one space of padding either side of a column boundary
+
+
+def _similar_table(width: int, neighbours: list[Any]) -> Any:
+    """The neighbours in `width` columns. Family, cosine and the figures always get their full
+    width; the name takes what is left (cut with an ellipsis), then the shared motifs, then task on
+    a wide terminal. Rich would otherwise shrink every column alike, cutting `resnet` to `resn…`."""
+    from rich.table import Table
+
+    extra = [len(n.aliases) + len(getattr(n, "heads", None) or []) for n in neighbours]
+    rows = [{"#": str(rank), "name": n.name, "family": n.family or "", "task": n.task or "",
+             "cosine": f"{n.cosine:.3f}", "params": human_params(n.params), "MACs": human(n.macs),
+             "shared motifs": _shared_text(n.shared, 60)} for rank, n in enumerate(neighbours, 1)]
+    full = {column: max([len(column)] + [len(r[column]) for r in rows]) for column in rows[0]} if rows else {}
+    full["name"] = max([4] + [len(r["name"]) + (len(f" +{x}") if x else 0) for r, x in zip(rows, extra)])
+    widths = {c: full[c] for c in ("#", "family", "cosine", "params", "MACs")}
+    room = width - sum(widths.values()) - GAP * 5  # the six columns always shown
+    if room < NAME_LEAST:  # a very narrow terminal: the family gives way, to 8 columns at least
+        widths["family"] = max(8, widths["family"] - (NAME_LEAST - room))
+        room = width - sum(widths.values()) - GAP * 5
+    widths["name"] = max(min(full["name"], NAME_FIRST, room), min(NAME_LEAST, full["name"]))
+    room -= widths["name"]
+    if room - GAP >= min(SHARED_LEAST, full["shared motifs"]):
+        widths["shared motifs"] = min(full["shared motifs"], SHARED_LEAST)
+        room -= widths["shared motifs"] + GAP
+    grow = min(full["name"] - widths["name"], max(room, 0))
+    widths["name"] += grow
+    room -= grow
+    if room >= full["task"] + GAP:
+        widths["task"] = full["task"]
+        room -= full["task"] + GAP
+    if "shared motifs" in widths:
+        widths["shared motifs"] += min(full["shared motifs"] - widths["shared motifs"], max(room, 0))
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    order = [c for c in ("#", "name", "family", "task", "cosine", "params", "MACs", "shared motifs") if c in widths]
+    for column in order:
+        table.add_column(column, width=widths[column], no_wrap=True, overflow="ellipsis",
+                         justify="right" if column in ("#", "cosine", "params", "MACs") else "left")
+    for row, x in zip(rows, extra):
+        cells = {**{c: safe(v) for c, v in row.items()}, "name": safe(row["name"]) + (f" [dim]+{x}[/]" if x else "")}
+        table.add_row(*(cells[c] for c in order))
+    return table
 
 
 def print_indexes(console: Any, rows: list[dict[str, Any]]) -> None:
@@ -91,7 +129,7 @@ def print_comparison(console: Any, c: Any) -> None:
     table.add_column("")
     table.add_column(safe(c.a.name), justify="right")
     table.add_column(safe(c.b.name), justify="right")
-    for label, x, y in (("params", human(c.a.params), human(c.b.params)), ("MACs", human(c.a.macs), human(c.b.macs)),
+    for label, x, y in (("params", human_params(c.a.params), human_params(c.b.params)), ("MACs", human(c.a.macs), human(c.b.macs)),
                         ("depth", str(c.a.depth), str(c.b.depth)), ("nodes", str(c.a.nodes), str(c.b.nodes))):
         table.add_row(label, x, y)
     for op, x, y in c.op_difference[:10]:
@@ -101,19 +139,34 @@ def print_comparison(console: Any, c: Any) -> None:
     console.print(table)
     verdict = " (the same architecture)" if c.same_architecture else ""
     console.print(f"cosine [bold]{c.cosine:.3f}[/]{verdict}")
-    # a motif's type hashes its operations in order, their kernel sizes and what surrounds them, so
-    # two "only in" motifs can list the same operations: mark them, and say what can differ
-    looks_alike = {ops_text(m["ops"]) for m in c.motifs_only_a} & {ops_text(m["ops"]) for m in c.motifs_only_b}
-    for title, motifs in (("shared motifs", c.motifs_shared), (f"only in {c.a.name}", c.motifs_only_a),
-                          (f"only in {c.b.name}", c.motifs_only_b)):
-        listed = "; ".join(f"{ops_text(m['ops'])} ×{m['count']}" + ("*" if ops_text(m["ops"]) in looks_alike and
-                                                                    m not in c.motifs_shared else "")
-                           for m in motifs[:4]) or "none"
-        more = f" (+{len(motifs) - 4})" if len(motifs) > 4 else ""
-        console.print(f"[bold]{safe(title)}[/]: {safe(listed)}{more}")
-    if looks_alike:
-        console.print("[dim]* the same operations on both sides, in another order, with other kernel sizes, or "
-                      "between other neighbours (a motif's type tells those apart)[/]")
+    counts_b = {m["type"]: m["count"] for m in c.b.motifs}
+    paired = getattr(c, "motifs_paired", [])
+    # a motif's type hashes its layers in sequence order, so one block cut at another point (a
+    # transformer layer starting at its attention, not its norm) has another type: shared all the same
+    shared = [f"{ops_text(m['ops'])} ×{m['count']}" + (f" (×{counts_b[m['type']]})" if counts_b.get(m["type"],
+              m["count"]) != m["count"] else "") for m in c.motifs_shared]
+    shared += [f"{ops_text(p['a']['ops'])} ×{p['a']['count']} (×{p['b']['count']})†" for p in paired if p["same_block"]]
+    console.print(f"[bold]shared motifs[/]: {safe(_listed(shared))}")
+    alike = [p for p in paired if not p["same_block"]]
+    if alike:
+        console.print("[bold]alike motifs[/], and what differs:")
+        for p in alike[:4]:
+            console.print(f"  {safe(ops_text(p['a']['ops']))} ×{p['a']['count']} ~ {safe(ops_text(p['b']['ops']))} "
+                          f"×{p['b']['count']}: {safe(p['difference'])}")
+        if len(alike) > 4:
+            console.print(f"  [dim]… {len(alike) - 4} more[/]")
+    for name, motifs in ((c.a.name, c.motifs_only_a), (c.b.name, c.motifs_only_b)):
+        console.print(f"[bold]only in {safe(name)}[/]: "
+                      + safe(_listed([f"{ops_text(m['ops'])} ×{m['count']}" for m in motifs])))
+    if any(p["same_block"] for p in paired):
+        console.print(f"[dim]† the same block, cut at another point of the layer sequence; (×N): its count in "
+                      f"{safe(c.b.name)}[/]")
+    elif any(counts_b.get(m["type"], m["count"]) != m["count"] for m in c.motifs_shared):
+        console.print(f"[dim](×N): its count in {safe(c.b.name)}[/]")
+
+
+def _listed(items: list[str], shown: int = 4) -> str:
+    return "; ".join(items[:shown]) + (f" (+{len(items) - shown})" if len(items) > shown else "") if items else "none"
 
 
 def _checked_name(r: Any) -> str:
@@ -129,17 +182,21 @@ def print_check(console: Any, report: Any) -> None:
 
     for r in report.results:
         if r.skipped:
+            console.print(f"[dim]skip {safe(r.path)}: {safe(r.skipped)}[/]", soft_wrap=True)
             continue
+        settings = f" [dim](settings of {', '.join(safe(s) for s in r.settings)})[/]" if r.settings else ""
         if r.error:
             tag = "[red]FAIL[/]" if report.on_error == "fail" else "[yellow]warn[/]"
-            console.print(f"{tag} {safe(r.path)}: {safe(r.error)}")
+            console.print(f"{tag} {safe(r.path)}: {safe(r.error)}{settings}", soft_wrap=True)
         elif r.flagged:
-            console.print(f"[red]KNOWN[/] {safe(_checked_name(r))}: cosine {r.cosine:.3f} to {safe(r.nearest)} "
-                          f"(family {safe(r.family)}), at or above {report.threshold:.3f}")
+            console.print(f"[red]KNOWN[/] {safe(_checked_name(r))}: {safe(r.known.describe())} "
+                          f"(family {safe(r.family)}){settings}", soft_wrap=True)
         else:
-            console.print(f"[green]ok[/] {safe(_checked_name(r))}: nearest {safe(r.nearest)} at cosine {r.cosine:.3f}")
+            console.print(f"[green]ok[/] {safe(_checked_name(r))}: nearest {safe(r.nearest)} at cosine {r.cosine:.3f}"
+                          f"{settings}", soft_wrap=True)  # one line a file: hook logs are grepped
     if report.flagged:
-        console.print(f"[bold red]{len(report.flagged)} model(s) match a known architecture[/] (threshold "
-                      f"{report.threshold:.3f} from {safe(report.threshold_from)}); rename is not redesign — "
-                      "reuse the known model, or raise the threshold with --threshold or \\[tool.nar] check-threshold")
+        console.print(f"[bold red]{len(report.flagged)} model(s) match a known architecture[/]: the same graph, the "
+                      f"same layers with an adapted stem or head, or cosine at or above {report.threshold:.3f} (from "
+                      f"{safe(report.threshold_from)}); rename is not redesign — reuse the known model, or raise "
+                      "the threshold with --threshold or \\[tool.nar] check-threshold")
     console.print(report.summary, highlight=False, soft_wrap=True)  # one line, for hook logs and grep

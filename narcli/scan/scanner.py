@@ -15,7 +15,7 @@ from narcli import IR_VERSION
 from narcli.errors import CacheError, LoadError, NarError, NoModelError, TraceError, UsageError, shorten
 from narcli.scan.cache import CACHE_PREFIX, Cache, ModelRecord
 from narcli.scan.fingerprint import file_fingerprint
-from narcli.trace.inputs import InputSpec, describe, parse_inputs
+from narcli.trace.inputs import InputSpec, describe, parse_inputs, token_ids_hint
 
 KINDS = {".py": "py", ".onnx": "onnx", ".pt2": "pt2"}
 # Refused by size before anything is read: no model's source is this long, and protobuf caps a
@@ -76,34 +76,24 @@ def _annotate_payloads(payloads: list[dict], graphs: list[Any], annotate: Annota
 def trace_python_file(path: Path, spec: str | None, inputs: list[InputSpec] | None,
                       annotate: Annotate | None = None) -> list[dict]:
     """Build every model of a `.py` file on the meta device and trace it (runs in the child)."""
-    import torch
-
     from narcli.graph.canonical import build_graph
     from narcli.trace.compat import ensure_torchvision_importable
-    from narcli.trace.inputs import guess_inputs
     from narcli.trace.loader import build_models
 
     ensure_torchvision_importable()  # user files import torchvision, timm, transformers too
+    from narcli.trace.input_search import forward_failed, meta_tensors, trace_guessing_inputs
     from narcli.trace.torch_tracer import trace_module
 
     out, graphs = [], []
     for name, model in build_models(path, spec):
-        assumed = None
-        specs = inputs
-        if specs is None:
+        if inputs is not None:
+            specs, assumed = inputs, None
             try:
-                specs, assumed = guess_inputs(model)
-            except UsageError as exc:
-                raise LoadError(f"{name}: {exc}") from None
-        tensors = [torch.empty(s.shape, dtype=getattr(torch, s.dtype), device="meta") for s in specs]
-        try:
-            raw, tracer = trace_module(model, tensors)
-        except TraceError as exc:
-            which = "the assumed input" if assumed else "input"
-            hint = "; pass --input-shape (and --input-dtype for token ids)" if assumed else ""
-            cause = str(exc.__cause__ or exc)
-            raise TraceError(f"{name}: forward failed on {which} {describe(specs)}: "
-                             f"{type(exc.__cause__).__name__}: {cause.splitlines()[0][:200]}{hint}") from None
+                raw, tracer = trace_module(model, meta_tensors(specs))
+            except TraceError as exc:
+                raise forward_failed(name, specs, exc, guessed=False) from None
+        else:
+            raw, tracer, specs, assumed = trace_guessing_inputs(name, model, trace_module)
         graph = build_graph(raw, {"source": str(path), "tracer": tracer, "model": name,
                                   "inputs": [s.to_json() for s in specs]})
         out.append(_graph_payload(graph, name, tracer, specs, assumed))
@@ -129,8 +119,9 @@ def trace_model_folder(path: Path, inputs: list[InputSpec] | None, annotate: Ann
         raw, tracer = trace_module(module, tensors)
     except TraceError as exc:
         cause = exc.__cause__ or exc
+        text = str(cause).splitlines()[0][:200] if str(cause) else ""
         raise TraceError(f"{path.name} ({name}): forward failed on input {describe(specs)}: "
-                         f"{type(cause).__name__}: {str(cause).splitlines()[0][:200] if str(cause) else ''}") from None
+                         f"{type(cause).__name__}: {text}{token_ids_hint(text, specs)}") from None
     graph = build_graph(raw, {"source": str(path), "tracer": tracer, "model": name,
                               "inputs": [s.to_json() for s in specs]})
     return _annotate_payloads([_graph_payload(graph, name, tracer, specs, None)], [graph], annotate)
@@ -424,6 +415,11 @@ def scan_directory(root: Path, options: ScanOptions | None = None, cache: Cache 
             raise  # every other file would fail the same way
         except NarError as exc:
             results.append(FileResult(path, error=str(exc)))
+        except Exception as exc:  # noqa: BLE001 - RecursionError, OverflowError, MemoryError, a reader's bug:
+            # one bad file is one failed row, never a failed run
+            text = " ".join(str(exc).split())
+            results.append(FileResult(path, error=f"{path}: could not be scanned ({type(exc).__name__}"
+                                                  f"{': ' + shorten(text, 200) if text else ''})"))
     if on_file:
         on_file(root, len(files), len(files))
     return results

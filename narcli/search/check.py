@@ -5,11 +5,16 @@ pre-commit. Configured by `[tool.nar]` in the nearest pyproject.toml:
     check-threshold = 0.99            # cosine at or above which a model counts as a known one
     check-paths = ["models/**/*.py"]  # what `nar check` with no paths scans
     check-on-error = "fail"           # a file that cannot be checked fails the hook ("warn": let it through)
+
+    [tool.nar.files."models/cifar/**"]  # scan settings for the files a glob matches
+    input-shape = "1,3,32,32"
+
+A model is known when its graph equals a zoo architecture's (at any input size), when it is one
+with only its stem and head adapted, or when its embedding is within the threshold (`known.py`).
 """
 
 from __future__ import annotations
 
-import glob
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,11 +38,14 @@ class Checked:
     flagged: bool = False
     error: str = ""  # the scan's own error, when the file failed to scan
     skipped: str = ""  # why a file was not scanned (e.g. it never mentions torch)
+    known: Any = None  # a known.Known: which rule made the model a known one
+    settings: list[str] = field(default_factory=list)  # the [tool.nar.files] globs that applied
 
     def to_json(self) -> dict[str, Any]:
         data = dict(self.__dict__)
         if self.cosine is not None:
             data["cosine"] = round(self.cosine, 4)
+        data["known"] = self.known.to_json() if self.known is not None else None
         return data
 
 
@@ -90,7 +98,18 @@ def find_config(start: Path) -> tuple[dict[str, Any], Path | None]:
                 data = tomllib.loads(candidate.read_text())
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
                 raise UsageError(f"{candidate}: not valid TOML ({exc})") from None
-            return data.get("tool", {}).get("nar", {}), candidate
+            except RecursionError:
+                raise UsageError(f"{candidate}: not readable TOML (nested too deeply)") from None
+            except OSError as exc:
+                raise UsageError(f"{candidate}: cannot be read ({exc.strerror or exc})") from None
+            tool = data.get("tool", {})
+            if not isinstance(tool, dict):
+                raise UsageError(f"{candidate}: [tool] must be a table, not {type(tool).__name__}")
+            config = tool.get("nar", {})
+            if not isinstance(config, dict):
+                raise UsageError(f"{candidate}: [tool.nar] must be a table of settings, not {type(config).__name__} "
+                                 "(e.g. [tool.nar] check-paths = [\"models/**/*.py\"])")
+            return config, candidate
     return {}, None
 
 
@@ -102,36 +121,31 @@ def _threshold(value: Any, where: str) -> float:
 
 def check_models(paths: list[Path], threshold: float | None = None, on_error: str | None = None, options: Any = None,
                  root: Path | None = None) -> CheckReport:
-    """Scan each file, find its nearest zoo architecture; flag those at or above the threshold."""
+    """Scan each file, find its nearest zoo architectures; flag those that are known (`known.py`)."""
     from narcli.scan.scanner import mentions_torch
     from narcli.search.neighbours import zoo_index
-    from narcli.search.query import file_queries
+    from narcli.search.project_paths import check_patterns, expand_globs, file_settings, settings_for
     from narcli.trace.model_folders import enclosing_model_folder, folder_code_refusal
     from narcli.zoo.store import Zoo
 
     root = root or Path.cwd()
     config, config_path = find_config(root)
+    base = config_path.parent if config_path else root
     if threshold is not None:
         chosen, origin = _threshold(threshold, "--threshold"), "--threshold"
     elif "check-threshold" in config:
         chosen, origin = _threshold(config["check-threshold"], str(config_path)), str(config_path)
     else:
         chosen, origin = DEFAULT_THRESHOLD, "default"
+    rules = file_settings(config, config_path)
+    refused: list[tuple[Path, str]] = []
     if not paths:
-        patterns = config.get("check-paths")
-        if not patterns:
+        if not config.get("check-paths"):
             raise UsageError(f"no files to check: {CONFIG_HELP}")
-        if isinstance(patterns, str):
-            patterns = [patterns]
-        if not isinstance(patterns, list) or not all(isinstance(p, str) and p.strip() for p in patterns):
-            raise UsageError(f"{config_path}: check-paths must be a glob or a list of globs, not {patterns!r}")
-        base = config_path.parent if config_path else root
-        outside = [p for p in patterns if Path(p).is_absolute() or ".." in Path(p).parts or p.startswith("~")]
-        if outside:
-            raise UsageError(f"{config_path}: check-paths {outside} reach outside the project; globs are relative "
-                             f"to {base} and stay inside it (no absolute paths, no '..')")
-        paths = sorted({Path(p) for pattern in patterns for p in glob.glob(str(base / pattern), recursive=True)})
-        if not paths:
+        patterns = check_patterns(config["check-paths"], config_path)
+        expanded = expand_globs(patterns, base)
+        paths, refused = expanded.paths, expanded.refused
+        if not paths and not refused:
             raise UsageError(f"{config_path}: check-paths {patterns} matched no files under {base}; "
                              "fix the globs (they are relative to pyproject.toml)")
     if on_error is None:
@@ -141,6 +155,7 @@ def check_models(paths: list[Path], threshold: float | None = None, on_error: st
     elif on_error not in ON_ERROR:
         raise UsageError(f"--on-error must be fail or warn, not {on_error!r}")
     report = CheckReport(chosen, origin, on_error)
+    report.results += [Checked(str(path), skipped=why) for path, why in refused]
     index = None
     zoo = Zoo()
     for path in paths:
@@ -152,19 +167,77 @@ def check_models(paths: list[Path], threshold: float | None = None, on_error: st
         if path.suffix.lower() == ".py" and path.exists() and not mentions_torch(path):
             report.results.append(Checked(str(path), skipped="does not use torch"))
             continue
+        overrides, used = settings_for(path, base, rules)
         try:
-            queries = file_queries(path, options)
+            queries = _file_queries(path, options, overrides)
         except NarError as exc:
-            report.results.append(Checked(str(path), error=str(exc)))
+            report.results.append(Checked(str(path), error=str(exc), settings=used))
+            continue
+        except (RecursionError, OverflowError, MemoryError, ValueError) as exc:  # one file, one row
+            report.results.append(Checked(str(path), error=f"{type(exc).__name__}: {exc}"[:300], settings=used))
             continue
         index = index or zoo_index()
         for query in queries:
-            nearest = index.query(query.vector, 1)
-            if not nearest:
-                report.results.append(Checked(str(path), query.name, error="the zoo index is empty"))
-                continue
-            graph_hash, cosine = nearest[0]
-            models = zoo.models_by_hash([graph_hash]).get(graph_hash, [])
-            report.results.append(Checked(str(path), query.name, models[0].id if models else graph_hash,
-                                          models[0].family if models else "", cosine, cosine >= chosen))
+            report.results.append(_verdict(path, query, index, zoo, chosen, used))
     return report
+
+
+def _file_queries(path: Path, options: Any, overrides: dict[str, Any]) -> list[Any]:
+    """The file's queries, scanned with its `[tool.nar.files]` settings over the command line's."""
+    from dataclasses import replace
+
+    from narcli.scan.scanner import ScanOptions
+    from narcli.search.query import file_queries
+
+    options = options or ScanOptions()
+    if overrides:
+        if "input_dtypes" in overrides and "input_shapes" not in overrides and not options.input_shapes:
+            raise UsageError(f"{path}: [tool.nar.files] gives input-dtype without input-shape")
+        options = replace(options, **overrides)
+    return file_queries(path, options)
+
+
+CANDIDATES = 10  # nearest zoo architectures compared layer by layer for the `adapted` rule
+
+
+def _verdict(path: Path, query: Any, index: Any, zoo: Any, threshold: float, used: list[str]) -> Checked:
+    from narcli.search.known import Known, adapted_changes
+
+    nearest = index.query(query.vector, CANDIDATES)
+    if not nearest:
+        return Checked(str(path), query.name, error="the zoo index is empty", settings=used)
+    cosines = dict(nearest)
+    models = zoo.models_by_hash([query.graph_hash] + [h for h, _ in nearest])
+    known = None
+    if models.get(query.graph_hash):
+        m = models[query.graph_hash][0]
+        known = Known("same-graph", m.id, m.family, cosines.get(query.graph_hash, 1.0), [])
+    graph = _query_graph(query) if known is None else None
+    if graph is not None:
+        adapted = []  # fewest changed layers first, then the source a bare name resolves to, then cosine
+        for graph_hash, cosine in nearest:
+            group = models.get(graph_hash)
+            changed = adapted_changes(graph, zoo.graph(group[0])) if group else None
+            if changed is not None:
+                adapted.append((len(changed), zoo.rank(group[0].source), -cosine, Known("adapted", group[0].id, group[0].family, cosine, changed)))
+        known = min(adapted, key=lambda a: a[:3])[3] if adapted else None
+    graph_hash, cosine = nearest[0]
+    if known is None and cosine >= threshold and models.get(graph_hash):
+        m = models[graph_hash][0]
+        known = Known("embedding", m.id, m.family, cosine, [])
+    top = models.get(graph_hash, [])
+    shown = known.zoo_id if known else (top[0].id if top else graph_hash)
+    family = known.family if known else (top[0].family if top else "")
+    score = known.cosine if known else cosine
+    return Checked(str(path), query.name, shown, family, score, known is not None, known=known, settings=used)
+
+
+def _query_graph(query: Any) -> Any:
+    """The query's canonical graph: handed over by a scan that stored nothing, else from the cache."""
+    if query.extra.get("graph") is not None:
+        return query.extra["graph"]
+    if not query.graph_key:
+        return None
+    from narcli.scan.cache import Cache
+
+    return Cache().graph(query.graph_key)

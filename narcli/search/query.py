@@ -139,6 +139,10 @@ def file_queries(path: Path, options: Any = None) -> list[Query]:
                                       embedding.motifs)
             queries[i] = _file_query(path, record, len(records), embedding.vector, embedding.prediction,
                                      embedding.motifs)
+    if graphs:  # a scan that stored nothing hands its graphs over (nar check compares them layer by layer)
+        for query, graph in zip(queries, graphs):
+            if query is not None:
+                query.extra["graph"] = graph
     return [q for q in queries if q is not None]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,22 +80,83 @@ def describe(specs: list[InputSpec]) -> str:
 
 def guess_inputs(model: Any) -> tuple[list[InputSpec], str]:
     """Inputs for a model from its first layer with weights, and a sentence saying what was assumed."""
+    return next(candidate_inputs(model))
+
+
+# Sizes tried after the first guess fails, most common first: CIFAR, MNIST, small ImageNet crops,
+# Inception's 299; for token ids, shorter contexts first (a small GPT's position table is often 64).
+IMAGE_SIDES = (32, 28, 64, 96, 128, 256, 299, 384, 512)
+SIGNAL_LENGTHS = (16000, 256, 128, 4096)
+TOKEN_LENGTHS = (64, 32, 16, 8, 256, 512)
+MAX_TRIES = 8  # first guess included: meta-device traces are cheap, but a model may fail at every size
+
+
+def candidate_inputs(model: Any, failure: str = "") -> Iterator[tuple[list[InputSpec], str]]:
+    """Example inputs to try, best guess first: the first layer with weights decides the kind of
+    input (image, signal, video, token ids, vector, sequence); sizes follow. `failure` is the error
+    of the previous try: a head that met the wrong number of features names the side that fits."""
     for name, layer in model.named_modules():
         kind = type(layer).__name__
+        first = f"first layer {name or kind}"
         if kind.startswith("Conv") and hasattr(layer, "in_channels"):
             rank = len(layer.kernel_size)
-            size = {1: (1024,), 2: (224, 224), 3: (16, 112, 112)}[rank]
-            spec = InputSpec((1, layer.in_channels, *size))
-            what = {1: "signal", 2: "image", 3: "video"}[rank]
-            return [spec], f"{what} (first layer {name or kind}: {kind}({layer.in_channels}, ...))"
+            what = {1: "signal", 2: "image", 3: "video"}.get(rank)
+            if what is None:
+                break
+            channels = layer.in_channels
+            about = f"{what} ({first}: {kind}({channels}, ...))"
+            if rank == 1:
+                for length in (1024, *SIGNAL_LENGTHS):
+                    yield [InputSpec((1, channels, length))], about
+            elif rank == 2:
+                for side in (224, *IMAGE_SIDES):
+                    yield [InputSpec((1, channels, side, side))], about
+            else:
+                for frames, side in ((16, 112), (8, 112), (16, 224), (16, 64), (8, 32)):
+                    yield [InputSpec((1, channels, frames, side, side))], about
+            return
         if kind in ("Embedding", "EmbeddingBag"):
-            spec = InputSpec((1, 128), "int64")
-            return [spec], f"token ids (first layer {name or kind}: Embedding({layer.num_embeddings}, ...))"
+            about = f"token ids ({first}: Embedding({layer.num_embeddings}, ...))"
+            for length in (128, *TOKEN_LENGTHS):
+                yield [InputSpec((1, length), "int64")], about
+            return
         if kind == "Linear":
-            spec = InputSpec((1, layer.in_features))
-            return [spec], f"vector (first layer {name or kind}: Linear({layer.in_features}, ...))"
+            yield [InputSpec((1, layer.in_features))], f"vector ({first}: Linear({layer.in_features}, ...))"
+            return
         if kind in ("LSTM", "GRU", "RNN"):
             shape = (1, 32, layer.input_size) if layer.batch_first else (32, 1, layer.input_size)
-            spec = InputSpec(shape)
-            return [spec], f"sequence (first layer {name or kind}: {kind}({layer.input_size}, ...))"
+            yield [InputSpec(shape)], f"sequence ({first}: {kind}({layer.input_size}, ...))"
+            return
     raise UsageError("cannot guess the model's input from its layers; pass --input-shape")
+
+
+def side_from_mismatch(message: str, side: int) -> int | None:
+    """The image side a classifier head expects, read from a matrix-size error at `side`.
+
+    `[1, 25088] X [512, 10]` at 224 px: the head met 49x the features it was built for, so the
+    feature map was 7x too wide and high; the model wants 224 / 7 = 32 px.
+    """
+    found = re.search(r"\[1, (\d+)\] X \[(\d+), \d+\]", message) or \
+        re.search(r"\(1x(\d+) and (\d+)x\d+\)", message)
+    if not found:
+        return None
+    got, wanted = int(found.group(1)), int(found.group(2))
+    if not got or not wanted:
+        return None
+    ratio = math.sqrt(got / wanted)
+    if abs(ratio - round(ratio)) > 1e-6 and abs(1 / ratio - round(1 / ratio)) > 1e-6:
+        return None
+    fitted = side / ratio
+    return int(round(fitted)) if fitted >= 1 and abs(fitted - round(fitted)) < 1e-6 else None
+
+
+# what torch says when an embedding (or a gather) is handed floats where it looks up token ids
+_WANTS_INDICES = ("'indices' to have one of the following scalar types", "expected scalar type Long",
+                  "expected scalar type Int", "must be Long", "index_select(): Expected dtype int")
+
+
+def token_ids_hint(error: str, specs: list[InputSpec]) -> str:
+    """"; ... pass --input-dtype int64" when a float input met a token lookup, else ""."""
+    if any(s.dtype.startswith(("float", "bfloat")) for s in specs) and any(w in error for w in _WANTS_INDICES):
+        return "; the model takes token ids (integers), not floats: pass --input-dtype int64"
+    return ""
