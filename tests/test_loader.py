@@ -114,6 +114,35 @@ def test_collects_top_level_models_and_factories_not_blocks_or_helpers(write):
     assert all(p.device.type == "meta" for m in built.values() for p in m.parameters())
 
 
+def test_a_module_class_without_forward_is_a_helper_not_a_model(write, cli):
+    """Issue 43 item 7: one model and a container class without `forward` failed as a whole, with
+    a hint about --input-shape; the container is a helper, so the model alone is scanned."""
+    path = write("two.py", """
+import torch
+from torch import nn
+
+class Layers(nn.ModuleDict):
+    def __init__(self):
+        super().__init__({"a": nn.Linear(4, 4)})
+
+class Backbone(nn.Module):  # holds layers for another project; never called
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(4, 8), nn.ReLU())
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+""")
+    assert [name for name, _ in build_models(path, None)] == ["Net"]
+    result = cli("scan", str(path))
+    assert result.exit_code == 0, result.output
+
+
 def test_model_spec_with_arguments(write):
     path = write("models.py", MODELS)
     [(name, model)] = build_models(path, "Net(depth=5)")

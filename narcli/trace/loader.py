@@ -215,6 +215,9 @@ def build_models(path: Path, spec: str | None) -> list[tuple[str, Any]]:
             raise LoadError(f"{path}: every model needs constructor arguments ({'; '.join(needs_args)}); "
                             f"pick one with --model 'NAME(arg=value, ...)'")
         raise NoModelError(f"{path}: no nn.Module subclass or model factory found")
+    # a module class without a forward of its own (a container, a mixin) is a helper, not a model
+    runnable = [b for b in built if type(b[1]).forward is not nn.Module.forward]
+    built = runnable or built
     # a block that another candidate contains is part of a model, not a model of its own
     inner = {type(m) for _, model, _ in built for m in list(model.modules())[1:]}
     top = [(shown, m) for shown, m, attr in built if type(m) not in inner or not inspect.isclass(getattr(module, attr))]
