@@ -39,3 +39,73 @@ def test_guess_from_first_layer(layer, shape, dtype, word):
 def test_guess_fails_clearly_without_a_known_first_layer():
     with pytest.raises(UsageError, match="--input-shape"):
         guess_inputs(nn.Sequential(nn.ReLU()))
+
+
+PATCH_LINEAR_VIT = '''
+import torch
+from torch import nn
+
+class PatchViT(nn.Module):
+    """Patches unfolded by hand, embedded by a Linear: the first layer with weights takes 48 features."""
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Linear(48, 64)
+        self.head = nn.Linear(64, 10)
+
+    def forward(self, x):
+        b, c, h, w = x.shape
+        patches = x.unfold(2, 4, 4).unfold(3, 4, 4).reshape(b, c, -1, 16).permute(0, 2, 1, 3).reshape(b, -1, 48)
+        return self.head(self.embed(patches).mean(1))
+'''
+
+WAVEFORM = '''
+from torch import nn
+
+class Waveform(nn.Module):
+    """Takes (batch, samples) and adds the channel axis itself, like wav2vec 2.0."""
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(1, 8, 10, stride=5)
+
+    def forward(self, x):
+        return self.conv(x.unsqueeze(1))
+'''
+
+LENET_MNIST = '''
+import torch
+from torch import nn
+
+class LeNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(1, 6, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(6, 16, 5), nn.ReLU(),
+                                      nn.MaxPool2d(2))
+        self.fc = nn.Linear(16 * 4 * 4, 10)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(self.features(x), 1))
+'''
+
+
+@pytest.mark.parametrize("source, shape", [(PATCH_LINEAR_VIT, [1, 3, 32, 32]), (WAVEFORM, [1, 1024]),
+                                           (LENET_MNIST, [1, 1, 28, 28])])
+def test_a_model_whose_first_guess_fails_finds_an_input_that_runs(cli, write, source, shape):
+    """Issue 43 item 9: nar tries further inputs (the kinds a first layer allows, common sizes) and
+    says which failed and which ran, instead of asking for --input-shape."""
+    import json
+
+    result = cli("scan", write("net.py", source), "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    [record] = data["models"] if isinstance(data, dict) and "models" in data else data
+    assert record["inputs"][0]["shape"] == shape
+    assert "failed" in record["assumed"] and f"float32[{','.join(map(str, shape))}] ran" in record["assumed"]
+
+
+def test_the_side_a_failed_head_names():
+    from narcli.trace.inputs import side_from_mismatch
+
+    assert side_from_mismatch("a and b must have same reduction dim, but got [1, 25088] X [512, 10].", 224) == 32
+    assert side_from_mismatch("mat1 and mat2 shapes cannot be multiplied (1x100352 and 2048x10)", 224) == 32
+    assert side_from_mismatch("mat1 and mat2 shapes cannot be multiplied (1x300 and 7x10)", 224) is None
+    assert side_from_mismatch("some other error", 224) is None

@@ -108,6 +108,8 @@ def candidate_inputs(model: Any, failure: str = "") -> Iterator[tuple[list[Input
             if rank == 1:
                 for length in (1024, *SIGNAL_LENGTHS):
                     yield [InputSpec((1, channels, length))], about
+                    if channels == 1 and length in (1024, 16000):  # a waveform the model unsqueezes itself
+                        yield [InputSpec((1, length))], about
             elif rank == 2:
                 for side in (224, *IMAGE_SIDES):
                     yield [InputSpec((1, channels, side, side))], about
@@ -121,7 +123,12 @@ def candidate_inputs(model: Any, failure: str = "") -> Iterator[tuple[list[Input
                 yield [InputSpec((1, length), "int64")], about
             return
         if kind == "Linear":
-            yield [InputSpec((1, layer.in_features))], f"vector ({first}: Linear({layer.in_features}, ...))"
+            about = f"vector ({first}: Linear({layer.in_features}, ...))"
+            yield [InputSpec((1, layer.in_features))], about
+            yield [InputSpec((1, 16, layer.in_features))], about.replace("vector", "sequence of vectors", 1)
+            # a patch embedding written as a Linear over unfolded patches takes an image
+            for shape in ((1, 3, 32, 32), (1, 3, 224, 224), (1, 1, 28, 28)):
+                yield [InputSpec(shape)], f"image ({first}: Linear({layer.in_features}, ...) on patches)"
             return
         if kind in ("LSTM", "GRU", "RNN"):
             shape = (1, 32, layer.input_size) if layer.batch_first else (32, 1, layer.input_size)
