@@ -93,3 +93,15 @@ class ZooError(NarError):
 
 class CacheError(NarError):
     """The scan cache is damaged, busy, or cannot be created where NAR_HOME points."""
+
+
+class StoreError(NarError):
+    """A store nar keeps under NAR_HOME (measurements, device heads, the user's zoo, ...) is damaged;
+    the message names the file and says that `nar cache clear` repairs it."""
+
+
+def damaged_store(path: object, exc: BaseException | str, what: str = "") -> str:
+    """The one line for a damaged store: the file, what is wrong (one line), and the fix."""
+    reason = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
+    reason = " ".join(str(reason).split())[:200]
+    return f"{what or 'store'} {path} is damaged ({reason}); run `nar cache clear -y` to repair it"

@@ -82,7 +82,8 @@ def test_a_stored_measurement_is_reused(write, monkeypatch):
     (["--repeat", "0"], "--repeat must be between 1 and 100,000"),
     (["--batch", "0"], "--batch must be between 1 and 65,536"),
     (["--device", "tpu"], "--device must be cpu or cuda"),
-    (["--threads", "0"], "--threads must be between 1 and 1024"),
+    (["--threads", "0"], "--threads must be between 1 and "),
+    (["--threads", "1024"], "(the CPU cores of this machine), not 1024"),
 ])
 def test_bad_options_are_usage_errors(cli, write, args, message):
     model = write("tiny.py", TINY.format(width=8))
@@ -174,3 +175,40 @@ def test_a_device_calibrated_on_the_old_timm_columns_still_answers():
 def test_device_names_are_checked():
     with pytest.raises(UsageError, match="device name '../x'"):
         cal.check_name("../x")
+
+
+def test_calibrating_without_a_source_plugin_names_the_pip_command(monkeypatch):
+    monkeypatch.setattr("narcli.zoo.plugins.zoo_sources", dict)
+    with pytest.raises(NarError) as caught:
+        cal.candidates()
+    message = str(caught.value)
+    assert "no zoo source plugin is installed" in message and "pip install " in message and "nar-timm" in message
+    assert "torch==" in message  # keeps the installed torch (the install line's pin)
+
+
+def test_the_readme_says_what_to_install_before_bench_and_calibrate():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme[readme.index("## `nar bench` and `nar calibrate`"):]
+    install, first_use = section.find("pip install ./plugins/nar-timm"), section.find("$ nar bench resnet50")
+    assert 0 <= install < first_use
+
+
+def test_calibration_reports_each_zoo_model_as_it_is_measured(monkeypatch):
+    from narcli.trace.pool import TaskResult
+
+    chosen = [cal.Candidate(f"zoo/m{i}", 10**8 * (i + 1), 10**6, {c: 1.0 + i for c in cal.CPU_COLUMNS}, np.zeros(0),
+                            graph_hash=f"hash{i}", source="fake") for i in range(3)]
+    lines, reported_before = [], []
+
+    def one_worker(fn, tasks, on_result, **options):  # the pool, measuring one model after another
+        for key, _ in tasks:
+            reported_before.append(len(lines))
+            on_result(TaskResult(key, True, {"median_ms": 2.0, "iqr_ms": 0.1, "runs": 2}))
+
+    monkeypatch.setattr("narcli.trace.pool.run_pool", one_worker)
+    measured = cal.measure_models(chosen, None, 2, None, lines.append)
+    assert reported_before == [0, 1, 2]  # each model was reported before the next one was measured
+    assert [c.name for c, _ in measured] == ["zoo/m0", "zoo/m1", "zoo/m2"]
+    assert lines == [f"{i}/3 zoo/m{i - 1}: 2.00 ms" for i in (1, 2, 3)]

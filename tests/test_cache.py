@@ -4,10 +4,15 @@ import sqlite3
 import subprocess
 import sys
 
+import pytest
+
+from narcli.encode.features import FEATURES_VERSION
 from narcli.graph.arch_graph import ArchGraph, Node
 from narcli.scan.cache import Cache, ModelRecord
 
 from .conftest import FIXTURES, run_nar
+
+TINY_ONNX = FIXTURES / "tiny.onnx"
 
 NET = """
     from torch import nn
@@ -148,10 +153,205 @@ def test_simultaneous_writers_on_a_fresh_database(tmp_path):
 
 
 def test_database_whose_schema_is_not_made_yet_reads_as_empty(cli, nar_home):
-    # what a lookup sees while another process has created the file but not yet its tables
+    # what a lookup sees while another process has created the file (in WAL mode) but not yet its tables
     nar_home.mkdir(parents=True)
-    sqlite3.connect(nar_home / "nar.db").execute("create table unrelated (x)").connection.close()
+    sqlite3.connect(nar_home / "nar.db").execute("pragma journal_mode = wal").connection.close()
     result = cli("scan", FIXTURES / "tiny.onnx", "--json")
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["models"][0]["cached"] is False
     assert Cache().info()["scans"] == 1
+
+
+def _another_programs_database(path):
+    conn = sqlite3.connect(path)
+    conn.execute("create table accounts (owner text, balance integer)")
+    conn.execute("insert into accounts values ('someone', 100)")
+    conn.commit()
+    conn.close()
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("store, reader", [("nar.db", ["scan", TINY_ONNX]), ("bench.db", ["predict", "resnet50"])])
+def test_a_store_that_is_a_symlink_is_refused_and_its_target_untouched(cli, nar_home, tmp_path, store, reader):
+    from .test_reliability import one_error_line
+
+    before = _another_programs_database(tmp_path / "other.db")
+    nar_home.mkdir(parents=True)
+    (nar_home / store).symlink_to(tmp_path / "other.db")
+    for command in (reader, ["cache", "info"], ["cache", "clear", "-y"]):
+        result = cli(*command)
+        assert result.exit_code == 1, (command, result.output)
+        one_error_line(result, "symlink", store)
+    assert (tmp_path / "other.db").read_bytes() == before and not (tmp_path / "other.db-wal").exists()
+    assert (nar_home / store).is_symlink()
+
+
+def test_another_programs_database_is_not_taken_for_the_cache(cli, nar_home):
+    from .test_reliability import one_error_line
+
+    nar_home.mkdir(parents=True)
+    before = _another_programs_database(nar_home / "nar.db")
+    for command in (["scan", TINY_ONNX], ["cache", "list"], ["cache", "info"], ["cache", "clear", "-y"]):
+        result = cli(*command)
+        assert result.exit_code == 1, (command, result.output)
+        one_error_line(result, "not nar's", "accounts")
+    assert (nar_home / "nar.db").read_bytes() == before  # no tables of ours, no WAL mode
+    assert not (nar_home / "nar.db-wal").exists()
+
+
+# -- every store nar keeps under NAR_HOME, damaged three ways (issue 43, item 5) ------------------
+def _populate_every_store(home):
+    """A NAR_HOME holding something in each store: a scan, measurements, a zoo of one's own, a
+    device head, featurised graphs, an index."""
+    import numpy as np
+    from typer.testing import CliRunner
+
+    from narcli.bench import calibrate, store
+    from narcli.cli.app import app
+    from narcli.encode.feature_cache import save_features
+    from narcli.encode.features import encode_graph
+    from narcli.search.index import build_index
+    from narcli.zoo.build import ZooWriter
+    from narcli.zoo.store import Zoo
+
+    from .conftest import write_file
+
+    assert CliRunner().invoke(app, ["scan", str(TINY_ONNX)]).exit_code == 0
+    graph = Cache().graph(Cache().records()[0].graph_key)
+    result = {"median_ms": 1.5, "iqr_ms": 0.1, "runs": 3, "device": {"kind": "cpu", "name": "x", "key": "k"}}
+    for graph_hash in (graph.content_hash(), Zoo().resolve("resnet50").graph_hash):
+        store.save(graph_hash, 1, "k", "m", result)
+    writer = ZooWriter(home / "zoo.db")
+    writer.conn.execute("insert or replace into sources values ('mine', 'mine', 50, 'my models', '1', 1)")
+    writer.store({"id": "mine/net", "source": "mine", "name": "net", "family": "mlp", "status": "ok",
+                  "graph_hash": graph.content_hash(), "params": graph.params, "macs": graph.macs,
+                  "nodes": graph.num_nodes, "edges": len(graph.edges), "depth": graph.depth, "inputs": "[]",
+                  "top_ops": "[]"}, graph.to_json())
+    writer.conn.execute("pragma wal_checkpoint(truncate)")
+    writer.close()
+    head = calibrate.fit(np.array([[0.0, 1.0], [1.0, 2.0], [2.0, 3.0]]), np.array([0.0, 1.0, 2.0]))
+    write_file(home / "devices" / "local.json", json.dumps(head | {"columns": list(calibrate.CPU_COLUMNS),
+                                                                   "models": [], "name": "local"}))
+    save_features(home / "features" / f"items-v{FEATURES_VERSION}.npz", {"h": encode_graph(graph)})
+    build_index(home / "index" / "user.json", ["a", "b", "c"], np.eye(3, dtype=np.float32))
+    conn = sqlite3.connect(home / "nar.db")
+    conn.execute("pragma wal_checkpoint(truncate)")  # everything in the file that is damaged
+    conn.close()
+
+
+def _garbage(path):
+    path.write_bytes(b"\x13not what nar wrote\x00" * 400)
+
+
+def _truncated(path):
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def _sqlite_value(table, column, key_column, key=None):
+    def damage(path):
+        conn = sqlite3.connect(path)
+        where = f" where {key_column} = (select {key_column} from {table} limit 1)" if key is None else ""
+        conn.execute(f"update {table} set {column} = ?{where}", (b"\x78\x9c not zlib, not json",))
+        conn.commit()
+        conn.close()
+    return damage
+
+
+def _not_a_head(path):
+    path.write_text(json.dumps({"mean": "x", "weights": [1.0]}))
+
+
+def _bad_layout(path):
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    members["layout.npy"] = b"\x93NUMPY garbage"
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+
+
+def _flipped_index(path):
+    ann = next(path.parent.glob("user-*.ann"))
+    data = bytearray(ann.read_bytes())
+    data[8:40] = bytes(32)
+    ann.write_bytes(bytes(data))
+
+
+# store -> (the file damaged, under NAR_HOME; commands that read it; how its values are made undecodable)
+STORES = {
+    "nar.db": ("nar.db", [["scan", TINY_ONNX, "--graph"]], _sqlite_value("graphs", "data", "key")),
+    "bench.db": ("bench.db", [["scan", TINY_ONNX], ["predict", "resnet50"]],
+                 _sqlite_value("measurements", "info", "rowid", key="all")),
+    "zoo.db": ("zoo.db", [["scan", "mine/net", "--graph"]], _sqlite_value("graphs", "data", "hash")),
+    "devices": ("devices/local.json", [["predict", "resnet50"]], _not_a_head),
+    "features": (f"features/items-v{FEATURES_VERSION}.npz", [], _bad_layout),  # read by training, which featurises again
+    "index": ("index/user.json", [], _flipped_index),  # read by searches, which rebuild it
+}
+DAMAGE = {"garbage": _garbage, "truncated": _truncated, "undecodable": None}
+
+
+@pytest.fixture(scope="module")
+def populated_home(tmp_path_factory):
+    home = tmp_path_factory.mktemp("populated") / "nar-home"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("NAR_HOME", str(home))
+        _populate_every_store(home)
+    return home
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+@pytest.mark.parametrize("store", sorted(STORES))
+class TestEveryDamagedStore:
+    """Each store nar keeps, damaged: read, it gives one line naming the file and the repair (or, for
+    a cache nar makes again, the answer); `cache info` names it; `cache clear -y` repairs it."""
+
+    @pytest.fixture(autouse=True)
+    def damaged(self, populated_home, nar_home, store, damage):
+        import shutil
+
+        shutil.copytree(populated_home, nar_home)
+        name, _, undecodable = STORES[store]
+        (DAMAGE[damage] or undecodable)(nar_home / name)
+        return nar_home / name
+
+    def test_reading_it_gives_one_line_naming_the_file_and_the_repair(self, cli, store, damaged):
+        from .test_reliability import one_error_line
+
+        for command in STORES[store][1]:
+            result = cli(*command)
+            assert result.exit_code == 1, (command, result.output)
+            one_error_line(result, "damaged", "nar cache clear")
+            assert damaged.name in result.stderr
+
+    def test_info_names_it_and_clear_repairs_it(self, cli, store, damaged):
+        from .test_reliability import one_error_line
+
+        info = cli("cache", "info", "--json")
+        assert info.exit_code == 1
+        assert str(damaged) in json.loads(info.stdout)["damaged"][0] or \
+            str(damaged.parent) in json.loads(info.stdout)["damaged"][0]
+        one_error_line(cli("cache", "info"), "is damaged", "nar cache clear")
+        cleared = cli("cache", "clear", "-y")
+        assert cleared.exit_code == 0, cleared.output
+        after = cli("cache", "info", "--json")
+        assert after.exit_code == 0 and json.loads(after.stdout)["damaged"] == [], after.output
+        for command in STORES[store][1]:  # read again: what the damage lost is gone, nothing is damaged
+            again = cli(*command)
+            assert "damaged" not in again.output and "Traceback" not in again.output, (command, again.output)
+
+
+def test_a_damaged_feature_cache_is_featurised_again_when_read(populated_home, nar_home):
+    import shutil
+
+    from narcli.encode.feature_cache import cached_features, file_problem, load_features
+
+    shutil.copytree(populated_home, nar_home)
+    path = nar_home / "features" / f"items-v{FEATURES_VERSION}.npz"
+    good = load_features(path)
+    _bad_layout(path)
+    assert file_problem(path) is not None
+    built = []
+    assert cached_features("items", lambda: built.append(1) or good).keys() == good.keys() and built == [1]
+    assert file_problem(path) is None

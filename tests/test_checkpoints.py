@@ -2,6 +2,7 @@
 
 import json
 import pickle
+import re
 import subprocess
 import sys
 
@@ -228,3 +229,38 @@ def test_a_zoo_from_before_name_sketches_gets_them(fake_zoo, tmp_path):
     assert compute_signatures(db, ["fake"], jobs=1, timeout=60) == []  # the writer adds the column
     with sqlite3.connect(db) as conn:
         assert conn.execute("select count(*) from signatures where name_sketch is not null").fetchone() == (6,)
+
+
+# issue 43: a header that cannot describe its file is refused in one line
+def _raw_safetensors(path, header, data_bytes=16):
+    raw = json.dumps(header).encode() if isinstance(header, dict) else header
+    path.write_bytes(len(raw).to_bytes(8, "little") + raw + b"\0" * data_bytes)
+    return path
+
+
+@pytest.mark.parametrize("header, reason", [
+    ({"w": {"dtype": "F32", "shape": [-2, 2], "data_offsets": [0, 16]}}, "dimensions are whole numbers"),
+    ({"w": {"dtype": "F32", "shape": [2.5, 2], "data_offsets": [0, 16]}}, "dimensions are whole numbers"),
+    ({"w": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 1 << 40]}}, "past the 16 bytes of data"),
+    ({"w": {"dtype": "F32", "shape": [2, 2], "data_offsets": [8, 4]}}, "not [start, end]"),
+    ({"w": {"dtype": "F32", "shape": [2, 2]}}, "not [start, end]"),
+    ({"w": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 8]}}, "8 bytes of data for 4 F32 values"),
+    ({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+      "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}}, "overlap"),
+    (b'{"w": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too deep"),
+], ids=["negative", "fraction", "past-the-end", "reversed", "missing", "wrong-size", "overlap", "deep"])
+def test_a_safetensors_header_with_impossible_data_is_refused(cli, tmp_path, header, reason):
+    path = _raw_safetensors(tmp_path / "bad.safetensors", header)
+    with pytest.raises(LoadError, match=re.escape(reason)):
+        read_checkpoint(path)
+    result = cli("scan", path)
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 1 and len(lines) == 1 and reason in lines[0], result.output
+
+
+def test_a_sound_header_with_several_dtypes_is_read(tmp_path):
+    header = {"__metadata__": {"format": "pt"}, "a": {"dtype": "BF16", "shape": [2, 2], "data_offsets": [0, 8]},
+              "b": {"dtype": "I64", "shape": [1], "data_offsets": [8, 16]},
+              "e": {"dtype": "F32", "shape": [0, 3], "data_offsets": [16, 16]}}
+    found = read_checkpoint(_raw_safetensors(tmp_path / "ok.safetensors", header))
+    assert found.tensors == {"a": ((2, 2), "BF16"), "b": ((1,), "I64"), "e": ((0, 3), "F32")}

@@ -125,3 +125,25 @@ def test_motifs_of_a_file_with_model_and_input_options(cli, write):
     assert result.exit_code == 0, result.output
     [report] = json.loads(result.stdout)
     assert report["nodes"] == 5  # input, three linears, output
+
+
+def test_scanning_a_directory_names_the_files_it_skipped(cli, write, tmp_path):
+    write("proj/utils.py", "import torch\nSCALE = 2\n")
+    write("proj/readme_helpers.py", "def f():\n    return 1\n")
+    result = cli("scan", tmp_path / "proj")
+    text = " ".join(result.stdout.split())
+    assert "2 skipped" in text
+    assert "skipped (no models):" in text and "utils.py" in text
+    assert "skipped (does not use torch):" in text and "readme_helpers.py" in text
+
+
+def test_a_float_input_to_a_token_model_suggests_the_integer_dtype(cli, write):
+    path = write("lm.py", "from torch import nn\n\nclass LM(nn.Module):\n    def __init__(self):\n"
+                          "        super().__init__()\n        self.tok = nn.Embedding(100, 8)\n"
+                          "        self.head = nn.Linear(8, 100)\n\n    def forward(self, ids):\n"
+                          "        return self.head(self.tok(ids))\n")
+    result = cli("scan", path, "-i", "1,16")
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert "pass --input-dtype int64" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert cli("scan", path, "-i", "1,16", "--input-dtype", "int64").exit_code == 0

@@ -23,3 +23,40 @@ def test_compare_a_model_with_itself(cli):
 def test_compare_with_an_unknown_name_fails_cleanly(cli):
     result = cli("compare", "resnet50", "resnt50")
     assert result.exit_code != 0 and "did you mean" in result.output and "Traceback" not in result.output
+
+
+def test_one_block_cut_at_another_point_is_shared(cli, write):
+    """A GPT's block starts at its layer norm in one graph and at its attention in GPT-2's: same block."""
+    from tests.test_similar import TINY_GPT
+
+    path = write("tiny_gpt.py", TINY_GPT)
+    data = json.loads(cli("compare", str(path), "gpt2", "--json").stdout)
+    [pair] = [p for p in data["motifs_paired"] if p["same_block"]]
+    assert pair["b"]["count"] == 12 and pair["a"]["layers"] != pair["b"]["layers"]
+    assert sorted(pair["a"]["layers"]) == sorted(pair["b"]["layers"])
+    text = " ".join(cli("compare", str(path), "gpt2").stdout.split())
+    assert "shared motifs: none" not in text and "†" in text and "the same block, cut at another point" in text
+
+
+def test_alike_motifs_say_what_differs(cli):
+    data = json.loads(cli("compare", "bert", "gpt2", "--json").stdout)  # post-norm against pre-norm
+    [pair] = data["motifs_paired"]
+    assert not pair["same_block"] and "connected differently" in pair["difference"]
+    text = " ".join(cli("compare", "resnet18", "resnet34").stdout.split())
+    assert "alike motifs, and what differs:" in text and "timm/resnet34 has conv2d 3×3 more" in text
+
+
+def test_motif_pairs_name_the_layers_one_side_lacks():
+    from narcli.search.compare import pair_motifs
+
+    a = {"type": "a1", "ops": {}, "count": 2, "layers": ["conv2d 3×3", "batch_norm", "relu"]}
+    b = {"type": "b1", "ops": {}, "count": 3, "layers": ["conv2d 3×3", "batch_norm", "relu", "conv2d 1×1"]}
+    far = {"type": "b2", "ops": {}, "count": 2, "layers": ["attention", "linear"]}
+    [pair] = pair_motifs([a], [far, b], "x", "y")
+    assert pair["b"]["type"] == "b1" and pair["difference"] == "y has conv2d 1×1 more"
+    chain = {**a, "_edges": {(i, i + 1) for i in range(5)}}  # two instances of the block, one after the other
+    shifted = {**a, "type": "b3", "layers": ["relu", "conv2d 3×3", "batch_norm"], "_edges": {(0, 1), (1, 2)}}
+    assert pair_motifs([chain], [shifted])[0]["same_block"]
+    skipped = {**shifted, "_edges": {(0, 1), (1, 2), (0, 2)}}
+    [pair] = pair_motifs([chain], [skipped])
+    assert not pair["same_block"] and "connected differently" in pair["difference"] and "_edges" not in pair["b"]

@@ -145,3 +145,21 @@ def test_zoo_embed_with_missing_weights_says_how_to_fix(cli, tmp_path):
     result = cli("zoo", "embed", "--db", bundled_zoo_path(), "--weights", tmp_path / "none.safetensors")
     assert result.exit_code != 0
     assert "encoder weights not found" in result.output and "nar train encoder" in result.output
+
+
+def test_the_encoder_leaves_no_generated_code_in_the_temp_directory(tmp_path):
+    """torch_geometric writes each layer class's generated `propagate` to a `.py` file in $TMPDIR
+    and never removes it: three files were left behind by every `nar similar NEW_FILE`."""
+    import os
+    import subprocess
+    import sys
+
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    code = ("import torch; from narcli.encode.encoder import GraphStack\n"
+            "x, edges = torch.randn(4, 8), torch.tensor([[0, 1, 2], [1, 2, 3]])\n"
+            "for kind in ('gcn', 'gat'):\n    assert GraphStack(8, 8, 2, kind)(x, edges).shape == (4, 8)\n")
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "TMPDIR": str(temp)},
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in temp.rglob("*.py")) == []

@@ -109,7 +109,7 @@ def test_operations_never_measured_make_the_head_say_so():
 def test_a_model_far_bigger_than_the_reference_set_is_out_of_range():
     head = head_for(ranges={"macs": [1e3, 1e6], "params": [0.0, 1e8], "nodes": [2, 500]})
     answer = head.predict(chain([("linear", 10**9)]))
-    assert isinstance(answer, str) and answer.startswith("out of range:") and "macs" in answer
+    assert isinstance(answer, str) and answer.startswith("out of range:") and "MACs" in answer and "above the largest" in answer
 
 
 def test_saved_heads_load_and_a_damaged_one_is_refused(tmp_path):

@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "narcli"
 STAGES = ("graph", "trace", "scan", "nas", "zoo", "encode", "predict", "bench", "search", "tui", "cli")
 # Top-level modules: shared by every stage (rank -1), or a public re-export / entry point that sits
 # at the stage whose modules it re-exports or runs.
-TOP_LEVEL = {"narcli": -1, "narcli.errors": -1, "narcli.hookspecs": -1,
+TOP_LEVEL = {"narcli": -1, "narcli.errors": -1, "narcli.fsutil": -1, "narcli.hookspecs": -1,
              "narcli.sources": STAGES.index("zoo"), "narcli.__main__": STAGES.index("cli")}
 MAX_TOP_LEVEL_MODULES = 8
 MIN_SUBPACKAGES = 6

@@ -105,3 +105,23 @@ def test_a_missing_library_says_what_to_install(cli, tmp_path, monkeypatch):
     with pytest.raises(LoadError, match=r"pip install transformers"):
         folder_kind(path)
     assert "pip install transformers" in one_line_error(cli("scan", path))
+
+
+# issue 43: a config nested thousands deep is one failed row, never a crash of the whole scan
+def test_a_config_nested_too_deep_is_one_failed_row_and_the_scan_goes_on(cli, tmp_path):
+    from narcli.trace.model_folders import holds_model_config, read_config
+
+    from .conftest import mlp_source
+
+    project = tmp_path / "project"
+    deep = project / "deep"
+    deep.mkdir(parents=True)
+    (deep / "config.json").write_text('{"model_type": "bert", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    (project / "net.py").write_text(mlp_source(4, 8, 2))
+    with pytest.raises(LoadError, match="nested too deep"):
+        read_config(deep)
+    assert holds_model_config(deep)  # unreadable: the safe guess, its code is never imported
+    result = cli("scan", project, "--json", "-i", "1,4")
+    files = {entry["path"].split("/")[-1]: entry for entry in json.loads(result.stdout)["files"]}
+    assert "nested too deep" in files["deep"]["error"] and not files["net.py"].get("error")
+    assert "nested too deep" in one_line_error(cli("scan", deep))

@@ -349,7 +349,8 @@ def test_the_readme_pre_commit_snippet_is_the_shipped_hook():
         assert hook[key] == shipped[key], key
 
 
-# 10: motifs that list the same operations on both "only in" sides are marked, and the mark explained
+# 10: motifs that list the same operations on both sides are paired, with what differs (issue 43:
+# compared by their layers in order, not marked as a look-alike)
 def test_compare_explains_motifs_that_look_alike():
     import io
     from types import SimpleNamespace
@@ -358,16 +359,20 @@ def test_compare_explains_motifs_that_look_alike():
     from narcli.cli.render_search import print_comparison
 
     side = SimpleNamespace(name="a", params=1, macs=1, depth=1, nodes=1)
+    from narcli.search.compare import pair_motifs
+
+    only_a = [{"type": "1", "ops": {"conv2d": 2, "relu": 2}, "count": 3, "layers": ["conv2d", "conv2d", "relu", "relu"]}]
+    only_b = [{"type": "2", "ops": {"conv2d": 2, "relu": 2}, "count": 4, "layers": ["conv2d", "relu", "conv2d", "relu"]},
+              {"type": "3", "ops": {"add": 1}, "count": 1, "layers": ["add"]}]
+    paired = pair_motifs(only_a, only_b, "a", "b")
     c = SimpleNamespace(a=side, b=SimpleNamespace(**{**side.__dict__, "name": "b"}), op_difference=[], cosine=0.9,
-                        same_architecture=False, motifs_shared=[],
-                        motifs_only_a=[{"type": "1", "ops": {"conv2d": 2, "relu": 1}, "count": 3}],
-                        motifs_only_b=[{"type": "2", "ops": {"conv2d": 2, "relu": 1}, "count": 4},
-                                       {"type": "3", "ops": {"add": 1}, "count": 1}])
+                        same_architecture=False, motifs_shared=[], motifs_paired=paired, motifs_only_a=[],
+                        motifs_only_b=[only_b[1]])
     out = io.StringIO()
     print_comparison(console(file=out, width=200), c)
     text = out.getvalue()
-    assert "conv2d×2 relu ×3*" in text and "conv2d×2 relu ×4*" in text and "add ×1*" not in text
-    assert "* the same operations on both sides" in text
+    assert "conv2d×2 relu×2 ×3 ~ conv2d×2 relu×2 ×4: the same layers in another order" in text
+    assert "only in b: add ×1" in text
 
 
 # 14: did-you-mean for zoo list filters; no design confidence without a design
@@ -413,7 +418,7 @@ def test_nar_export_writes_json_and_dot(cli, write, tmp_path):
     assert json.loads((out / "timm_resnet18.graph.json").read_text())["nodes"]
     assert (out / "timm_resnet18.dot").read_text().startswith('digraph "timm/resnet18" {')
     model = write("tiny.py", mlp_source(4, 8, 2))
-    assert cli("export", model, "-o", out).exit_code == 0 and (out / "tiny.py.dot").exists()
+    assert cli("export", model, "-o", out).exit_code == 0 and (out / "tiny.dot").exists()
     assert cli("export", "no-such-model", "-o", out).exit_code == 1
 
 

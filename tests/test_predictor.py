@@ -172,7 +172,8 @@ def test_predictions_come_with_intervals_and_say_when_they_do_not_apply(bundle_d
     text = predict_graph(text_model(), bundle)
     assert {r.status for r in text} == {"n/a"} and "not one image batch" in text[0].reason
     grey = predict_graph(classifier(60, channels=1), bundle)
-    assert "1 channels" in grey[0].reason
+    assert grey[0].reason.endswith("this model's input has 1 channel")
+    assert predict_graph(classifier(60, channels=4), bundle)[0].reason.endswith("input has 4 channels")
 
 
 def test_a_model_unlike_the_training_data_is_out_of_range(bundle_dir):
@@ -194,7 +195,35 @@ def test_a_model_bigger_than_any_trained_on_is_out_of_range(bundle_dir):
     graph.meta["params"] = 10**9
     rows = predict_graph(graph, load_bundle(bundle_dir))
     assert {r.status for r in rows} == {"out of range"}
-    assert "its parameter count (1 G) is outside what this head was trained on" in rows[0].reason
+    # the bound crossed, in the unit model cards use for parameter counts (not "(a–b)", read backwards)
+    assert "its parameter count (1 B) is above the largest this head was trained on (" in rows[0].reason
+    assert "–" not in rows[0].reason
+
+
+def test_the_reference_head_names_the_bound_a_size_crosses_with_its_unit():
+    from narcli.predict.latency import range_reason
+
+    assert range_reason("macs", 833e9, 30e9, True) == \
+        "its size, 833 G MACs, is above the largest the reference set measured (30 G MACs)"
+    assert range_reason("params", 6.72e9, 352, True).startswith("its size, 6.72 B params,")
+    assert range_reason("nodes", 3, 12, False).endswith("below the smallest the reference set measured (12 nodes)")
+
+
+def test_nar_predict_rewords_reasons_stored_by_earlier_versions(cli):
+    """The bundled zoo stored "its macs (833 G) is beyond what the reference set measured (352–30 G)"."""
+    from narcli.predict.zoo_predictions import _reworded
+
+    result = cli("predict", "llama")
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "its size, 833 G MACs, is above the largest the reference set measured (30 G MACs)" in text
+    assert "beyond what" not in text
+    assert _reworded("trained on 3-channel images; this model takes 1 channels") == \
+        "trained on 3-channel images; this model's input has 1 channel"
+    assert _reworded("its parameter count (4.5 G) is outside what this head was trained on (272 k–4.35 G)") == \
+        "its parameter count (4.5 B) is above the largest this head was trained on (4.35 B)"
+    assert _reworded("its input size (48×48 px) is outside what this head was trained on (106×106 px–1024×1024 px)") \
+        == "its input size (48×48 px) is below the smallest this head was trained on (106×106 px)"
 
 
 def test_an_unknown_device_lists_the_known_ones(bundle_dir):

@@ -171,3 +171,60 @@ def test_the_similar_path_never_imports_ray():
             "assert r.exit_code == 0, r.output; print('ray' in sys.modules, 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def _closed_port() -> int:
+    """A local TCP port nothing listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_an_unreachable_address_is_one_line_at_once_and_nothing_is_written(tmp_path, cli):
+    pytest.importorskip("ray")
+    db = tmp_path / "zoo.db"
+    for address in ("localhost:1", f"127.0.0.1:{_closed_port()}", f"ray://127.0.0.1:{_closed_port()}"):
+        result = cli("zoo", "build", "--source", "fake", "--engine", "ray", "--address", address, "--db", db)
+        assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+        assert f"cannot reach the Ray cluster at {address}" in result.stderr
+        assert not db.exists()
+
+
+def test_a_ray_session_checks_the_address_before_ray_retries_it(monkeypatch):
+    from narcli.trace import ray_engine
+
+    def must_not_run(**options):
+        raise AssertionError("ray.init was called on an unreachable address")
+
+    fake = type("FakeRay", (), {"is_initialized": staticmethod(lambda: False), "init": staticmethod(must_not_run)})
+    monkeypatch.setattr(ray_engine, "import_ray", lambda: fake)
+    with pytest.raises(NarError, match="cannot reach the Ray cluster"), \
+            ray_engine.ray_session(f"127.0.0.1:{_closed_port()}"):
+        pass
+
+
+def test_sigterm_keeps_the_callers_handler_through_ray_init(monkeypatch):
+    """ray.init installs a SIGTERM handler that exits through Ray's shut-down; the build's own (stop
+    as Ctrl-C does, at once) must stay in place."""
+    import signal
+
+    from narcli.trace import ray_engine
+
+    def init_like_ray(**options):
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(signum))
+
+    fake = type("FakeRay", (), {"is_initialized": staticmethod(lambda: False), "init": staticmethod(init_like_ray),
+                                "shutdown": staticmethod(lambda: None)})
+    monkeypatch.setattr(ray_engine, "import_ray", lambda: fake)
+
+    def callers(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, callers)
+    try:
+        with ray_engine.ray_session(None, 1):
+            assert signal.getsignal(signal.SIGTERM) is callers
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -4,6 +4,7 @@ clean line and the right exit code, and a damaged cache heals."""
 import json
 import os
 import sqlite3
+from pathlib import Path
 
 import onnx
 import pytest
@@ -226,3 +227,63 @@ def test_the_cache_is_untouched_by_every_case_above(cli, write):
                  ["zoo", "show", "a" * 5000], ["scan", model, "--model", "system('x')"]):
         assert cli(*args).exit_code != 0
     assert Cache().info() == before
+
+
+# issue 43, item 6: counts beyond 64 bits; one bad file is one failed row
+def _onnx_with_initializer(path, dims):
+    weight = onnx.TensorProto(name="w", data_type=onnx.TensorProto.FLOAT, dims=dims)  # declared, no data
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("MatMul", ["x", "w"], ["y"]), onnx.helper.make_node("Relu", ["y"], ["z"])], "g",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, dims[0]])],
+        [onnx.helper.make_tensor_value_info("z", onnx.TensorProto.FLOAT, [1, dims[-1]])], [weight])
+    onnx.save(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+@pytest.mark.parametrize("command", [["scan"], ["similar"], ["export", "-o", "out"], ["check"]])
+def test_a_parameter_count_beyond_any_model_is_refused_naming_the_tensor(cli, tmp_path, command, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = _onnx_with_initializer(tmp_path / "forged.onnx", [2**40, 2**40])
+    result = cli(command[0], path, *command[1:])
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    assert "initializer 'w'" in result.output and "2^53" in result.output
+    assert "OverflowError" not in result.output and "internal error" not in result.output
+
+
+def test_counts_beyond_64_bits_are_stored_clamped(nar_home):
+    from narcli.graph.arch_graph import ArchGraph, Node
+    from narcli.scan.cache import Cache, ModelRecord
+
+    graph = ArchGraph([Node("input"), Node("matmul")], [(0, 1)])
+    record = ModelRecord("m", "m.onnx", "onnx", "onnx", [], None, 2**70, 2**120, 2, 2, 1, graph.content_hash(), [])
+    cache = Cache()
+    cache.store("key", "m.onnx", [record], [graph])
+    cache.store_embedding(record, "enc", b"\0" * 16, None, [])  # an OverflowError from SQLite before
+    [stored] = cache.embeddings("enc")
+    assert stored["macs"] == 2**63 - 1 and stored["params"] == 2**63 - 1
+
+
+def test_one_file_that_breaks_a_reader_is_one_failed_row_of_a_directory_scan(cli, tmp_path, monkeypatch):
+    import shutil
+
+    from narcli.scan import scanner
+
+    folder = tmp_path / "models"
+    folder.mkdir()
+    for name in ("a_deep", "b_good", "c_overflow"):
+        shutil.copy(FIXTURES / "tiny.onnx", folder / f"{name}.onnx")
+    real = scanner.scan_file
+
+    def hostile(path, *args, **kwargs):  # what a reader deep inside may raise on a hostile file
+        if path.name == "a_deep.onnx":
+            raise RecursionError("maximum recursion depth exceeded while decoding a JSON object")
+        if path.name == "c_overflow.onnx":
+            raise OverflowError("Python int too large to convert to SQLite INTEGER")
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(scanner, "scan_file", hostile)
+    result = cli("scan", folder, "--json")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    files = {Path(f["path"]).name: f for f in json.loads(result.stdout)["files"]}
+    assert files["b_good.onnx"]["models"] and files["b_good.onnx"]["error"] is None
+    assert "RecursionError" in files["a_deep.onnx"]["error"] and "OverflowError" in files["c_overflow.onnx"]["error"]

@@ -2,6 +2,7 @@
 without unpickling or evaluating anything they hold."""
 
 import json
+import os
 import pickle
 import zipfile
 
@@ -264,3 +265,313 @@ def test_a_pt2_program_past_the_size_limit_is_refused_with_the_limit(tmp_path):
         archive.writestr("huge/models/model.json", b" " * (MAX_PROGRAM_BYTES + 1))
     with pytest.raises(LoadError, match="larger than 64 MB"):
         load_exported_program(path)
+
+
+# -- nar never writes through a symlink (issue 43) ---------------------------------------------------
+# Every file narcli creates goes through narcli/fsutil.py: an atomic write that refuses a symlink at
+# the destination, a lock or log opened with O_NOFOLLOW, a database refused when it is a symlink.
+# The scan below finds the calls that create or write a file anywhere else in the package.
+import ast  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+PACKAGE = Path(__file__).resolve().parent.parent / "narcli"
+PATH_WRITERS = {"save", "savez", "savez_compressed", "savetxt"}  # np.* / torch.save: a path or a handle
+OS_WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_CREAT", "O_APPEND", "O_TRUNC")
+SAFE_HANDLES = {"atomic_writer", "fresh_file"}  # handles from fsutil: what is written into them is safe
+# module -> what may stay there, and why
+ALLOWED_WRITES = {
+    "fsutil.py": {"*"},  # the helper itself
+    # annoy writes its own file; it unlinks the name before creating it (never writes through a
+    # link), and the name is a temporary in nar's own index folder, renamed under the index lock
+    "search/index.py": {"annoy.save"},
+}
+
+
+def _call_name(node: ast.Call) -> str:
+    return ast.unparse(node.func)
+
+
+def _mode(node: ast.Call, position: int) -> str:
+    for keyword in node.keywords:
+        if keyword.arg == "mode":
+            return ast.unparse(keyword.value)
+    return ast.unparse(node.args[position]) if len(node.args) > position else "'r'"
+
+
+def file_writes(source: str) -> list[str]:
+    """`line: call` for each call in `source` that creates or writes a file without fsutil."""
+    tree = ast.parse(source)
+    safe_handles = {item.optional_vars.id for node in ast.walk(tree) if isinstance(node, ast.With)
+                    for item in node.items if isinstance(item.context_expr, ast.Call)
+                    and _call_name(item.context_expr).split(".")[-1] in SAFE_HANDLES
+                    and isinstance(item.optional_vars, ast.Name)}
+    guarded = set()  # sqlite3.connect calls in a function that refuses a symlinked database first
+    for function in ast.walk(tree):
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            calls = [c for c in ast.walk(function) if isinstance(c, ast.Call)]
+            if any(_call_name(c).split(".")[-1] == "refuse_symlink" for c in calls):
+                guarded.update(id(c) for c in calls)
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = _call_name(node)
+        last = name.split(".")[-1]
+        position = 1 if name.startswith("torch") else 0  # where the file goes: torch.save(obj, f), np.save(f, a)
+        target = node.args[position] if len(node.args) > position else None
+        writes = (
+            (name in ("open", "io.open") and any(c in _mode(node, 1) for c in "wax+"))
+            or (last == "open" and name not in ("open", "io.open", "os.open") and any(c in _mode(node, 0) for c in "wax+"))
+            or (isinstance(node.func, ast.Attribute) and last in ("write_text", "write_bytes")
+                and not name.startswith("fsutil."))
+            or (name == "os.open" and any(flag in ast.unparse(node) for flag in OS_WRITE_FLAGS))
+            or last == "save_file"
+            or (name.split(".")[0] in ("np", "numpy", "torch") and last in PATH_WRITERS
+                and not (isinstance(target, ast.Name) and target.id in safe_handles))
+            or (name == "sqlite3.connect" and "mode=ro" not in ast.unparse(node) and id(node) not in guarded)
+            or (name.startswith("shutil.") and last in ("copy", "copy2", "copyfile", "copytree", "move"))
+            or (last == "save" and "annoy" in name.lower())
+        )
+        if writes:
+            found.append(f"{node.lineno}: {name}")
+    return found
+
+
+def test_no_module_writes_a_file_except_through_fsutil():
+    offenders = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = path.relative_to(PACKAGE).as_posix()
+        allowed = ALLOWED_WRITES.get(module, set())
+        if "*" in allowed:
+            continue
+        calls = [c for c in file_writes(path.read_text()) if c.split(": ", 1)[1] not in allowed]
+        if calls:
+            offenders[module] = calls
+    assert offenders == {}, "route these through narcli.fsutil (atomic_writer, write_text, open_lock_file, ...)"
+
+
+@pytest.mark.parametrize("line", [
+    "open(p, 'w')", "open(p, mode='ab')", "Path(p).open('w')", "p.write_text('x')", "p.write_bytes(b'')",
+    "os.open(p, os.O_RDWR | os.O_CREAT)", "np.savez(p, a=a)", "torch.save(x, p)", "save_file(t, str(p))",
+    "sqlite3.connect(p)", "shutil.copy(a, b)", "annoy.save(str(p))",
+])
+def test_the_write_scan_sees_each_kind_of_write(line):
+    assert len(file_writes(line)) == 1, line
+
+
+@pytest.mark.parametrize("source", [
+    "open(p)", "open(p, 'rb')", "os.open(p, os.O_RDONLY)", "sqlite3.connect(f'file:{p}?mode=ro', uri=True)",
+    "with atomic_writer(p, 'wb') as h:\n    np.savez(h, a=a)\n    torch.save(x, h)",
+    "def f(p):\n    refuse_symlink(p)\n    sqlite3.connect(p)",
+])
+def test_the_write_scan_passes_reads_and_fsutil_handles(source):
+    assert file_writes(source) == []
+
+
+@pytest.fixture
+def victim(tmp_path):
+    """A file of the user's that a planted symlink points at; it must come through untouched."""
+    path = tmp_path / "victim.rc"
+    path.write_text("precious\n")
+    return path
+
+
+@pytest.fixture
+def lock_root(tmp_path, monkeypatch):
+    """The measurement locks' fixed root, and the temporary directory the old lock used, both here."""
+    import tempfile
+
+    from narcli.bench import lock
+
+    root = tmp_path / "tmp"
+    root.mkdir()
+    monkeypatch.setattr(lock, "LOCK_ROOT", root, raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(root))
+    return root
+
+
+def test_the_measurement_lock_is_one_place_whatever_tmpdir_or_nar_home(monkeypatch, tmp_path):
+    import tempfile
+
+    from narcli.bench.lock import lock_path
+
+    first = lock_path("cpu")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setenv("NAR_HOME", str(tmp_path / "other-home"))
+    assert lock_path("cpu") == first and tmp_path not in first.parents
+    assert first.parent.stat().st_mode & 0o777 == 0o700
+
+
+def test_a_symlink_at_the_measurement_lock_is_never_written_through(lock_root, victim):
+    from narcli.bench.lock import lock_path, measuring
+    from narcli.fsutil import UnsafePathError
+
+    path = lock_path("cpu")
+    path.symlink_to(victim)
+    with pytest.raises(UnsafePathError, match="symlink"):
+        with measuring("cpu"):
+            pass
+    assert victim.read_text() == "precious\n"
+
+
+@pytest.mark.parametrize("planted", ["symlink", "open to others"])
+def test_a_lock_folder_another_user_could_plant_in_is_not_used(lock_root, tmp_path, nar_home, planted):
+    from narcli.bench.lock import lock_path, measuring
+
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    folder = lock_root / f"nar-{os.getuid()}"
+    if planted == "symlink":
+        folder.symlink_to(theirs, target_is_directory=True)
+    else:
+        folder.mkdir()
+        folder.chmod(0o777)
+        theirs = folder
+    with measuring("cpu"):
+        assert lock_path("cpu").parent == nar_home / "locks"
+    assert not list(theirs.iterdir())
+
+
+@pytest.mark.parametrize("name", [".lock", "", "-wal"])
+def test_the_zoo_writer_never_opens_its_lock_or_database_through_a_symlink(tmp_path, victim, name):
+    from narcli.errors import NarError
+    from narcli.zoo.build import ZooWriter
+
+    db = tmp_path / "zoo.db"
+    Path(f"{db}{name}").symlink_to(victim)
+    with pytest.raises(NarError, match="symlink"):
+        ZooWriter(db).close()
+    assert victim.read_text() == "precious\n"
+
+
+def test_the_index_lock_is_never_opened_through_a_symlink(tmp_path, victim):
+    from narcli.fsutil import UnsafePathError
+    from narcli.search.index import LOCK_NAME, build_index
+
+    (tmp_path / "index").mkdir()
+    (tmp_path / "index" / LOCK_NAME).symlink_to(victim)
+    with pytest.raises(UnsafePathError, match="symlink"):
+        build_index(tmp_path / "index" / "user.json", ["a", "b"], np.eye(2, 4, dtype=np.float32))
+    assert victim.read_text() == "precious\n"
+
+
+def _chatter(text):
+    print(text, flush=True)
+    return text
+
+
+def test_a_worker_log_planted_as_a_symlink_is_not_written_through(tmp_path, victim):
+    from narcli.trace.pool import run_pool
+
+    log = tmp_path / "zoo.db.log"
+    log.symlink_to(victim)
+    results = []
+    run_pool(_chatter, [("a", ("worker chatter",))], results.append, jobs=1, timeout=60, log_path=str(log))
+    assert [r.value for r in results] == ["worker chatter"]  # the work is done; only its chatter is dropped
+    assert victim.read_text() == "precious\n"
+
+
+def _save_features(path):
+    from narcli.encode.feature_cache import save_features
+    from narcli.encode.features import encode_graph
+    from narcli.graph.synthetic import residual_stack
+
+    save_features(path, {"a": encode_graph(residual_stack(2))})
+
+
+def _write_graph(path):
+    from narcli.graph.dot import write_graph
+    from narcli.graph.synthetic import residual_stack
+
+    write_graph(residual_stack(2), path.name.split(".")[0], path.parent)
+
+
+def _safetensors(path):
+    from narcli.trace.checkpoint import write_safetensors_header
+
+    write_safetensors_header(path, {"w": (2, 2)})
+
+
+@pytest.mark.parametrize("writer, name", [
+    (lambda p: __import__("narcli.fsutil").fsutil.write_text(p, "x"), "out.txt"),
+    (lambda p: __import__("narcli.fsutil").fsutil.write_bytes(p, b"x"), "out.bin"),
+    (_save_features, "features.npz"), (_write_graph, "net.dot"), (_write_graph, "net.graph.json"),
+    (_safetensors, "w.safetensors"),
+])
+def test_every_writer_refuses_a_symlink_at_its_destination_and_leaves_nothing(tmp_path, victim, writer, name):
+    from narcli.fsutil import UnsafePathError
+
+    (tmp_path / "out").mkdir()
+    destination = tmp_path / "out" / name
+    destination.symlink_to(victim)
+    with pytest.raises(UnsafePathError, match="symlink"):
+        writer(destination)
+    assert victim.read_text() == "precious\n"
+    assert [p.name for p in (tmp_path / "out").iterdir()] == [name]  # no temporary left behind
+
+
+def test_an_atomic_write_that_fails_leaves_the_old_file_and_no_temporary(tmp_path):
+    from narcli.fsutil import atomic_writer
+
+    path = tmp_path / "card.json"
+    path.write_text("old")
+    with pytest.raises(RuntimeError):
+        with atomic_writer(path) as handle:
+            handle.write("half")
+            raise RuntimeError("disk gone")
+    assert path.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["card.json"]
+
+
+# -- a model folder's config never makes a library load a file (issue 43) ----------------------------
+def _needs(library):
+    import importlib.util
+
+    if importlib.util.find_spec(library) is None:
+        pytest.skip(f"{library} is not installed")
+
+
+@pytest.mark.parametrize("model_args", [
+    lambda evil: {"checkpoint_path": evil}, lambda evil: {"pretrained": True, "num_classes": 10},
+    lambda evil: {"pretrained_cfg_overlay": {"file": evil}}, lambda evil: {"weights_file": evil},
+], ids=["checkpoint_path", "pretrained", "pretrained_cfg_overlay", "weights_file"])
+def test_a_timm_folder_naming_a_checkpoint_builds_without_loading_it(cli, tmp_path, model_args):
+    _needs("timm")
+    marker = tmp_path / "ran"
+    evil = tmp_path / "elsewhere" / "evil.pth"
+    evil.parent.mkdir()
+    evil.write_bytes(pickle.dumps({"state_dict": _Planted(marker)}))
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"architecture": "resnet18", "num_classes": 10, "pretrained_cfg": {},
+                                                    "model_args": model_args(str(evil))}))
+    result = cli("scan", folder, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["models"][0]["params"] == 11_181_642  # the architecture, as named
+    assert not marker.exists()
+
+
+TINY_DETR = {"model_type": "detr", "d_model": 32, "encoder_layers": 1, "decoder_layers": 1, "num_queries": 5,
+             "encoder_attention_heads": 2, "decoder_attention_heads": 2, "encoder_ffn_dim": 32, "decoder_ffn_dim": 32}
+
+
+@pytest.mark.parametrize("backbone", [
+    {"use_timm_backbone": True, "backbone": "resnet18", "backbone_kwargs": {"out_indices": [1, 2, 3, 4]}},
+    {"backbone_config": {"model_type": "timm_backbone", "backbone": "resnet18", "use_pretrained_backbone": True,
+                         "out_indices": [1, 2, 3, 4]}},
+], ids=["backbone config from the hub (transformers 5)", "pretrained backbone weights (transformers 4)"])
+def test_building_a_transformers_folder_fetches_nothing(cli, tmp_path, monkeypatch, backbone):
+    _needs("transformers")
+    _needs("timm")
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # a fetch would be refused at once, and show
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    folder = tmp_path / "detr"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({**TINY_DETR, **backbone}))
+    result = cli("scan", folder, "--json")
+    if result.exit_code == 0:
+        assert dict(json.loads(result.stdout)["models"][0]["top_ops"])["conv2d"] >= 20
+    else:
+        lines = [line for line in result.output.splitlines() if line.strip()]
+        assert len(lines) == 1 and "nar fetches nothing while building a model folder" in lines[0], result.output

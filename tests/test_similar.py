@@ -239,3 +239,104 @@ def test_novelty_calibrated_on_rewritten_copies_keeps_them_known():
     assert rewritten["novelty_threshold"] < plain["novelty_threshold"]
     assert rewritten["rewritten_kept"] >= 0.95 and rewritten["rewritten_queries"] == len(test)
     assert rewritten["known_kept"] == 1.0
+
+
+# -- issue 43: what the walk-through found ---------------------------------------------------------
+TINY_GPT = """
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, d=64):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.attn = nn.MultiheadAttention(d, 4, batch_first=True)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+    def forward(self, x):
+        y = self.ln1(x)
+        x = x + self.attn(y, y, y, need_weights=False)[0]
+        return x + self.mlp(self.ln2(x))
+
+
+class TinyGPT(nn.Module):
+    def __init__(self, vocab=1000, d=64):
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(64, d)
+        self.blocks = nn.Sequential(Block(d), Block(d))
+        self.head = nn.Linear(d, vocab, bias=False)
+
+    def forward(self, idx):
+        return self.head(self.blocks(self.tok(idx) + self.pos(torch.arange(idx.shape[1]))))
+"""
+
+
+def test_a_zoo_models_own_label_wins_over_a_twin_of_another_family(cli):
+    """hf/big_bird is hf/bert's graph with a longer position table: cosine 1.000, another hash."""
+    [found] = similar_json(cli, "bert")
+    assert found["query"]["name"] == "hf/bert"
+    assert found["prediction"]["family"] == "bert", found["prediction"]
+    assert "hf/big_bird" in found["twins"] and "hf/big_bird" not in found["identical"]
+    text = cli("similar", "bert").stdout
+    assert "same layers, other sizes (cosine ≥ 0.9995): hf/big_bird" in " ".join(text.split())
+
+
+def test_parameter_counts_in_billions_read_b():
+    from narcli.search.text import human, human_params
+
+    assert human_params(6_720_158_976) == "6.72 B" and human(833e9) == "833 G" and human_params(25.6e6) == "25.6 M"
+    done = run_nar("similar", "llama", "-k", "1")
+    assert done.returncode == 0, done.stderr
+    assert "hf/llama (zoo, 6.72 B params, 833 G MACs)" in done.stdout
+
+
+def _similar_text(target, width):
+    import io
+
+    from rich.console import Console
+
+    from narcli.cli.render_search import print_similar
+    from narcli.search.similar import find_similar
+
+    console = Console(width=width, file=io.StringIO(), color_system=None)
+    print_similar(console, find_similar(target, 10))
+    return console.file.getvalue().splitlines()
+
+
+def test_the_similar_table_gives_family_its_width_and_cuts_the_name():
+    lines = _similar_text("resnet50", 80)
+    header = next(line for line in lines if line.lstrip().startswith("#"))
+    rows = lines[lines.index(header) + 1:lines.index(header) + 11]
+    assert all(len(line) <= 80 for line in lines)
+    assert all(" resnet " in row for row in rows), rows  # never `resn…`
+    assert header.split()[:3] == ["#", "name", "family"] and "cosine" in header and "MACs" in header
+    wide = _similar_text("resnet50", 150)
+    assert any("image-classification" in line for line in wide)  # task in full on a wide terminal
+    narrow_bert = _similar_text("bert", 80)
+    assert any(" visual_bert " in line for line in narrow_bert)
+
+
+def test_task_heads_fold_into_one_row_led_by_the_querys_task():
+    from narcli.search.similar import Neighbour, fold_heads, task_distance
+
+    def head(name, task, cosine):
+        return Neighbour(name, "zoo", "gpt2", "transformer", task, "transformers", cosine, 1, 1, name)
+
+    rows = [head("hf/gpt2/token-classification", "token-classification", 0.84),
+            head("hf/gpt2/causal-lm", "causal-lm", 0.81), head("hf/gpt2", "feature-extraction", 0.80),
+            head("hf/bert/masked-lm", "masked-lm", 0.79), head("hf/opt", "feature-extraction", 0.75)]
+    folded = fold_heads(rows, "causal-lm")
+    assert [n.name for n in folded] == ["hf/gpt2/causal-lm", "hf/bert/masked-lm", "hf/opt"]
+    assert set(folded[0].heads) == {"hf/gpt2/token-classification", "hf/gpt2"}
+    assert fold_heads(rows, None)[0].name == "hf/gpt2/token-classification"  # no task: the nearest
+    assert task_distance("masked-lm", "causal-lm") == 1 and task_distance("causal-lm", "causal-lm") == 0
+
+
+def test_a_tiny_gpts_nearest_is_a_causal_lm(cli, write):
+    path = write("tiny_gpt.py", TINY_GPT)
+    [found] = similar_json(cli, str(path), "--source", "transformers", "-k", "5")
+    zoo = [n for n in found["neighbours"] if n["kind"] == "zoo"]
+    assert zoo[0]["task"] == "causal-lm", [(n["name"], n["task"]) for n in zoo]
+    models = [n["name"].removesuffix("/" + n["task"]) for n in zoo]
+    assert len(models) == len(set(models))  # one row per model, its other heads folded in

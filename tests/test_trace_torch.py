@@ -91,6 +91,47 @@ def test_untraceable_forward_raises_trace_error():
         trace_module(Broken(), [torch.empty(1, device="meta")])
 
 
+def test_a_forward_returning_a_generator_is_refused_not_stored_as_an_empty_graph(cli, write):
+    from narcli.errors import TraceError
+
+    class Lazy(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Linear(4, 4)
+
+        def forward(self, x):
+            yield self.body(x)  # nothing runs until iterated
+
+    with pytest.raises(TraceError, match="forward returned a generator, not tensors"):
+        trace_module(Lazy(), [torch.empty(1, 4, device="meta")])
+    model = write("lazy.py", """
+        from torch import nn
+
+        class Lazy(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Linear(4, 4)
+
+            def forward(self, x):
+                for _ in range(2):
+                    yield self.body(x)
+    """)
+    result = cli("scan", model, "-i", "1,4")
+    assert result.exit_code == 1 and "forward returned a generator" in result.stderr, result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_forward_that_runs_no_tensor_operation_is_refused():
+    from narcli.errors import TraceError
+
+    class Nothing(nn.Module):
+        def forward(self, x):
+            return x
+
+    with pytest.raises(TraceError, match="ran no tensor operation"):
+        trace_module(Nothing(), [torch.empty(1, 4, device="meta")])
+
+
 def test_unknown_functions_are_kept_as_unknown():
     class Odd(nn.Module):
         def forward(self, x):

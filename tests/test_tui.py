@@ -18,12 +18,12 @@ from narcli.tui.app import NarApp  # noqa: E402
 SIZE = (120, 34)
 
 
-def run_app(script, *, target=None, blink=False):
+def run_app(script, *, target=None, blink=False, size=SIZE):
     """Run `script(app, pilot)` inside a running app; returns what it returns."""
 
     async def main():
         app = NarApp(target, blink=blink)
-        async with app.run_test(size=SIZE) as pilot:
+        async with app.run_test(size=size) as pilot:
             await pilot.pause()
             return await script(app, pilot)
 
@@ -141,10 +141,12 @@ def test_scanning_from_inside_adds_and_opens_the_model(tmp_path):
             await settle(app, pilot, 0.5)
             if app.current and app.current.startswith("cache:"):
                 break
+        await settle(app, pilot)  # its details (the Similar tab gives the family)
         return app.by_key.get(app.current), len(app.entries)
 
     entry, _ = run_app(script)
     assert entry is not None and entry.name == "tiny_net.py:TinyNet" and entry.source == "cache"
+    assert entry.family not in ("", "—")  # predicted once its Similar tab loaded, as `nar similar` says it
 
 
 def test_a_broken_file_is_a_notification_and_the_app_keeps_running(tmp_path):
@@ -234,3 +236,125 @@ assert "torch" not in sys.modules, "torch was imported"
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ.copy())
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+# -- issue 43: what the walk-through found, at both sizes --------------------------------------------
+SIZES = pytest.mark.parametrize("size", [(120, 34), (80, 24)], ids=["120x34", "80x24"])
+
+
+@SIZES
+def test_every_tab_names_the_open_model(size):
+    async def script(app, pilot):
+        await settle(app, pilot)
+        return {pane: rendered_text(app.query_one(f"#{pane}").content)
+                for pane in ("summary-body", "similar-head", "predictions-body")}, \
+            str(app.query_one("#structure-tree").root.label)
+
+    panes, structure = run_app(script, target="resnet50", size=size)
+    assert "resnet50" in panes["summary-body"] and "resnet50" in structure
+    assert panes["similar-head"].startswith("timm/resnet50") and panes["predictions-body"].startswith("timm/resnet50")
+
+
+@SIZES
+def test_walking_to_a_neighbour_and_back_keeps_the_search_box_in_step(size):
+    async def script(app, pilot):
+        await pilot.press(*"resnet50", "enter")
+        await settle(app, pilot)
+        await pilot.press("3", "enter")  # 3 focuses Similar; Enter opens the nearest neighbour
+        await settle(app, pilot)
+        walked = app.current, app.query_one("#search").value, app.current in app.shown
+        await pilot.press("backspace")
+        await settle(app, pilot)
+        return walked, (app.current, app.query_one("#search").value)
+
+    (walked, search, listed), back = run_app(script, size=size)
+    assert walked != "timm/resnet50" and search == walked and listed
+    assert back == ("timm/resnet50", "timm/resnet50")
+
+
+@SIZES
+def test_the_status_says_how_the_rows_are_ordered(size):
+    async def script(app, pilot):
+        before = rendered_text(app.query_one("#status").content)
+        await pilot.press(*"resnet")
+        await pilot.pause(0.4)
+        return before, rendered_text(app.query_one("#status").content), [app.by_key[k].name for k in app.shown[:2]]
+
+    before, searching, first = run_app(script, size=size)
+    assert "sorted by name" in before and "sorted by" not in searching
+    assert "best match first" in searching and first[0] == "resnet"  # not alphabetical: `resnet` before all
+
+
+def test_cached_scans_carry_their_predicted_family(monkeypatch):
+    from types import SimpleNamespace
+
+    from narcli.tui import data
+
+    record = SimpleNamespace(source="/project/net.py", name="Net", graph_key="k1", params=10, macs=10, nodes=3,
+                             inputs=[], depth=3, edges=2, top_ops=[], tracer="runtime", graph_hash="h1")
+    monkeypatch.setattr("narcli.scan.cache.Cache.records", lambda self: [record])
+    monkeypatch.setattr("narcli.search.similar.cached_families", lambda: {"k1": "mlp"})
+    [mine] = [e for e in data.load_entries() if e.key == "cache:k1"]
+    assert mine.family == "mlp" and str(mine.cells()[1]) == "mlp"
+    assert dict(data.summary(mine))["family"] == "mlp (predicted)"
+
+
+@SIZES
+def test_predictions_say_plainly_that_none_applies_and_why(size):
+    async def script(app, pilot):
+        await settle(app, pilot)
+        return rendered_text(app.query_one("#predictions-body").content)
+
+    text = " ".join(run_app(script, target="llama", size=size).split())
+    assert "No accuracy or latency prediction applies to this model." in text and "Why not:" in text
+    assert "• NAS-Bench-201 networks (CIFAR cells): trained on image models" in text
+    assert "n/a (" not in text
+
+
+@SIZES
+def test_structure_names_each_motif_once(size):
+    async def script(app, pilot):
+        await settle(app, pilot)
+        return [str(node.label) for node in app.query_one("#structure-tree").root.children]
+
+    labels = run_app(script, target="resnet50", size=size)
+    names = [label.rsplit(" × ", 1)[0] for label in labels]
+    assert len(names) == len(set(names)), labels
+    assert "conv2d 7×7" in names and not any("(1 ops)" in label for label in labels)
+
+
+def test_at_80_by_24_tabs_cosine_and_every_key_fit():
+    from textual.widgets import Footer, Tab
+
+    async def script(app, pilot):
+        await settle(app, pilot)
+        app.query_one("#models").focus()
+        await pilot.press("3")
+        await settle(app, pilot)
+        tabs = [(t.region.x, t.region.right) for t in app.query(Tab)]
+        pane = app.query_one("#detail").region
+        table = app.query_one("#similar-table")
+        cosine_right = sum(c.get_render_width(table) for c in list(table.columns.values())[:2])
+        keys = [(k.key, k.description, k.region.right) for k in app.query_one(Footer).query("FooterKey")]
+        return tabs, (pane.x, pane.right), cosine_right, table.scrollable_content_region.width, keys
+
+    tabs, (left, right), cosine_right, table_width, keys = run_app(script, target="resnet50", size=(80, 24))
+    assert len(tabs) == 4 and all(left <= x and end <= right for x, end in tabs)  # no tab cut ("ummary")
+    assert cosine_right <= table_width  # the Similar table shows the cosine without scrolling
+    assert ("q", "quit") in [(k, d) for k, d, _ in keys] and all(end <= 80 for _, _, end in keys)
+
+
+def test_help_says_that_3_focuses_similar():
+    from textual.widgets import Static
+
+    from narcli.tui.screens import HelpScreen
+
+    async def script(app, pilot):
+        app.query_one("#models").focus()
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        return " ".join(rendered_text(w.content) for w in app.screen.query(Static))
+
+    text = " ".join(run_app(script).split())
+    assert "3 focuses the Similar table" in text

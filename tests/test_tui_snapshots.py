@@ -90,3 +90,12 @@ def test_error_notification(snap_compare):
         await pilot.pause(0.2)
 
     assert snap_compare(NarApp(blink=False), terminal_size=SIZE, run_before=scan_missing)
+
+
+@pytest.mark.parametrize("tab", ["similar", "predictions"])
+def test_detail_tabs_at_80_by_24(snap_compare, tab):
+    """The tab bar, the Similar table's cosine and every footer key fit at 80×24 (issue 43)."""
+    async def show(pilot):
+        await opened(pilot, tab)
+
+    assert snap_compare(NarApp("resnet50", blink=False), terminal_size=(80, 24), run_before=show)

@@ -150,6 +150,38 @@ def test_plugins_lists_the_fake_source(cli):
     assert [s["name"] for s in found["fake-cli"]["sources"]] == ["fake", "other"]
 
 
+class FailingHook:
+    """A plugin whose hook raises, as a third-party plugin broken by an upgrade would."""
+
+    @plugins.hookspecs.hookimpl
+    def nar_zoo_sources(self):
+        raise RuntimeError("this plugin is broken")
+
+
+def test_a_broken_plugin_is_named_and_the_others_still_listed(cli, tmp_path, monkeypatch):
+    # one that cannot even be imported, installed as an entry point; one whose hook raises
+    dist = tmp_path / "broken_nar_plugin-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-nar-plugin\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[nar]\nunimportable = broken_nar_plugin_module\n")
+    (tmp_path / "broken_nar_plugin_module.py").write_text("raise ImportError('needs a library not installed')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(plugins, "_manager", None)  # load the entry points afresh
+    monkeypatch.setattr(plugins, "_broken", {})
+    plugins.register(fake_source, name="fake-cli")
+    plugins.register(FailingHook(), name="failing-hook")
+    result = cli("plugins", "--json")
+    table = cli("plugins")
+    build = cli("zoo", "build", "--source", "nosuch", "--db", tmp_path / "zoo.db")
+    assert result.exit_code == 0 and table.exit_code == 0, result.output + table.output
+    found = {p["name"]: p for p in json.loads(result.stdout)}
+    assert "needs a library not installed" in found["unimportable"]["error"]
+    assert "RuntimeError: this plugin is broken" in found["failing-hook"]["error"]
+    assert [s["name"] for s in found["fake-cli"]["sources"]] == ["fake", "other"] and not found["fake-cli"]["error"]
+    assert "unimportable" in table.stdout and "broken" in table.stdout and "fake-cli" in table.stdout
+    assert build.exit_code == 2 and "plugin failing-hook is broken" in build.stderr
+
+
 def test_scan_of_a_zoo_name_shows_its_record(cli, fake_zoo, monkeypatch):
     monkeypatch.setenv("NAR_ZOO", str(fake_zoo))
     result = cli("scan", "resnet50", "--json")

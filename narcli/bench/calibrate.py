@@ -31,6 +31,7 @@ import numpy as np
 
 from narcli.bench.lock import measuring
 from narcli.errors import NarError, UsageError
+from narcli.fsutil import write_text
 
 LOW_MACS, HIGH_MACS = 5e7, 2e10
 RIDGE = 0.05  # per sample, on standardised features: little shrinkage, but K = 5 stays solvable
@@ -95,8 +96,10 @@ def candidates() -> list[Candidate]:
             found.append(Candidate(model.id, model.macs, model.params or 0, {REFERENCE_COLUMN: row.value},
                                    np.zeros(0), model.coarse or "", model.graph_hash, model.source))
     if not found:
-        raise NarError("no zoo model to calibrate with: no zoo source plugin is installed (pip install "
-                       "plugins/nar-timm), or the reference head answers for none of their models")
+        from narcli.zoo.plugins import install_line
+
+        raise NarError("no zoo model to calibrate with: no zoo source plugin is installed (install one with "
+                       f"`{install_line('timm')}`), or the reference head answers for none of their models")
     raw = np.array([[math.log(c.macs), math.log(max(c.params, 1)),
                      math.log(c.predicted[REFERENCE_COLUMN]) - math.log(c.macs)] for c in found])
     z = (raw - raw.mean(0)) / (raw.std(0) + 1e-9)
@@ -154,32 +157,39 @@ def measure_models(chosen: list[Candidate], threads: int | None, repeat: int, bu
 
     info = device_info("cpu", threads)
     began, found = time.perf_counter(), {}
+    done = [0]
+
+    def note(candidate: Candidate, ms: float, reused: bool) -> None:  # progress as each model is done
+        done[0] += 1
+        report(f"{done[0]}/{len(chosen)} {candidate.name}: {ms:.2f} ms" + (" (stored)" if reused else ""))
+
     pooled = [c for c in chosen if c.graph_hash]
     for candidate in pooled:
         stored = store.load(candidate.graph_hash, 1, info.key)
         if stored:
             found[candidate.name] = (stored["median_ms"], True)
+            note(candidate, stored["median_ms"], True)
     todo = [c for c in pooled if c.name not in found]
     if todo:
-        found.update(_measure_pooled(todo, info, repeat, budget, began, report))
+        found.update(_measure_pooled(todo, info, repeat, budget, began, report, note))
     out = []
-    for i, candidate in enumerate(chosen, 1):
+    for candidate in chosen:
         if candidate.name not in found and not candidate.graph_hash:
             if budget is not None and time.perf_counter() - began > budget:
                 break
             result = bench_target(candidate.name, 1, "cpu", threads, repeat, reuse=True)
             found[candidate.name] = (result.median_ms, result.reused)
+            note(candidate, result.median_ms, result.reused)
         if candidate.name in found:
-            ms, reused = found[candidate.name]
-            out.append((candidate, ms))
-            report(f"{i}/{len(chosen)} {candidate.name}: {ms:.2f} ms" + (" (stored)" if reused else ""))
+            out.append((candidate, found[candidate.name][0]))
     if len(out) < len(chosen) and budget is not None and time.perf_counter() - began > budget:
         report(f"budget of {budget:g} s spent after {len(out)} models")
     return out
 
 
 def _measure_pooled(todo: list[Candidate], info: Any, repeat: int, budget: float | None, began: float,
-                    report: Callable[[str], None]) -> dict[str, tuple[float, bool]]:
+                    report: Callable[[str], None], note: Callable[[Candidate, float, bool], None],
+                    ) -> dict[str, tuple[float, bool]]:
     from narcli.bench import store
     from narcli.bench.reference import measure_zoo_model
     from narcli.trace.pool import TaskResult, run_pool
@@ -203,6 +213,7 @@ def _measure_pooled(todo: list[Candidate], info: Any, repeat: int, budget: float
                                 "device": info.to_dict(), "params": candidate.params, "macs": candidate.macs}
         store.save(candidate.graph_hash, 1, info.key, candidate.name, value)
         found[candidate.name] = (value["median_ms"], False)
+        note(candidate, value["median_ms"], False)
 
     run_pool(measure_zoo_model, tasks(), on_result, jobs=1, timeout=600, tasks_per_worker=400, max_rss=6 << 30)
     return found
@@ -229,20 +240,60 @@ def calibrate(name: str = "local", models: int = 20, budget: float | None = None
                         "models": [{"name": c.name, "ms": ms} for c, ms in measured],
                         "columns": list(CPU_COLUMNS), "created": time.strftime("%Y-%m-%d %H:%M:%S")}
     devices_dir().mkdir(parents=True, exist_ok=True)
-    path = devices_dir() / f"{name}.json"
-    path.write_text(json.dumps(head, indent=2) + "\n")
+    path = write_text(devices_dir() / f"{name}.json", json.dumps(head, indent=2) + "\n")
     return head | {"path": str(path)}
 
 
+def _read_head(path: Path) -> dict[str, Any]:
+    """A saved device head; ValueError (or OSError) when the file is not one `calibrate` wrote."""
+    head = json.loads(path.read_text())
+    if not isinstance(head, dict) or not all(isinstance(head.get(k), list) for k in ("mean", "std", "weights")):
+        raise ValueError("not a device head")
+    if not len(head["mean"]) == len(head["std"]) == len(head["weights"]) or \
+            not all(isinstance(head.get(k), (int, float)) for k in ("intercept", "half")):
+        raise ValueError("its fitted parameters do not fit together")
+    return head
+
+
 def calibrated_devices() -> dict[str, dict[str, Any]]:
+    """Every saved device head by name; StoreError naming a file that is damaged."""
+    from narcli.errors import StoreError, damaged_store
+
     out = {}
     if devices_dir().is_dir():
         for path in sorted(devices_dir().glob("*.json")):
             try:
-                out[path.stem] = json.loads(path.read_text())
-            except (OSError, ValueError):
-                continue
+                out[path.stem] = _read_head(path)
+            except (OSError, ValueError, TypeError, RecursionError) as exc:
+                raise StoreError(damaged_store(path, exc, "device head")) from None
     return out
+
+
+def devices_health() -> dict[str, Any]:
+    """The saved device heads as `nar cache info` shows them: "ok", or which files are damaged."""
+    folder, damaged = devices_dir(), []
+    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    for path in files:
+        try:
+            _read_head(path)
+        except (OSError, ValueError, TypeError, RecursionError) as exc:
+            damaged.append(f"{path.name}: {type(exc).__name__}: {str(exc)[:80]}")
+    return {"name": "devices/", "what": "device latency heads (nar calibrate)", "path": str(folder),
+            "exists": bool(files), "bytes": sum(p.stat().st_size for p in files),
+            "health": "; ".join(damaged[:3]) or "ok"}
+
+
+def repair_devices() -> str | None:
+    """Set each damaged device head aside (NAME.json.damaged): `nar calibrate` makes it again."""
+    folder = devices_dir()
+    moved = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            _read_head(path)
+        except (OSError, ValueError, TypeError, RecursionError):
+            path.replace(path.with_name(path.name + ".damaged"))
+            moved.append(path.name)
+    return f"set the damaged device heads {', '.join(moved)} aside in {folder}" if moved else None
 
 
 def device_rows(rows: list, macs: int, devices: dict[str, dict[str, Any]] | None = None) -> list:

@@ -66,8 +66,9 @@ def torch_version() -> str:
 
 def device_info(kind: str, threads: int | None) -> DeviceInfo:
     check_device(kind)
-    if threads is not None and not 1 <= threads <= 1024:
-        raise UsageError(f"--threads must be between 1 and 1024, not {threads}")
+    cores = os.cpu_count() or 1
+    if threads is not None and not 1 <= threads <= cores:  # more threads than cores is no other device
+        raise UsageError(f"--threads must be between 1 and {cores} (the CPU cores of this machine), not {threads}")
     if kind == "cuda":
         import torch
 

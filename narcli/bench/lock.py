@@ -4,10 +4,15 @@ nothing in the numbers says so. `measuring(device)` holds an exclusive lock for 
 `nar bench` or a whole `nar calibrate` runs; a second one is refused at once, with the pid of the
 first, instead of storing timings nobody should trust.
 
-The lock is `flock` on a file in the temporary directory, so it spans every NAR_HOME of the machine
-and is released by the kernel when its holder dies (no stale locks after a kill -9). It is
-re-entrant within one process (a calibration measures many models). Where fcntl does not exist
-(Windows), nothing is locked.
+The lock is `flock` on `/tmp/nar-<uid>/measure-<device>.lock`. The place is fixed, not taken from
+$TMPDIR or NAR_HOME, so every nar this user runs on the machine meets at the same lock whatever its
+environment; the folder is private (0700, ours, not a symlink: `fsutil.private_dir`), so no other
+user can plant a symlink at the lock's name or hold the lock to block us. Should the folder be
+unusable (no /tmp, or someone else made it first), the lock moves to `$NAR_HOME/locks`, private
+too. It guards this user's measurements; another user's nar cannot be kept out (nor block us).
+The kernel releases it when its holder dies (no stale locks after a kill -9). It is re-entrant
+within one process (a calibration measures many models). Where fcntl does not exist (Windows),
+nothing is locked.
 """
 
 from __future__ import annotations
@@ -15,19 +20,33 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 from narcli.errors import NarError
+from narcli.fsutil import UnsafePathError, open_lock_file, private_dir
+
+LOCK_ROOT = Path("/tmp")  # fixed on purpose: see above
 
 _held: dict[str, tuple[int, int]] = {}  # device -> (descriptor, depth) of the locks this process holds
 
 
-def lock_path(device: str) -> Path:
+def lock_dir() -> Path:
+    """The private folder of this user's measurement locks (created on first use)."""
     uid = os.getuid() if hasattr(os, "getuid") else 0
+    try:
+        return private_dir(LOCK_ROOT / f"nar-{uid}")
+    except (OSError, UnsafePathError):
+        from narcli.scan.cache import nar_home
+
+        home = nar_home()
+        home.mkdir(parents=True, exist_ok=True)
+        return private_dir(home / "locks")
+
+
+def lock_path(device: str) -> Path:
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", device)
-    return Path(tempfile.gettempdir()) / f"nar-measure-{uid}-{name}.lock"
+    return lock_dir() / f"measure-{name}.lock"
 
 
 class MeasurementBusy(NarError):
@@ -51,8 +70,7 @@ def measuring(device: str) -> Iterator[None]:
         finally:
             _held[device] = (fd, _held[device][1] - 1)
         return
-    path = lock_path(device)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = open_lock_file(lock_path(device))  # no symlink followed, nothing truncated before we hold it
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from narcli.errors import NarError, UsageError
+from narcli.fsutil import atomic_writer, write_text
 from narcli.predict.latency import CARD_NAME, COLUMNS, CSV_NAME
 
 THREADS = 1
@@ -214,7 +215,7 @@ def export(folder: Path, min_rows: int = 1) -> dict[str, Any]:
         raise NarError(f"only {len(rows)} reference measurements on this machine; run `nar bench --zoo` first")
     rows.sort(key=lambda r: (r["source"], r["model"]))
     folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / CSV_NAME, "w", newline="") as handle:
+    with atomic_writer(folder / CSV_NAME, "w", newline="") as handle:
         writer = csv.DictWriter(handle, COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
@@ -225,7 +226,7 @@ def export(folder: Path, min_rows: int = 1) -> dict[str, Any]:
     card = {"device": info.to_dict(), "protocol": PROTOCOL, "rows": len(rows),
             "unmeasured": dict(sorted(reasons.items())), "created": time.strftime("%Y-%m-%d"),
             "by_source": _count(rows, "source"), "by_coarse": _count(rows, "coarse")}
-    (folder / CARD_NAME).write_text(json.dumps(card, indent=2) + "\n")
+    write_text(folder / CARD_NAME, json.dumps(card, indent=2) + "\n")
     return card | {"csv": str(folder / CSV_NAME)}
 
 

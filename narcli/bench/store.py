@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from narcli.errors import StoreError, damaged_store, storage_trouble
+from narcli.scan import sqlite_files
 
 SCHEMA = """create table if not exists measurements (
     graph_hash text not null, batch integer not null, device text not null, name text not null,
@@ -21,14 +26,70 @@ def store_path() -> Path:
     return nar_home() / "bench.db"
 
 
+TABLES = ("measurements", "unmeasured")
+WHAT = "measurement store"
+
+
 def _connect(path: Path | None = None) -> sqlite3.Connection:
     path = path or store_path()
+    sqlite_files.refuse_symlink(path, WHAT, StoreError)
     path.parent.mkdir(parents=True, exist_ok=True)
     connection = sqlite3.connect(path, timeout=30)
-    connection.execute(SCHEMA)
+    try:
+        sqlite_files.refuse_foreign(connection, path, TABLES, WHAT, StoreError)
+        connection.execute(SCHEMA)
+    except BaseException:
+        connection.close()
+        raise
     return connection
 
 
+def _guarded(function: Callable[..., Any]) -> Callable[..., Any]:
+    """A damaged bench.db (not SQLite, a bad page, a stored row that does not decode) as one line
+    naming the file and the fix, never a traceback; a full or read-only disk as what it is."""
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise StoreError(f"{WHAT} {store_path()} is busy ({exc}); try again") from None
+            trouble = storage_trouble(exc, store_path().parent)
+            if trouble:
+                raise StoreError(f"{WHAT} {store_path()} cannot be written: {trouble}") from None
+            raise StoreError(damaged_store(store_path(), exc, WHAT)) from None
+        except sqlite_files.BadBlob as exc:
+            raise StoreError(damaged_store(store_path(), f"a stored row cannot be decoded: {exc}", WHAT)) from None
+
+    return wrapper
+
+
+def _json(text: str) -> dict[str, Any]:
+    """A stored measurement, decoded; BadBlob when it is not what nar wrote."""
+    value = sqlite_files.decoded(json.loads, text)
+    if not isinstance(value, dict):
+        raise sqlite_files.BadBlob(f"{type(value).__name__}, not an object")
+    return value
+
+
+CHECKS: tuple[sqlite_files.RowCheck, ...] = (("measurement row", "measurements", "rowid", "info", _json),)
+
+
+def health() -> dict[str, Any]:
+    """bench.db as `nar cache info` shows it: path, size, and "ok" or what is wrong."""
+    path = store_path()
+    return {"name": "bench.db", "what": "latency measurements (nar bench, nar calibrate)", "path": str(path),
+            "exists": path.exists(), "bytes": path.stat().st_size if path.exists() else 0,
+            "health": sqlite_files.health(path, TABLES, sqlite_files.first_undecodable(CHECKS))}
+
+
+def repair() -> str | None:
+    """Repair a damaged bench.db: undecodable measurements removed (they are measured again), an
+    unreadable file set aside as bench.db.damaged; what was done, or None."""
+    return sqlite_files.repair(store_path(), TABLES, CHECKS)
+
+
+@_guarded
 def save(graph_hash: str, batch: int, device: str, name: str, result: dict[str, Any]) -> None:
     connection = _connect()
     try:
@@ -40,6 +101,7 @@ def save(graph_hash: str, batch: int, device: str, name: str, result: dict[str, 
         connection.close()
 
 
+@_guarded
 def load(graph_hash: str, batch: int, device: str) -> dict[str, Any] | None:
     if not store_path().exists():
         return None
@@ -49,7 +111,7 @@ def load(graph_hash: str, batch: int, device: str) -> dict[str, Any] | None:
                                  (graph_hash, batch, device)).fetchone()
     finally:
         connection.close()
-    return json.loads(row[0]) if row else None
+    return _json(row[0]) if row else None
 
 
 FAILURES = """create table if not exists unmeasured (
@@ -57,6 +119,7 @@ FAILURES = """create table if not exists unmeasured (
     reason text not null, message text not null, at real not null, primary key (graph_hash, batch, device))"""
 
 
+@_guarded
 def save_failure(graph_hash: str, batch: int, device: str, name: str, reason: str, message: str) -> None:
     """A model `nar bench --zoo` could not measure (build error, timeout, too big for memory): kept,
     so a resumed run does not try it again and the dataset's card can count it."""
@@ -70,6 +133,7 @@ def save_failure(graph_hash: str, batch: int, device: str, name: str, reason: st
         connection.close()
 
 
+@_guarded
 def measurements(device: str, batch: int) -> dict[str, dict[str, Any]]:
     """Every stored measurement of `device` at `batch`, by graph hash."""
     if not store_path().exists():
@@ -80,9 +144,10 @@ def measurements(device: str, batch: int) -> dict[str, dict[str, Any]]:
                                   (device, batch)).fetchall()
     finally:
         connection.close()
-    return {h: json.loads(info) for h, info in rows}
+    return {h: _json(info) for h, info in rows}
 
 
+@_guarded
 def failures(device: str, batch: int) -> dict[str, str]:
     """Graph hash -> reason, for what could not be measured on `device`."""
     if not store_path().exists():
@@ -105,6 +170,7 @@ def known(device: str, batch: int, include_failed: bool = True) -> set[str]:
     return found
 
 
+@_guarded
 def for_graph(graph_hash: str) -> list[dict[str, Any]]:
     """Every stored measurement of this graph (any batch, any device), newest first."""
     if not graph_hash or not store_path().exists():
@@ -113,8 +179,6 @@ def for_graph(graph_hash: str) -> list[dict[str, Any]]:
     try:
         rows = connection.execute("select info, measured_at from measurements where graph_hash = ? "
                                   "order by measured_at desc", (graph_hash,)).fetchall()
-    except sqlite3.DatabaseError:
-        return []
     finally:
         connection.close()
-    return [json.loads(info) | {"measured_at": at} for info, at in rows]
+    return [_json(info) | {"measured_at": at} for info, at in rows]

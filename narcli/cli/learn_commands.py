@@ -78,7 +78,9 @@ def eval_retrieval(
     text = json.dumps(results, indent=2, default=str)
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text + "\n")
+        from narcli.fsutil import write_text
+
+        write_text(out, text + "\n")
     if as_json:
         print(text)
         return

@@ -12,7 +12,7 @@ from rich.text import Text
 from narcli.cli.common import safe
 from narcli.errors import printable
 from narcli.scan.cache import ModelRecord
-from narcli.search.text import human
+from narcli.search.text import human, human_params
 from narcli.trace.inputs import InputSpec
 
 
@@ -36,7 +36,7 @@ def record_panel(record: ModelRecord, performance: str | None = None) -> Panel:
         grid.add_row("input", Text.assemble((safe(inputs), ""), ("  assumed: " + printable(record.assumed), "yellow")))
     else:
         grid.add_row("input", safe(inputs))
-    grid.add_row("params", f"{human(record.params)}  [dim]({record.params:,})[/dim]")
+    grid.add_row("params", f"{human_params(record.params)}  [dim]({record.params:,})[/dim]")
     grid.add_row("MACs", f"{human(record.macs)}  [dim]({record.macs:,})[/dim]")
     grid.add_row("depth", f"{record.depth}  [dim](nodes on the longest path)[/dim]")
     grid.add_row("graph", f"{record.nodes} nodes, {record.edges} edges")
@@ -66,13 +66,22 @@ def print_directory(console: Console, results: list[Any]) -> None:
         elif result.skipped:
             skipped.append(result)
         for r in result.records:
-            table.add_row(safe(result.path), safe(r.name), human(r.params), human(r.macs), str(r.depth),
+            table.add_row(safe(result.path), safe(r.name), human_params(r.params), human(r.macs), str(r.depth),
                           str(r.nodes), r.tracer + (" (cached)" if r.cached else ""))
     if table.row_count:
         console.print(table)
     models = sum(len(r.records) for r in results)
     console.print(f"{models} model(s) in {len(results) - len(failed) - len(skipped)} file(s); "
                   f"{len(skipped)} skipped, {len(failed)} failed")
+    import os
+
+    root = os.path.commonpath([str(r.path) for r in results]) if len(results) > 1 else ""
+    by_reason: dict[str, list[str]] = {}
+    for result in skipped:  # named (under the scanned folder), so a file skipped by mistake is noticed
+        by_reason.setdefault(result.skipped, []).append(os.path.relpath(result.path, root) if root else str(result.path))
+    for reason, paths in by_reason.items():
+        listed = ", ".join(paths[:8]) + (f" and {len(paths) - 8} more" if len(paths) > 8 else "")
+        console.print(f"[dim]skipped ({safe(reason)}): {safe(listed)}[/dim]", highlight=False, soft_wrap=True)
     for result in failed:
         error = result.error.removeprefix(f"{result.path}: ")  # most errors name the file first already
         console.print(f"[red]failed[/red] {safe(result.path)}: {safe(error)}", highlight=False)
@@ -91,7 +100,7 @@ def print_cached(console: Console, records: list[ModelRecord]) -> None:
                          no_wrap=column == "name")
     for r in records:
         inputs = ", ".join(str(InputSpec.from_json(i)) for i in r.inputs)
-        table.add_row(f"cache:{short_id(r.id)}", safe(r.name), safe(r.source), safe(inputs), human(r.params),
+        table.add_row(f"cache:{short_id(r.id)}", safe(r.name), safe(r.source), safe(inputs), human_params(r.params),
                       human(r.macs))
     console.print(table)
 
@@ -108,6 +117,15 @@ def print_cache_info(console: Console, info: dict[str, Any]) -> None:
         ok = info["health"] == "ok"
         grid.add_row("health", "ok" if ok else f"[bold red]damaged[/] ({safe(info['health'])})")
     console.print(grid)
+    others = [s for s in info.get("stores", [])[1:] if s["exists"] or s["health"] != "ok"]
+    if others:  # every other store under NAR_HOME that is there
+        table = Table(title="other stores", title_justify="left", show_edge=False)
+        for column in ("store", "holds", "size", "health"):
+            table.add_column(column, overflow="fold")
+        for store in others:
+            health = "ok" if store["health"] == "ok" else f"[bold red]damaged[/] ({safe(store['health'])})"
+            table.add_row(safe(store["name"]), safe(store["what"]), human_bytes(store["bytes"]), health)
+        console.print(table)
 
 
 def print_identification(console: Console, found: Any) -> None:
@@ -148,5 +166,5 @@ def print_identification(console: Console, found: Any) -> None:
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for i, m in enumerate(found.matches, 1):
         table.add_row(str(i), safe(m.id) + (f" [dim](+{len(m.same_as)})[/]" if m.same_as else ""), safe(m.family),
-                      f"{m.share:.0%}", f"{m.matched}/{m.zoo_tensors}", human(m.params))
+                      f"{m.share:.0%}", f"{m.matched}/{m.zoo_tensors}", human_params(m.params))
     console.print(table)

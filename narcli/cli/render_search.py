@@ -22,8 +22,6 @@ def _shared_text(shared: list[dict[str, Any]], width: int = 28) -> str:
 
 
 def print_similar(console: Any, results: list[Any]) -> None:
-    from rich.table import Table
-
     for result in results:
         q = result.query
         figures = f"{human_params(q.params)} params, {human(q.macs)} MACs" if q.params or q.macs else ""
@@ -72,6 +70,7 @@ def _similar_table(width: int, neighbours: list[Any]) -> Any:
              "shared motifs": _shared_text(n.shared, 60)} for rank, n in enumerate(neighbours, 1)]
     full = {column: max([len(column)] + [len(r[column]) for r in rows]) for column in rows[0]} if rows else {}
     full["name"] = max([4] + [len(r["name"]) + (len(f" +{x}") if x else 0) for r, x in zip(rows, extra)])
+    full["#"] = max(2, full["#"])  # ranks line up whether there are 9 rows or 10
     widths = {c: full[c] for c in ("#", "family", "cosine", "params", "MACs")}
     room = width - sum(widths.values()) - GAP * 5  # the six columns always shown
     if room < NAME_LEAST:  # a very narrow terminal: the family gives way, to 8 columns at least
@@ -139,7 +138,7 @@ def print_comparison(console: Any, c: Any) -> None:
     console.print(table)
     verdict = " (the same architecture)" if c.same_architecture else ""
     console.print(f"cosine [bold]{c.cosine:.3f}[/]{verdict}")
-    counts_b = {m["type"]: m["count"] for m in c.b.motifs}
+    counts_b = {m["type"]: m["count"] for m in getattr(c.b, "motifs", None) or []}
     paired = getattr(c, "motifs_paired", [])
     # a motif's type hashes its layers in sequence order, so one block cut at another point (a
     # transformer layer starting at its attention, not its norm) has another type: shared all the same

@@ -10,7 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from narcli.cli.common import safe
-from narcli.cli.render_scan import human
+from narcli.cli.render_scan import human, human_params
 from narcli.errors import printable
 
 
@@ -30,7 +30,7 @@ def print_zoo_model(console: Console, model: Any, aliases: list[str]) -> None:
         grid.add_row("status", f"[red]failed[/red]: {safe(model.reason)}: {safe(model.message)}")
     else:
         grid.add_row("input", safe(", ".join(_shape(s) for s in model.inputs)))
-        grid.add_row("params", f"{human(model.params)}  [dim]({model.params:,})[/dim]")
+        grid.add_row("params", f"{human_params(model.params)}  [dim]({model.params:,})[/dim]")
         grid.add_row("MACs", f"{human(model.macs)}  [dim]({model.macs:,})[/dim]")
         grid.add_row("depth", f"{model.depth}  [dim](nodes on the longest path)[/dim]")
         grid.add_row("graph", f"{model.nodes} nodes, {model.edges} edges  [dim](traced by {safe(model.tracer)})[/dim]")
@@ -51,7 +51,7 @@ def print_model_list(console: Console, models: list[Any], total: int, failed: bo
         right: tuple[int, ...] = ()
     else:
         header = ("model", "family", "coarse", "task", "params", "MACs", "nodes")
-        rows = [(m.id, m.family, m.coarse, m.task, human(m.params), human(m.macs), str(m.nodes)) for m in models]
+        rows = [(m.id, m.family, m.coarse, m.task, human_params(m.params), human(m.macs), str(m.nodes)) for m in models]
         right = (4, 5, 6)
     rows = [tuple(printable(c) for c in r) for r in rows]  # written straight to the file: no console to escape them
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
@@ -111,6 +111,8 @@ def print_plugins(console: Console, plugins: list[dict[str, Any]], missing: list
     for p in plugins:
         sources = ", ".join(safe(s["name"]) + (f" [yellow](unusable: {safe(s['missing'])})[/yellow]" if s["missing"] else "")
                             for s in p["sources"])
+        if p.get("error"):  # a broken plugin: named with why, the others still listed
+            sources = (sources + "; " if sources else "") + f"[red]broken: {safe(p['error'])}[/red]"
         table.add_row(safe(p["name"]), safe(p["package"]), safe(p["version"]), safe(", ".join(p["hooks"])), sources)
     console.print(table)
 

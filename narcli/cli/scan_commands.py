@@ -60,7 +60,7 @@ def scan(
     from narcli.search.predictions import performance_rows, summary_json, summary_line
 
     records, graphs = run(scan_file, path, options, want_graphs=graph)
-    performance = [performance_rows(r) for r in records]
+    performance = [run(performance_rows, r) for r in records]  # a damaged bench.db: one line
     if as_json:
         models = []
         for i, record in enumerate(records):
@@ -141,18 +141,20 @@ def _scan_directory(path: Path, options: Any, as_json: bool) -> None:
 
 @cache_app.command("info")
 def cache_info(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
-    """Where the cache is and what it holds."""
-    from narcli.scan.cache import DAMAGE_FIX, Cache
+    """Where the cache is, what it holds, and the health of every store nar keeps under NAR_HOME."""
+    from narcli.search.stores import cache_info as stores_info
+    from narcli.search.stores import problem_line
 
-    info = run(lambda: Cache().info())
+    info = run(stores_info)
     if as_json:
         print(json.dumps(info, indent=2))
     else:
         from narcli.cli.render_scan import print_cache_info
 
         print_cache_info(stdout(), info)
-    if info["health"] != "ok":
-        fail(f"cache {info['path']} is damaged ({info['health']}); {DAMAGE_FIX}", 1)
+    problem = problem_line(info)
+    if problem:
+        fail(problem, 1)
 
 
 @cache_app.command("list")
@@ -171,8 +173,9 @@ def cache_list(as_json: bool = typer.Option(False, "--json", help="Print as JSON
 
 @cache_app.command("clear")
 def cache_clear(yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")) -> None:
-    """Delete every cached scan and graph."""
+    """Delete every cached scan and graph, and repair every damaged store under NAR_HOME."""
     from narcli.scan.cache import Cache
+    from narcli.search.stores import clear_caches
 
     cache = run(Cache)
     if not yes:
@@ -180,7 +183,9 @@ def cache_clear(yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask 
             fail(f"nar cache clear deletes everything cached in {cache.path}; without a terminal to ask on, "
                  "pass -y to confirm", 2)
         typer.confirm(f"Delete everything cached in {printable(cache.path)}?", abort=True)
-    removed = run(cache.clear)
+    removed = run(clear_caches)
+    for line in removed["repaired"]:
+        print(printable(line))
     if "damaged" in removed:
         print(printable(f"the cache was damaged ({removed['damaged']}); deleted {cache.path}"))
         return

@@ -108,10 +108,13 @@ class GraphStack(nn.Module):
         super().__init__()
         from torch_geometric.nn import GATConv, GCNConv
 
+        from narcli.trace.compat import pyg_templates_removed
+
         def conv(a: int, b: int) -> nn.Module:
             return GCNConv(a, b) if kind == "gcn" else GATConv(a, b // 4, heads=4)
 
-        self.convs = nn.ModuleList([conv(dim_in if i == 0 else dim, dim) for i in range(layers)])
+        with pyg_templates_removed():  # the first layer of a class writes its generated code to a temp file
+            self.convs = nn.ModuleList([conv(dim_in if i == 0 else dim, dim) for i in range(layers)])
         self.skip = nn.Linear(dim_in, dim) if dim_in != dim else nn.Identity()
 
     def forward(self, x: torch.Tensor, edges: torch.Tensor) -> torch.Tensor:

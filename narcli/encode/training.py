@@ -16,6 +16,7 @@ from torch.nn import functional as F
 
 from narcli.encode.dataset import Item
 from narcli.encode.encoder import NAREncoder, collate, node_batches
+from narcli.fsutil import atomic_writer
 from narcli.zoo.labels import COARSE, COARSE_BEFORE_GRAPH
 
 
@@ -140,11 +141,10 @@ def train_encoder(items: list[Item], train_idx: list[int], config: TrainConfig,
             on_epoch(entry)
         if checkpoint is not None:
             checkpoint.parent.mkdir(parents=True, exist_ok=True)
-            tmp = checkpoint.with_suffix(".tmp")
-            torch.save({"model": model.state_dict(), "optimiser": optimiser.state_dict(), "log": log,
-                        "epoch": epoch + 1, "config": training_key(config), "random": random.getstate(),
-                        "torch_random": torch.get_rng_state()}, tmp)
-            tmp.replace(checkpoint)
+            with atomic_writer(checkpoint, "wb") as handle:
+                torch.save({"model": model.state_dict(), "optimiser": optimiser.state_dict(), "log": log,
+                            "epoch": epoch + 1, "config": training_key(config), "random": random.getstate(),
+                            "torch_random": torch.get_rng_state()}, handle)
     model.eval()
     return Trained(model, families, config, log)
 

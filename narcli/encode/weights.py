@@ -10,6 +10,7 @@ from typing import Any
 
 from narcli import DATA_DIR
 from narcli.errors import NarError
+from narcli.fsutil import write_bytes, write_text
 
 ENCODER_VERSION = 4  # bump when the encoder's inputs or layers change; old weights are refused
 
@@ -41,16 +42,14 @@ def encoder_id(weights: Path) -> str:
 
 def save_weights(trained: Any, path: Path, card: dict) -> None:
     """Write `trained.model`'s tensors and the card (families, config, metrics) beside them."""
-    from safetensors.torch import save_file
+    from safetensors.torch import save
 
     state = {k: v.detach().cpu().contiguous() for k, v in trained.model.state_dict().items()}
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    save_file(state, str(tmp), metadata={"encoder_version": str(ENCODER_VERSION)})
-    tmp.replace(path)
+    write_bytes(path, save(state, metadata={"encoder_version": str(ENCODER_VERSION)}))
     card = {"encoder_version": ENCODER_VERSION, "families": trained.families,
             "config": asdict(trained.config), **card}
-    path.with_suffix(".json").write_text(json.dumps(card, indent=1) + "\n")
+    write_text(path.with_suffix(".json"), json.dumps(card, indent=1) + "\n")
 
 
 def load_encoder(path: Path | None = None) -> tuple[Any, dict]:

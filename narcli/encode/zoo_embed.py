@@ -8,6 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from narcli.fsutil import write_bytes
+
 RAY_BATCH = 128  # graphs per call to an encoder actor: one commit each, so an interruption loses little
 # without GPUs, one encoder actor per CPU, one thread each: featurising a graph (numpy, one thread)
 # costs ~60 times its forward pass, so actors, not torch threads, are what spreads the work
@@ -76,8 +78,8 @@ class EncoderActor:
         from narcli.encode.embedder import Embedder
 
         folder = Path(tempfile.mkdtemp(prefix="nar-encoder-"))
-        (folder / "encoder.safetensors").write_bytes(weights)
-        (folder / "encoder.json").write_bytes(card)
+        write_bytes(folder / "encoder.safetensors", weights)
+        write_bytes(folder / "encoder.json", card)
         device = "cuda" if torch.cuda.is_available() else "cpu"
         if device == "cpu":
             torch.set_num_threads(CPUS_PER_ENCODER)

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from narcli.errors import NarError
+from narcli.fsutil import write_bytes, write_text
 from narcli.predict.datasets import Target
 from narcli.predict.inputs import GLOBALS, FIGURE_NAMES, GraphInput, describe_figure, graph_input, image_input, \
     output_classes
@@ -60,10 +61,14 @@ class Head:
         margin = 0.05 * np.maximum(self.figures_high - self.figures_low, 0.02)
         for j, name in enumerate(GLOBALS):
             value = item.figures[j]
-            if not self.figures_low[j] - margin[j] <= value <= self.figures_high[j] + margin[j]:
-                what = FIGURE_NAMES[name]
-                return (f"its {what} ({describe_figure(name, value)}) is outside what this head was trained on "
-                        f"({describe_figure(name, self.figures_low[j])}–{describe_figure(name, self.figures_high[j])})")
+            # name the bound crossed: "(352–30 G)" read as a range printed backwards
+            what = FIGURE_NAMES[name]
+            if value > self.figures_high[j] + margin[j]:
+                return (f"its {what} ({describe_figure(name, value)}) is above the largest this head was trained "
+                        f"on ({describe_figure(name, self.figures_high[j])})")
+            if value < self.figures_low[j] - margin[j]:
+                return (f"its {what} ({describe_figure(name, value)}) is below the smallest this head was trained "
+                        f"on ({describe_figure(name, self.figures_low[j])})")
         return ""
 
     def distance(self, latents: np.ndarray) -> np.ndarray:
@@ -119,7 +124,7 @@ def reference_target() -> Target:
 
 def save_bundle(bundle_heads: list[Head], folder: Path) -> Path:
     """Write predictor.safetensors + predictor.json into `folder`; returns the card's path."""
-    from safetensors.numpy import save_file
+    from safetensors.numpy import save
 
     folder.mkdir(parents=True, exist_ok=True)
     tensors: dict[str, np.ndarray] = {}
@@ -139,12 +144,9 @@ def save_bundle(bundle_heads: list[Head], folder: Path) -> Path:
                               "targets": [t.to_dict() for t in head.targets], "config": head.net.config.to_dict(),
                               "level": head.level, "reach": head.reach, "requires": head.requires,
                               "metrics": head.metrics, "training_log": head.net.log[-3:]})
-    weights = folder / "predictor.safetensors"
-    save_file(tensors, str(weights))
+    weights = write_bytes(folder / "predictor.safetensors", save(tensors))
     card["weights_sha256"] = hashlib.sha256(weights.read_bytes()).hexdigest()
-    path = folder / "predictor.json"
-    path.write_text(json.dumps(card, indent=2) + "\n")
-    return path
+    return write_text(folder / "predictor.json", json.dumps(card, indent=2) + "\n")
 
 
 def load_bundle(folder: Path | None = None) -> Bundle:
@@ -201,7 +203,8 @@ def applicability(head: Head, graph, target: Target) -> str:
         if image is None:
             return "trained on image models; this model's input is not one image batch"
         if image[0] != channels:
-            return f"trained on {channels}-channel images; this model takes {image[0]} channels"
+            return (f"trained on {channels}-channel images; this model's input has {image[0]} "
+                    f"channel{'s' * (image[0] != 1)}")
     classes = head.requires.get("top1_classes")
     if classes and target.kind == "accuracy":
         found = output_classes(graph)

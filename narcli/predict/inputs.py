@@ -54,7 +54,8 @@ def describe_figure(name: str, scaled: float) -> str:
         return f"{side:.0f}×{side:.0f} px"
     if name in ("log_nodes", "log_depth"):
         return f"{value:.0f}"
-    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+    billions = "B" if name == "log_params" else "G"  # parameter counts in billions say B, as model cards do
+    for unit, size in ((billions, 1e9), ("M", 1e6), ("k", 1e3)):
         if value >= size:
             return f"{value / size:.3g} {unit}"
     return f"{value:.0f}"

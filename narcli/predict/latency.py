@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from narcli.errors import NarError
+from narcli.fsutil import write_bytes, write_text
 
 HEAD_NAME = "reference"
 COLUMN = "reference-cpu"
@@ -190,8 +191,7 @@ class LatencyHead:
         for name, value in figures.items():
             low, high = self.ranges.get(name, (0.0, math.inf))
             if value > high * SIZE_MARGIN or (low > 0 and value < low / SIZE_MARGIN):
-                return "out of range", (f"its {name} ({_short(value)}) is beyond what the reference set measured "
-                                        f"({_short(low)}–{_short(high)})")
+                return "out of range", range_reason(name, value, high if value > high else low, value > high)
         unseen = [n for n in graph.nodes if n.op not in self.seen_ops]
         if unseen:
             macs = sum(max(n.macs, 0) for n in unseen) / max(sum(max(n.macs, 0) for n in graph.nodes), 1)
@@ -212,24 +212,36 @@ class LatencyHead:
         return math.exp(centre), math.exp(centre - self.half), math.exp(centre + self.half)
 
 
-def _short(value: float) -> str:
-    for unit, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+FIGURE_UNITS = {"macs": "MACs", "params": "params", "nodes": "nodes"}
+
+
+def range_reason(figure: str, value: float, bound: float, above: bool) -> str:
+    """Why a size is out of the reference set's range, naming only the bound it crosses, with its
+    unit: a range "(352–30 G)" read as printed backwards."""
+    side = "above the largest" if above else "below the smallest"
+    return f"its size, {figure_text(value, figure)}, is {side} the reference set measured ({figure_text(bound, figure)})"
+
+
+def figure_text(value: float, figure: str) -> str:
+    """`833 G MACs`, `6.72 B params`: parameter counts in billions say B, as model cards do."""
+    billions = "B" if figure == "params" else "G"
+    unit = FIGURE_UNITS.get(figure, figure)
+    for suffix, size in ((billions, 1e9), ("M", 1e6), ("k", 1e3)):
         if value >= size:
-            return f"{value / size:.3g} {unit}"
-    return f"{value:.0f}"
+            return f"{value / size:.3g} {suffix} {unit}"
+    return f"{value:.0f} {unit}"
 
 
 def save_head(head: LatencyHead, folder: Path) -> Path:
-    from safetensors.numpy import save_file
+    from safetensors.numpy import save
 
     folder.mkdir(parents=True, exist_ok=True)
-    weights = folder / FILES[1]
-    save_file({k: np.ascontiguousarray(v, dtype=np.float32) for k, v in head.weights.items()}, str(weights))
+    weights = write_bytes(folder / FILES[1], save({k: np.ascontiguousarray(v, dtype=np.float32)
+                                                   for k, v in head.weights.items()}))
     card = {"version": CARD_VERSION, "head": HEAD_NAME, "column": COLUMN, "half": head.half, "level": head.level,
             "device": head.device, "ranges": head.ranges, "seen_ops": sorted(head.seen_ops), "metrics": head.metrics,
             "trained_on": head.trained_on, "weights_sha256": hashlib.sha256(weights.read_bytes()).hexdigest()}
-    path = folder / FILES[0]
-    path.write_text(json.dumps(card, indent=2) + "\n")
+    path = write_text(folder / FILES[0], json.dumps(card, indent=2) + "\n")
     _load.cache_clear()
     return path
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from narcli.fsutil import atomic_writer
 from narcli.predict.inputs import GraphInput
 
 
@@ -128,11 +129,10 @@ def train_net(items: list[GraphInput], targets: np.ndarray, config: NetConfig, o
                  "seconds": round(time.perf_counter() - began, 1)}
         log.append(entry)
         if checkpoint is not None:
-            partial = checkpoint.with_suffix(".partial")
-            torch.save({"config": config.to_dict(), "rows": len(items), "epoch": epoch + 1, "log": log,
-                        "model": model.state_dict(), "ema": ema.state_dict(), "optimiser": optimiser.state_dict(),
-                        "schedule": schedule.state_dict()}, partial)
-            partial.replace(checkpoint)
+            with atomic_writer(checkpoint, "wb") as handle:
+                torch.save({"config": config.to_dict(), "rows": len(items), "epoch": epoch + 1, "log": log,
+                            "model": model.state_dict(), "ema": ema.state_dict(),
+                            "optimiser": optimiser.state_dict(), "schedule": schedule.state_dict()}, handle)
         if on_epoch:
             on_epoch(entry)
     weights = {k: v.detach().float().cpu().numpy() for k, v in ema.state_dict().items()}

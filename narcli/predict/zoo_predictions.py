@@ -5,11 +5,13 @@ fingerprint), so `nar predict <zoo name>` reads them instead of running anything
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from narcli.fsutil import connect_sqlite
 from narcli.predict.bundle import Bundle, Row, load_bundle, predict_graph
 
 SCHEMA = "create table if not exists predictions (id text primary key, predictor text not null, data text not null)"
@@ -54,8 +56,43 @@ def _expand(data: list, bundle: Bundle) -> list[Row] | None:
         for column, value, low, high in values or [[t.column, None, None, None] for t in head_targets]:
             if column not in targets:
                 return None
-            rows.append(Row(head_name, title, targets[column], value, low, high, status, reason, trained_on))
+            rows.append(Row(head_name, title, targets[column], value, low, high, status, _reworded(reason), trained_on))
     return rows
+
+
+# reasons stored by earlier versions (until the next `nar zoo embed`), said as the heads say them now:
+# a range "(352–30 G)" read as backwards, "takes 1 channels", parameter counts in G instead of B
+_REFERENCE_RANGE = re.compile(r"its (macs|params|nodes) \(([^)]*)\) is beyond what the reference set measured "
+                              r"\(([^–]*)–([^)]*)\)$")
+_HEAD_RANGE = re.compile(r"its (.+?) \(([^)]*)\) is outside what this head was trained on \(([^–]*)–([^)]*)\)$")
+_CHANNELS = re.compile(r"this model takes (\d+) channels$")
+_SUFFIXES = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "B": 1e9}
+
+
+def _amount(text: str) -> float:
+    """'30 G' -> 3e10, '352' -> 352, '48×48 px' -> 48 (enough to tell which bound was crossed)."""
+    found = re.match(r"([0-9.]+(?:e[+-]?[0-9]+)?)(?:×[0-9.]+)?\s*([kMGB]?)", text.strip())
+    return float(found.group(1)) * _SUFFIXES[found.group(2)] if found else 0.0
+
+
+def _reworded(reason: str) -> str:
+    from narcli.predict.latency import range_reason
+
+    if found := _REFERENCE_RANGE.match(reason):
+        figure, value, low, high = found.groups()
+        above = _amount(value) > _amount(high)
+        return range_reason(figure, _amount(value), _amount(high if above else low), above)
+    if found := _HEAD_RANGE.match(reason):
+        what, value, low, high = found.groups()
+        above = _amount(value) > _amount(high)
+        if what == "parameter count":
+            value, low, high = (re.sub(r" G$", " B", v) for v in (value, low, high))
+        side = "above the largest" if above else "below the smallest"
+        return f"its {what} ({value}) is {side} this head was trained on ({high if above else low})"
+    if found := _CHANNELS.search(reason):
+        count = int(found.group(1))
+        return reason[:found.start()] + f"this model's input has {count} channel{'s' * (count != 1)}"
+    return reason
 
 
 def predict_zoo(db: Path, weights: Path | None = None, force: bool = False,
@@ -69,7 +106,7 @@ def predict_zoo(db: Path, weights: Path | None = None, force: bool = False,
     from narcli.zoo.store import Zoo
 
     bundle = load_bundle(weights)
-    connection = sqlite3.connect(db, timeout=60)
+    connection = connect_sqlite(db, timeout=60)
     try:
         connection.execute(SCHEMA)
         connection.commit()
@@ -97,7 +134,7 @@ def predict_zoo(db: Path, weights: Path | None = None, force: bool = False,
             else:
                 data = _compact(predict_graph(graph, bundle, macs=model.macs, params=model.params))
             computed.append((model.id, bundle.fingerprint, json.dumps(data, separators=(",", ":"))))
-    connection = sqlite3.connect(db, timeout=60)
+    connection = connect_sqlite(db, timeout=60)
     try:
         with connection:
             connection.executemany("insert or replace into predictions values (?, ?, ?)", computed)

@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from narcli.errors import CacheError, NarError, storage_trouble, trouble_phrase
+from narcli.scan import sqlite_files
 
 BUSY_TIMEOUT_MS = 30_000
+TABLES = ("scans", "models", "graphs")
 CACHE_PREFIX = "cache:"  # `cache:NAME` names a model in this cache on the command line
 
 
@@ -88,6 +90,23 @@ def _cannot_write(path: Path, trouble: str) -> str:
     return f"cache {path} cannot be written: {trouble_phrase(trouble)} ({intact}); {fix}"
 
 
+def _int64(count: int) -> int:
+    """A count as SQLite can keep it (a forged file's MACs can pass 2^63)."""
+    return max(-(2**63), min(int(count), 2**63 - 1))
+
+
+def _record(text: str) -> ModelRecord:
+    return sqlite_files.decoded(lambda t: ModelRecord(**json.loads(t)), text)
+
+
+def _check_blobs(conn: sqlite3.Connection) -> str | None:
+    """What `cache info` finds undecodable among the stored graphs, records and scans, or None."""
+    return sqlite_files.first_undecodable((
+        ("graph", "graphs", "key", "data", sqlite_files.graph_blob_check),
+        ("model record", "models", "id", "record", _record),
+        ("scan", "scans", "key", "model_ids", json.loads)))(conn)
+
+
 def _guarded(method: Any) -> Any:
     """Turn a damaged database (a bad page, a file that is not SQLite) into one line with the fix,
     and a NAR_HOME that cannot hold the cache into one line naming it."""
@@ -97,6 +116,9 @@ def _guarded(method: Any) -> Any:
     def wrapper(self: "Cache", *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
+        except sqlite_files.BadBlob as exc:
+            raise CacheError(f"cache {self.path} is damaged (a stored value cannot be decoded: {exc}); "
+                             f"{DAMAGE_FIX}") from None
         except sqlite3.OperationalError as exc:
             if "locked" in str(exc) or "busy" in str(exc):
                 raise CacheError(f"cache {self.path} is busy ({exc}); try again") from None
@@ -133,6 +155,7 @@ class Cache:
     # -- reading (stdlib only) -------------------------------------------------------------------
     def _read(self) -> sqlite3.Connection | None:
         """A read-only connection, or None while there is no cache (or its schema is being made)."""
+        sqlite_files.refuse_symlink(self.path, "cache", CacheError)
         if not self.path.exists():
             return None
         conn = None
@@ -141,10 +164,14 @@ class Cache:
             conn.execute("select 1 from scans limit 1")
             return conn
         except sqlite3.DatabaseError as exc:
+            if "no such table" in str(exc):  # another process has just created the file, or it is not ours
+                try:
+                    sqlite_files.refuse_foreign(conn, self.path, TABLES, "cache", CacheError)
+                finally:
+                    conn.close()
+                return None
             if conn is not None:
                 conn.close()
-            if "no such table" in str(exc):  # another process has just created the file
-                return None
             if "unable to open" in str(exc) and storage_trouble(exc, self.path.parent):
                 # a WAL database on a read-only mount, without its -shm file: SQLite cannot set up
                 # shared memory, but the file itself reads fine as immutable (as of its last checkpoint)
@@ -168,7 +195,7 @@ class Cache:
                 found = conn.execute("select record from models where id = ?", (model_id,)).fetchone()
                 if found is None:
                     return None
-                record = ModelRecord(**json.loads(found[0]))
+                record = _record(found[0])
                 record.cached = True
                 records.append(record)
             return records
@@ -185,7 +212,7 @@ class Cache:
             rows = conn.execute("select record from models order by created, id").fetchall()
         finally:
             conn.close()
-        records = [ModelRecord(**json.loads(row[0])) for row in rows]
+        records = [_record(row[0]) for row in rows]
         for record in records:
             record.cached = True
         return records
@@ -200,34 +227,27 @@ class Cache:
             return None
         row = conn.execute("select data from graphs where key = ?", (graph_key,)).fetchone()
         conn.close()
-        return ArchGraph.from_json(zlib.decompress(row[0]).decode()) if row else None
+        return sqlite_files.decoded(lambda data: ArchGraph.from_json(zlib.decompress(data).decode()), row[0]) if row else None
 
     @_guarded
     def info(self) -> dict[str, Any]:
-        """Counts, size, and `health`: "ok", or what SQLite's quick check found wrong."""
-        counts = {"scans": 0, "models": 0, "graphs": 0}
-        health = "ok"
-        try:
+        """Counts, size, and `health`: "ok", or what is wrong (SQLite's quick check, a stored value
+        that does not decode, a symlink, another program's database)."""
+        counts = dict.fromkeys(TABLES, 0)
+        health = sqlite_files.health(self.path, TABLES, _check_blobs)
+        if health == "ok":
             conn = self._read()
-        except sqlite3.DatabaseError as exc:  # not a database at all
-            conn, health = None, str(exc)
-        if conn is not None:
-            try:
-                problems = [row[0] for row in conn.execute("pragma quick_check").fetchall()]
-                if problems != ["ok"]:
-                    health = " ".join("; ".join(problems[:3]).split())  # one line
-                for table in counts:
-                    counts[table] = conn.execute(f"select count(*) from {table}").fetchone()[0]
-            except sqlite3.DatabaseError as exc:
-                health = str(exc)
-            finally:
-                conn.close()
+            if conn is not None:
+                try:
+                    for table in counts:
+                        counts[table] = conn.execute(f"select count(*) from {table}").fetchone()[0]
+                finally:
+                    conn.close()
         size = sum(p.stat().st_size for p in self._files() if p.exists())
         return {"path": str(self.path), "exists": self.path.exists(), "bytes": size, **counts, "health": health}
 
     def _files(self) -> list[Path]:
-        return [self.path, self.path.with_name(self.path.name + "-wal"),
-                self.path.with_name(self.path.name + "-shm")]
+        return sqlite_files.companions(self.path)
 
     # -- writing ---------------------------------------------------------------------------------
     def _write(self) -> sqlite3.Connection:
@@ -236,9 +256,15 @@ class Cache:
         Every write transaction starts with BEGIN IMMEDIATE: it takes the write lock up front, so
         concurrent writers wait on the busy timeout instead of failing on a lock upgrade.
         """
+        sqlite_files.refuse_symlink(self.path, "cache", CacheError)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
         conn.execute(f"pragma busy_timeout = {BUSY_TIMEOUT_MS}")
+        try:  # before anything is changed: no WAL mode, no tables in another program's database
+            sqlite_files.refuse_foreign(conn, self.path, TABLES, "cache", CacheError)
+        except CacheError:
+            conn.close()
+            raise
         if conn.execute("pragma journal_mode").fetchone()[0] != "wal":
             self._retry_locked(lambda: conn.execute("pragma journal_mode = wal"))
         if conn.execute("select 1 from sqlite_master where name = 'scans'").fetchone() is None:
@@ -335,8 +361,8 @@ class Cache:
             conn.execute(self.EMBEDDINGS)
             conn.execute("insert or replace into embeddings values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                          (record.id, record.graph_key, encoder, vector, json.dumps(prediction), json.dumps(motifs),
-                          record.name, str(Path(record.source).resolve()), record.graph_hash, record.params,
-                          record.macs, time.time()))
+                          record.name, str(Path(record.source).resolve()), record.graph_hash,
+                          _int64(record.params), _int64(record.macs), time.time()))
         finally:
             conn.close()
 
@@ -365,10 +391,13 @@ class Cache:
     def clear(self) -> dict[str, int]:
         """Delete every scan, model and graph; returns how many of each were removed. A damaged
         database cannot be emptied, so its files are deleted: clearing always works."""
-        if not self.path.exists():
+        if not self.path.exists() and not self.path.is_symlink():
             return {"scans": 0, "models": 0, "graphs": 0}
+        before = self.info()
+        if sqlite_files.is_foreign(before["health"]):  # not nar's file to empty or delete
+            raise CacheError(f"cache {self.path} is {before['health']}; nar leaves it alone: move it away or "
+                             "point NAR_HOME elsewhere")
         try:
-            before = self.info()
             if before["health"] != "ok":
                 raise sqlite3.DatabaseError(before["health"][:200])
             conn = self._write()

@@ -10,13 +10,14 @@ from narcli.errors import NarError
 
 
 def export_graphs(target: str, folder: Path, options: Any = None) -> list[Path]:
-    """Write each architecture `target` names (one per model a file defines) into `folder`."""
-    from narcli.graph.dot import write_graph
+    """Write each architecture `target` names (one per model a file defines) into `folder`; nothing
+    is written unless every graph is there and every destination may be written."""
+    from narcli.graph.dot import write_graphs
     from narcli.scan.cache import Cache
     from narcli.search.query import resolve_queries
     from narcli.zoo.store import Zoo
 
-    written: list[Path] = []
+    graphs: list[tuple[Any, str]] = []
     with Zoo() as zoo:
         for query in resolve_queries(target, options, zoo):
             if query.zoo_model is not None:
@@ -27,5 +28,5 @@ def export_graphs(target: str, folder: Path, options: Any = None) -> list[Path]:
                 graph = None
             if graph is None:
                 raise NarError(f"{query.name}: no stored graph to export (a bare checkpoint has none; scan its code)")
-            written += write_graph(graph, query.name, Path(folder))
-    return written
+            graphs.append((graph, query.name))
+    return write_graphs(graphs, Path(folder))

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from narcli.errors import NarError, storage_trouble, trouble_phrase
+from narcli.fsutil import fresh_file, open_lock_file
 
 SEARCH_FACTOR = 2  # nodes inspected per query, in multiples of annoy's default (trees x candidates)
 CANDIDATES = 150  # re-ranked per query at least: a tight family (or a DARTS neighbourhood) fits in it
@@ -81,8 +82,8 @@ def folder_lock(folder: Path, exclusive: bool, name: str = LOCK_NAME) -> Iterato
     except ImportError:
         yield False
         return
-    try:
-        fd = os.open(folder / name, (os.O_RDWR | os.O_CREAT) if exclusive else os.O_RDONLY, 0o644)
+    try:  # never through a symlink planted at its name (UnsafePathError)
+        fd = open_lock_file(folder / name, create=exclusive)
     except OSError:  # no build has run here yet, or a read-only folder (where none can)
         yield False
         return
@@ -117,7 +118,7 @@ def _write_vectors(path: Path, vectors: np.ndarray, mean: np.ndarray, axes: np.n
     """The .vec file: mean, axes, then the full rows: float32, or (when large) the float16 search
     vectors, the residual rows in int8 and a float32 scale per row."""
     rows_dtype = "float32" if vectors.nbytes <= FLOAT_ROWS_MAX_BYTES else "int8"
-    with open(path, "wb") as handle:
+    with fresh_file(path) as handle:
         handle.write(mean.astype(np.float32).tobytes())
         handle.write(axes.astype(np.float32).tobytes())
         if rows_dtype == "float32":
@@ -180,7 +181,8 @@ def build_index(path: Path, keys: list[str], vectors: np.ndarray, meta: dict[str
                   "vec": vec.name, "vec_bytes": tmp_vec.stat().st_size, "rows_dtype": rows_dtype,
                   "dim": dim, "search_dim": int(axes.shape[1]), "items": len(keys), "trees": trees,
                   "metric": "cosine", "keys": list(keys), **(meta or {})}
-        tmp_json.write_text(json.dumps(record))
+        with fresh_file(tmp_json) as handle:
+            handle.write(json.dumps(record).encode())
         # Every rename in and every removal happens under the exclusive lock: two builds of the same
         # entries name the same files, and one must not remove them after the other has put them back.
         with folder_lock(path.parent, exclusive=True):

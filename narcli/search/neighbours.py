@@ -4,6 +4,7 @@ user's (scanned models and the user's own zoo), each rebuilt when what it indexe
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -214,3 +215,53 @@ def rebuild_indexes(bundled: bool = False, report: Callable[[str], None] = lambd
         build_zoo_index(db, index_dir() / f"zoo-{_fingerprint(db)}.json", report)
     user_index(encoder_id(bundled_weights_path()), report, force=True)
     return index_info()
+
+
+def _index_problems() -> list[tuple[Path, str]]:
+    """(JSON file, what is wrong) for each damaged index under $NAR_HOME/index: unreadable, a file
+    it names missing or cut short, or an annoy file whose digest does not match."""
+    folder = index_dir()
+    found = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            index = VectorIndex(path)
+            try:
+                index.verify()
+            finally:
+                index.close()
+        except IndexError_ as exc:  # its words without the path: "digest mismatch", "no user-1.vec", "missing"
+            inner = re.search(r"\((.*)\)[^()]*$", str(exc))
+            found.append((path, inner.group(1) if inner else str(exc).rpartition(" is ")[2]))
+    return found
+
+
+def indexes_health() -> dict[str, Any]:
+    """The indexes under $NAR_HOME as `nar cache info` shows them (a damaged one is rebuilt when a
+    search next needs it, so it costs time, never an answer)."""
+    folder = index_dir()
+    files = [p for p in folder.iterdir() if p.is_file()] if folder.is_dir() else []
+    problems = _index_problems()
+    return {"name": "index/", "what": "search indexes (rebuilt when needed)", "path": str(folder),
+            "exists": bool(files), "bytes": sum(p.stat().st_size for p in files),
+            "health": "; ".join(f"{p.name}: {why[:100]}" for p, why in problems[:3]) or "ok"}
+
+
+def repair_indexes() -> str | None:
+    """Delete each damaged index (its JSON and the files it names): the next search rebuilds it."""
+    problems = _index_problems()
+    if not problems:
+        return None
+    with folder_lock(index_dir(), exclusive=True):  # no reader is opening them meanwhile
+        for path, _ in problems:
+            for file in [*_named_files(path), path]:
+                file.unlink(missing_ok=True)
+    return f"deleted the damaged {', '.join(p.name for p, _ in problems)} from {index_dir()} (rebuilt when needed)"
+
+
+def _named_files(path: Path) -> list[Path]:
+    try:
+        record = json.loads(path.read_text())
+        return [path.with_name(record[kind]) for kind in ("ann", "vec")
+                if isinstance(record, dict) and isinstance(record.get(kind), str) and "/" not in record[kind]]
+    except (OSError, ValueError, RecursionError):
+        return []

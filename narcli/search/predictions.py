@@ -34,11 +34,13 @@ def measured_rows(graph_hash: str) -> list[Row]:
 
     from narcli.bench import store
     from narcli.bench.device import cpu_name
-    from narcli.errors import NarError
+    from narcli.errors import NarError, StoreError
     from narcli.predict.datasets import Target
 
     try:
         stored = store.for_graph(graph_hash)
+    except StoreError:
+        raise  # a damaged bench.db: say so (and how to repair it) rather than hide what it held
     except (NarError, OSError):
         return []
     here, out, seen = cpu_name(), [], set()
@@ -191,7 +193,7 @@ def performance_rows(query: Any) -> list[Row]:
     """The rows summarised for a `nar similar` query or a `nar scan` record (anything with a
     `zoo_model` or a cached `graph_key`); empty when nothing applies or there is no predictor."""
     from narcli.bench.calibrate import device_rows
-    from narcli.errors import NarError
+    from narcli.errors import NarError, StoreError
 
     try:
         bundle = load_bundle()
@@ -214,6 +216,8 @@ def performance_rows(query: Any) -> list[Row]:
                 rows, graph_hash, macs = predict_graph(graph, bundle), graph.content_hash(), graph.macs
         rows = rows or []
         rows = measured_rows(graph_hash) + rows + device_rows(rows, macs)
+    except StoreError:
+        raise  # a damaged store under NAR_HOME: one line with the repair, not a summary quietly missing
     except NarError:
         return []
     return summary_rows(rows)

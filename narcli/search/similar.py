@@ -21,6 +21,9 @@ from narcli.search.predictions import performance_rows, summary_json, summary_li
 from narcli.search.query import Query, current_encoder, resolve_queries
 
 MAX_K = 1000
+TWIN_COSINE = 0.9995  # one design to the encoder: the same layers at other sizes (their hashes differ)
+OWN_LABEL_MARGIN = 1e-3  # a zoo model's own graph votes as the nearest of all, ahead of a twin's
+LM_TASKS = ("causal-lm", "masked-lm")
 
 
 @dataclass
@@ -37,6 +40,7 @@ class Neighbour:
     graph_hash: str
     aliases: list[str] = field(default_factory=list)  # other zoo models with this architecture
     shared: list[dict[str, Any]] = field(default_factory=list)  # motif types in common with the query
+    heads: list[str] = field(default_factory=list)  # other task heads of the same model, folded into this row
 
     def to_json(self) -> dict[str, Any]:
         data = dict(self.__dict__)
@@ -52,6 +56,7 @@ class SimilarResult:
     identical: list[str]  # zoo models with exactly the query's architecture (other than itself)
     filters: dict[str, str]
     performance: list[Any] = field(default_factory=list)  # the predictor's summary rows, when they apply
+    twins: list[str] = field(default_factory=list)  # other graphs at cosine >= TWIN_COSINE: same layers, other sizes
 
     @property
     def performance_text(self) -> str | None:
@@ -63,7 +68,7 @@ class SimilarResult:
                           "macs": q.macs, "path": q.path or None,
                           **({"checkpoint": q.extra["checkpoint"]} if "checkpoint" in q.extra else {})},
                 "prediction": self.prediction.to_json(), "performance": summary_json(self.performance),
-                "identical": self.identical, "filters": self.filters,
+                "identical": self.identical, "twins": self.twins, "filters": self.filters,
                 "neighbours": [n.to_json() for n in self.neighbours]}
 
 
@@ -118,15 +123,16 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
     results = []
     for query in queries:
         own = query.graph_hash if query.kind == "zoo" else None
-        # one index query serves the family vote (unfiltered) and, without filters, the table
-        nearest = [(h, c) for h, c in index.query(query.vector, max(k, VOTERS) + 1) if h != own]
+        # one index query serves the family vote (unfiltered) and, without filters, the table; more
+        # than k, as a model's task heads fold into one row
+        nearest = [(h, c) for h, c in index.query(query.vector, 3 * max(k, VOTERS) + 1) if h != own]
         voters = nearest[:VOTERS]
         if only_cache:
             found: list[tuple[str, float]] = []
         elif zoo_filtered:
-            found = _filtered(index, query.vector, zoo, family, task, source, k, own)
+            found = _filtered(index, query.vector, zoo, family, task, source, 3 * k, own)
         else:
-            found = nearest[:k]
+            found = nearest[:3 * k]
         if users is not None:
             mine, seen = [], set()
             for key, c in users.query(query.vector, k + 5):
@@ -136,21 +142,28 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
                     continue
                 seen.add(same)
                 mine.append((key, c))
-            found = sorted(found + mine, key=lambda kc: -kc[1])[:k]
+            found = sorted(found + mine, key=lambda kc: -kc[1])[:3 * k]
         hashes = list({h for h, _ in voters} | {h for h, _ in found if not h.startswith(("cache:", "zoo:"))}
                       | {h[4:] for h, _ in found if h.startswith("zoo:")})
         models = zoo.models_by_hash(hashes)
         notes = zoo.annotations(hashes)
         vote_on = [(models[h][0].family, models[h][0].coarse, c) for h, c in voters if h in models]
+        if query.zoo_model is not None:  # its own label votes first: a twin of another family must not outvote it
+            top = max([1.0] + [c for _, _, c in vote_on])
+            vote_on.insert(0, (query.zoo_model.family, query.zoo_model.coarse, top + OWN_LABEL_MARGIN))
         prediction = predict_family(query.prediction, vote_on, threshold)
         for key, _ in found:  # a cached neighbour's family, reached the way a query's is (not the head alone)
             if key.startswith("cache:") and "family" not in details[key] and users is not None:
                 details[key]["family"] = _cached_family(key, users, index, zoo, details[key], threshold)
-        neighbours = [n for n in (_neighbour(key, c, models, notes, details, query, family, task, source)
+        wanted = query_task(query)
+        neighbours = [n for n in (_neighbour(key, c, models, notes, details, query, family, task, source, wanted)
                                   for key, c in found) if n is not None]
+        neighbours = fold_heads(neighbours, wanted)[:k]
         identical = zoo.aliases(query.zoo_model) if query.zoo_model is not None else \
             [m.id for m in models.get(query.graph_hash, [])]
-        results.append(SimilarResult(query, prediction, neighbours, identical, filters, performance_rows(query)))
+        twins = [m.id for h, c in nearest if c >= TWIN_COSINE and h != query.graph_hash for m in models.get(h, [])]
+        results.append(SimilarResult(query, prediction, neighbours, identical, filters, performance_rows(query),
+                                     [t for t in twins if t not in identical]))
     return results
 
 
@@ -176,6 +189,22 @@ def _filtered(index: Any, vector: np.ndarray, zoo: Any, family: str | None, task
     return [(index.keys[positions[i]], float(cosines[i])) for i in order]
 
 
+def cached_families() -> dict[str, str]:
+    """The family of every cached scan that has an embedding, by its graph key, as `nar similar`
+    gives it (the browser's table shows it). Reads stored embeddings only: no torch."""
+    from narcli.search.neighbours import user_index, zoo_index
+    from narcli.zoo.store import Zoo
+
+    users, details = user_index(current_encoder())
+    if users is None:
+        return {}
+    index = zoo_index()
+    threshold = index.meta.get("calibration", {}).get("novelty_threshold", DEFAULT_NOVELTY_COSINE)
+    with Zoo() as zoo:
+        return {entry["graph_key"]: _cached_family(key, users, index, zoo, entry, threshold)
+                for key, entry in details.items() if entry.get("graph_key")}
+
+
 def _cached_family(key: str, users: Any, index: Any, zoo: Any, entry: dict, threshold: float) -> str:
     """The family a cached model gets as a query (its head's guess combined with the vote of its
     nearest zoo architectures, "new" below the novelty cosine), so a neighbour never contradicts
@@ -188,8 +217,58 @@ def _cached_family(key: str, users: Any, index: Any, zoo: Any, entry: dict, thre
     return predicted.family or "new"
 
 
+def query_task(query: Query) -> str | None:
+    """What the query is for: a zoo model's task; for a scanned model "causal-lm" when its output
+    scores every token of its vocabulary (a language-model head), else unknown (None)."""
+    if query.zoo_model is not None:
+        return query.zoo_model.task or None
+    if not query.graph_key:
+        return None
+    from narcli.errors import NarError
+    from narcli.scan.cache import Cache
+
+    try:
+        graph = Cache().graph(query.graph_key)
+    except NarError:
+        return None
+    vocabularies = {n.attrs.get("in_features") for n in graph.nodes if n.op == "embedding"} if graph else set()
+    outputs = [n for n in graph.nodes if n.op == "output"] if graph else []
+    if len(outputs) == 1 and outputs[0].shape and outputs[0].shape[-1] in vocabularies - {None}:
+        return "causal-lm"
+    return None
+
+
+def task_distance(task: str, wanted: str | None) -> int:
+    """0: the task asked for (or none asked), 1: another language-model head for one, 2: any other."""
+    if not wanted or task == wanted:
+        return 0
+    return 1 if task in LM_TASKS and wanted in LM_TASKS else 2
+
+
+def _model_of(n: Neighbour) -> str:
+    """The model a task head belongs to (`hf/gpt2` for `hf/gpt2/causal-lm`); a model is its own."""
+    suffix = "/" + n.task
+    name = n.name[: -len(suffix)] if n.kind == "zoo" and n.task and n.name.endswith(suffix) else n.name
+    return f"{n.kind}:{name}"
+
+
+def fold_heads(neighbours: list[Neighbour], wanted: str | None) -> list[Neighbour]:
+    """One row per model: its task heads (one backbone, other last layers) fold into the row of the
+    head whose task is the query's (else the nearest), so a GPT's nearest is a causal LM, not five
+    heads of one model with a token classifier first."""
+    rows: dict[str, list[Neighbour]] = {}
+    for n in neighbours:
+        rows.setdefault(_model_of(n), []).append(n)
+    kept = []
+    for members in rows.values():
+        best = min(members, key=lambda n: (task_distance(n.task, wanted), -n.cosine))
+        best.heads = [name for n in members if n is not best for name in [n.name, *n.aliases]]
+        kept.append(best)
+    return sorted(kept, key=lambda n: -n.cosine)
+
+
 def _neighbour(key: str, cosine: float, models: dict, notes: dict, details: dict, query: Query,
-               family: str | None, task: str | None, source: str | None) -> Neighbour | None:
+               family: str | None, task: str | None, source: str | None, wanted: str | None = None) -> Neighbour | None:
     if key.startswith("cache:"):
         e = details[key]
         return Neighbour(f"{Path(e['path']).name}:{e['name']}", "cache", e.get("family", ""),
@@ -201,7 +280,7 @@ def _neighbour(key: str, cosine: float, models: dict, notes: dict, details: dict
         return None  # an embedding left from a model no longer in the zoo
     chosen = [m for m in group if (not family or m.family.lower() == family.lower())
               and (not task or m.task.lower() == task.lower()) and (not source or m.source.lower() == source.lower())]
-    m = (chosen or group)[0]
+    m = min(chosen or group, key=lambda x: task_distance(x.task, wanted))  # the query's task first, else the first
     motifs = notes.get(graph_hash, {}).get("motifs", [])
     return Neighbour(m.id, "zoo", m.family, m.coarse, m.task, m.source, cosine, m.params or 0, m.macs or 0,
                      graph_hash, [x.id for x in group if x.id != m.id], shared_motifs(query.motifs, motifs))

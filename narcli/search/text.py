@@ -6,14 +6,19 @@ from __future__ import annotations
 from typing import Any
 
 
-def human(n: float, unit: str = "") -> str:
+def human(n: float, unit: str = "", billions: str = "G") -> str:
     """1234567 -> '1.23 M'; beyond the largest suffix, plain scientific notation ('2.16e+26')."""
     if abs(n) >= 1e21:
         return f"{n:.3g} {unit}".strip()
-    for size, suffix in ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+    for size, suffix in ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, billions), (1e6, "M"), (1e3, "k")):
         if abs(n) >= size:
             return f"{n / size:.3g} {suffix}{unit}"
     return f"{n:g} {unit}".strip()
+
+
+def human_params(n: float) -> str:
+    """A parameter count: billions read B, as model cards say them (6.72 B); MACs keep G."""
+    return human(n, billions="B")
 
 
 def prediction_line(prediction: Any) -> str:

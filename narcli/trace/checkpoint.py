@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from narcli.errors import LoadError
+from narcli.errors import LoadError, shorten
+from narcli.fsutil import atomic_writer
 
 SAFETENSORS_SUFFIXES = {".safetensors"}
 TORCH_SUFFIXES = {".pt", ".pth", ".bin", ".ckpt"}
@@ -106,8 +107,16 @@ def _read_folder(folder: Path) -> Checkpoint:
     return Checkpoint(folder, fmt, tensors, files=len(shards))
 
 
+# bits per element of each safetensors dtype: the data a tensor's offsets span must be exactly its size
+DTYPE_BITS = {"BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "I16": 16, "U16": 16,
+              "F16": 16, "BF16": 16, "I32": 32, "U32": 32, "F32": 32, "C64": 64, "F64": 64, "I64": 64, "U64": 64,
+              "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6}
+
+
 def read_safetensors_header(path: Path) -> dict[str, tuple[Shape, str]]:
-    """name -> (shape, dtype) from a safetensors file's header; the weights are never read."""
+    """name -> (shape, dtype) from a safetensors file's header; the weights are never read. A header
+    that could not describe the file is refused: negative or non-integer dimensions, data offsets
+    past the end of the file, overlapping another tensor's, or not the size dtype × shape needs."""
     size = path.stat().st_size
     with open(path, "rb") as f:
         head = f.read(8)
@@ -122,19 +131,48 @@ def read_safetensors_header(path: Path) -> dict[str, tuple[Shape, str]]:
         header = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise LoadError(f"{path}: corrupt safetensors header (not JSON)") from None
+    except RecursionError:  # nesting thousands deep: no header is, and it must not crash a whole scan
+        raise LoadError(f"{path}: corrupt safetensors header (JSON nested too deep)") from None
     if not isinstance(header, dict):
         raise LoadError(f"{path}: corrupt safetensors header (not a JSON object)")
-    tensors = {}
+    tensors, spans = {}, []
     for name, info in header.items():
         if name == "__metadata__":
             continue
         if not isinstance(info, dict) or not isinstance(info.get("shape"), list):
             raise LoadError(f"{path}: corrupt safetensors header (entry {name!r} has no shape)")
-        try:
-            tensors[name] = (tuple(int(d) for d in info["shape"]), str(info.get("dtype", "?")))
-        except (TypeError, ValueError):
-            raise LoadError(f"{path}: corrupt safetensors header (entry {name!r})") from None
+        shape, dtype = info["shape"], str(info.get("dtype", "?"))
+        if not all(type(d) is int and d >= 0 for d in shape):
+            raise LoadError(f"{path}: corrupt safetensors header (entry {name!r} has shape {shorten(shape)}: "
+                            "dimensions are whole numbers, 0 or more)")
+        spans.append((_data_span(path, name, info, shape, dtype, size - 8 - length), name))
+        tensors[name] = (tuple(shape), dtype)
+    spans.sort()
+    for ((_, end), before), ((start, _), after) in zip(spans, spans[1:]):
+        if start < end:
+            raise LoadError(f"{path}: corrupt safetensors header (the data of {before!r} and {after!r} overlap)")
     return tensors
+
+
+def _data_span(path: Path, name: str, info: dict, shape: list[int], dtype: str, data_bytes: int) -> tuple[int, int]:
+    """The checked [start, end) of one tensor's data, relative to the end of the header."""
+    offsets = info.get("data_offsets")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(o) is int for o in offsets)
+            and 0 <= offsets[0] <= offsets[1]):
+        raise LoadError(f"{path}: corrupt safetensors header (entry {name!r} has data offsets "
+                        f"{shorten(offsets)}, not [start, end])")
+    start, end = offsets
+    if end > data_bytes:
+        raise LoadError(f"{path}: corrupt safetensors header (the data of {name!r} ends at byte {end:,}, past "
+                        f"the {data_bytes:,} bytes of data the file holds)")
+    if dtype in DTYPE_BITS:
+        count = 1
+        for d in shape:
+            count *= d
+        if (count * DTYPE_BITS[dtype] + 7) // 8 != end - start:
+            raise LoadError(f"{path}: corrupt safetensors header (entry {name!r}: {end - start:,} bytes of data "
+                            f"for {count:,} {dtype} values)")
+    return start, end
 
 
 def _read_torch(path: Path) -> Checkpoint:
@@ -229,7 +267,7 @@ def write_safetensors_header(path: Path, shapes: dict[str, Shape] | list[tuple[s
         header[name] = {"dtype": "F32", "shape": list(shape), "data_offsets": [offset, offset + size]}
         offset += size
     raw = json.dumps(header).encode()
-    with open(path, "wb") as f:
+    with atomic_writer(path, "wb") as f:
         f.write(len(raw).to_bytes(8, "little") + raw)
         if offset:
             f.seek(offset - 1, 1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 _library: object = None  # keeps the op definitions alive (they vanish with the Library object)
@@ -98,3 +100,31 @@ def ensure_torchaudio_importable() -> None:
     stand_in._check_cuda_version = lambda: None  # type: ignore[attr-defined]
     sys.modules["torchaudio._extension"] = stand_in
     import torchaudio  # noqa: F401,F811
+
+
+@contextlib.contextmanager
+def pyg_templates_removed() -> Iterator[None]:
+    """While torch_geometric layers are made: the `propagate` it generates per layer class from a
+    jinja template, which it writes as a `.py` file into the temp directory, imports and never
+    removes (three files each `nar similar NEW_FILE`), goes to a private folder removed afterwards
+    (the module is imported by then; it needs its file no more)."""
+    import functools
+    import shutil
+    import tempfile
+    import types
+
+    try:
+        from torch_geometric import template
+    except ImportError:
+        yield
+        return
+    folder = tempfile.mkdtemp(prefix="nar-pyg-")
+    real = template.tempfile
+    # only torch_geometric's template module sees the private folder; every other temp file stays put
+    template.tempfile = types.SimpleNamespace(NamedTemporaryFile=functools.partial(real.NamedTemporaryFile,
+                                                                                   dir=folder))
+    try:
+        yield
+    finally:
+        template.tempfile = real
+        shutil.rmtree(folder, ignore_errors=True)

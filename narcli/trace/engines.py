@@ -19,12 +19,14 @@ def check_engine(engine: str, address: str | None) -> None:
     if address and engine != "ray":
         raise UsageError("--address names a Ray cluster; use it with --engine ray")
     if engine == "ray":
-        from narcli.trace.ray_engine import import_ray
+        from narcli.trace.ray_engine import check_reachable, import_ray
 
         try:
             import_ray()
         except NarError as exc:
             raise UsageError(str(exc)) from None
+        if address:
+            check_reachable(address)  # a head that cannot be reached: one line now, not Ray's retries for ever
 
 
 def engine_session(engine: str, address: str | None, jobs: int | None) -> Any:

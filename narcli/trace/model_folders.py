@@ -8,7 +8,9 @@ what to install); `build_folder_model` runs in the tracing child and imports the
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +39,7 @@ def holds_model_config(folder: Path) -> bool:
         if config.stat().st_size > MAX_CONFIG_BYTES:
             return True
         data = json.loads(config.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return True
     return not isinstance(data, dict) or any(key in data for key in MODEL_CONFIG_KEYS)
 
@@ -71,6 +73,8 @@ def read_config(folder: Path) -> dict[str, Any]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise LoadError(f"{path}: not a readable JSON config ({type(exc).__name__})") from None
+    except RecursionError:  # thousands of nested brackets: no real config, and it must not abort a scan
+        raise LoadError(f"{path}: not a model config (JSON nested too deep)") from None
     if not isinstance(data, dict):
         raise LoadError(f"{path}: not a model config (a JSON object is expected)")
     return data
@@ -98,6 +102,48 @@ def folder_kind(folder: Path) -> str:
     return kind
 
 
+# Arguments that make a library read a file or fetch weights instead of shaping the architecture:
+# timm's `checkpoint_path` is a torch.load of any file named, `pretrained` and a pretrained config's
+# file / url / hub id fetch weights. nar reads no weights, so they are dropped before building.
+LOADING_ARGS = frozenset({"pretrained", "checkpoint", "checkpoint_path", "pretrained_cfg", "pretrained_cfg_overlay",
+                          "pretrained_model_args", "cache_dir"})
+LOADING_SUFFIXES = ("_path", "_file", "_url", "_dir", "checkpoint")
+WEIGHT_SOURCES = frozenset({"file", "url", "hf_hub_id", "hf_hub_filename", "state_dict", "source"})
+
+
+def without_loading_args(args: Any, where: str) -> dict[str, Any]:
+    """`args` (a config's model arguments) without those that name a file or weights to load."""
+    if not isinstance(args, dict):
+        raise LoadError(f"{where}: model arguments must be a JSON object, not {type(args).__name__}")
+    return {k: v for k, v in args.items()
+            if str(k).lower() not in LOADING_ARGS and not str(k).lower().endswith(LOADING_SUFFIXES)}
+
+
+def without_weight_sources(pretrained_cfg: Any) -> dict[str, Any]:
+    """A timm pretrained config without the fields that say where its weights are."""
+    return {k: v for k, v in pretrained_cfg.items() if k not in WEIGHT_SOURCES} if isinstance(pretrained_cfg, dict) else {}
+
+
+def no_pretrained_loading(config: Any, seen: set[int] | None = None) -> None:
+    """Turn off, in a transformers config and every config nested in it, what would load weights while
+    the model is built: `use_pretrained_backbone`, and file arguments in `model_args` (timm_wrapper)
+    or `backbone_kwargs`."""
+    from transformers import PretrainedConfig
+
+    seen = set() if seen is None else seen
+    if id(config) in seen:
+        return
+    seen.add(id(config))
+    if getattr(config, "use_pretrained_backbone", False):
+        config.use_pretrained_backbone = False
+    for field in ("model_args", "backbone_kwargs"):
+        if isinstance(getattr(config, field, None), dict):
+            setattr(config, field, without_loading_args(getattr(config, field), field))
+    for value in list(vars(config).values()):
+        if isinstance(value, PretrainedConfig):
+            no_pretrained_loading(value, seen)
+
+
 def library_version(kind: str) -> str:
     """The installed version of the library that builds a folder of this kind (a cache key part)."""
     from importlib.metadata import PackageNotFoundError, version
@@ -114,7 +160,35 @@ def build_folder_model(folder: Path) -> tuple[str, Any, list[Any], list[str]]:
 
     ensure_torchvision_importable()
     kind = folder_kind(folder)
-    return _build_timm(folder) if kind == "timm" else _build_transformers(folder)
+    with _hub_offline():
+        return _build_timm(folder) if kind == "timm" else _build_transformers(folder)
+
+
+@contextlib.contextmanager
+def _hub_offline() -> Iterator[None]:
+    """Nothing is fetched while a folder's model is built: a config can name a hub repo to read a
+    backbone's config or weights from (transformers 5 does so for `backbone` without
+    `backbone_config`). Restored after, for the worker's next task."""
+    import os
+    import sys
+
+    previous = os.environ.get("HF_HUB_OFFLINE")
+    os.environ["HF_HUB_OFFLINE"] = "1"  # read when huggingface_hub is first imported
+    constants = sys.modules.get("huggingface_hub.constants")
+    was = getattr(constants, "HF_HUB_OFFLINE", None)
+    if constants is not None:  # imported already: it reads its global at each call
+        constants.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("HF_HUB_OFFLINE", None)
+        else:
+            os.environ["HF_HUB_OFFLINE"] = previous
+        constants = sys.modules.get("huggingface_hub.constants")
+        if constants is not None:  # as huggingface_hub would have read the environment
+            constants.HF_HUB_OFFLINE = was if was is not None else str(
+                previous or os.environ.get("TRANSFORMERS_OFFLINE")).upper() in {"1", "ON", "YES", "TRUE"}
 
 
 def _build_transformers(folder: Path) -> tuple[str, Any, list[Any], list[str]]:
@@ -136,7 +210,11 @@ def _build_transformers(folder: Path) -> tuple[str, Any, list[Any], list[str]]:
             warnings.simplefilter("ignore")
             config = AutoConfig.from_pretrained(str(folder), trust_remote_code=False, local_files_only=True)
     except (ValueError, KeyError, TypeError, OSError) as exc:
+        if "offline mode" in str(exc):  # our _hub_offline, not the user's setting: say what it wanted
+            raise LoadError(f"{folder / CONFIG}: it needs a download from the Hugging Face Hub (a backbone named "
+                            "without its config?); nar fetches nothing while building a model folder") from None
         raise LoadError(f"{folder / CONFIG}: transformers cannot read it: {str(exc).splitlines()[0][:200]}") from None
+    no_pretrained_loading(config)
     model_class = _model_class(raw, config)
     module, tensors, names, _ = build_transformers(model_class, config)
     return model_class.__name__, module, tensors, names
@@ -174,10 +252,14 @@ def _build_timm(folder: Path) -> tuple[str, Any, list[Any], list[str]]:
 
         pretrained_cfg, name, model_args = load_model_config_from_path(folder)
     except ImportError:
-        pretrained_cfg = dict(raw.get("pretrained_cfg") or {})
-        model_args = dict(raw.get("model_args") or {})
+        pretrained_cfg = raw.get("pretrained_cfg") or {}
+        model_args = without_loading_args(raw.get("model_args") or {}, f"{folder / CONFIG}: model_args")
         if "num_classes" in raw:
             model_args.setdefault("num_classes", raw["num_classes"])
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:  # a config timm's reader chokes on
+        raise LoadError(f"{folder / CONFIG}: timm cannot read it ({type(exc).__name__}: {str(exc)[:120]})") from None
+    pretrained_cfg = without_weight_sources(pretrained_cfg)
+    model_args = without_loading_args(model_args, f"{folder / CONFIG}: model_args")
     model = build_on_meta(lambda: timm.create_model(name, pretrained=False, pretrained_cfg=pretrained_cfg,
                                                     **model_args))
     size = tuple((getattr(model, "pretrained_cfg", None) or {}).get("input_size") or (3, 224, 224))

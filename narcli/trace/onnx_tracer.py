@@ -36,6 +36,9 @@ def load_onnx(path: Path) -> Any:
 
 
 MAX_DIM = 1 << 40  # sizes beyond this are corrupt, and would overflow the MAC counts
+# a parameter count beyond this (9e15, where float64 stops counting exactly) is no real model, and
+# would overflow the 64-bit integers the stores keep counts in
+MAX_PARAMS = 1 << 53
 
 
 def check_structure(graph: Any, path: Path) -> None:
@@ -98,6 +101,7 @@ def trace_onnx(model: Any) -> RawGraph:
             tensors.append(value)
     param_shapes = {t.name: initializers[t.name] for t in tensors
                     if t.data_type in floating and len(t.dims) >= 1 and t.name not in statistics}
+    _check_param_count(param_shapes)
 
     shapes: dict[str, tuple[int, ...] | None] = dict(initializers)
     for info in list(graph.input) + list(graph.value_info) + list(graph.output):
@@ -126,6 +130,15 @@ def trace_onnx(model: Any) -> RawGraph:
     # parameter is counted at each use rather than once
     return RawGraph(data_inputs, ops, [o.name for o in graph.output], param_shapes,
                     count_params_per_use=True, input_dtypes=dtypes)
+
+
+def _check_param_count(param_shapes: dict[str, tuple[int, ...]]) -> None:
+    """LoadError naming the tensor when the parameters add up beyond MAX_PARAMS."""
+    sizes = {name: math.prod(shape) for name, shape in param_shapes.items()}
+    if sizes and sum(sizes.values()) > MAX_PARAMS:
+        name = max(sizes, key=sizes.__getitem__)
+        raise LoadError(f"initializer {name!r} of shape {list(param_shapes[name])} makes {sum(sizes.values()):.3g} "
+                        f"parameters, beyond any real model (at most 2^53); the file is damaged or forged")
 
 
 def _attr(node: Any, name: str, default: Any = None) -> Any:

@@ -21,6 +21,7 @@ from multiprocessing.connection import wait
 from typing import Any
 
 from narcli.errors import NarError
+from narcli.fsutil import open_append
 from narcli.trace.isolation import guard_child, kill_group, kill_tree
 
 
@@ -37,7 +38,10 @@ class TaskResult:
 def _worker(conn: Any, fn: Callable[..., Any], log_path: str, parent: int) -> None:
     guard_child(parent)  # its own process group, killed with it; dies with the parent
     # library chatter (warnings, prints) goes to the log, not over the parent's progress bar
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:  # never through a symlink planted at the log's name; then the chatter is lost, not the build
+        fd = open_append(log_path)
+    except (OSError, NarError):
+        fd = open_append(os.devnull)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     faulthandler.enable(file=sys.stderr)  # a segfault's Python stack goes to the log too

@@ -13,8 +13,10 @@ Ray is optional (`pip install 'nar[ray]'`) and imported only here, only when ask
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import tempfile
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -28,6 +30,29 @@ RAY_HINT = "the Ray engine needs Ray, which is not installed here: pip install '
 QUEUED_PER_SLOT = 2  # calls waiting on each actor, so it never idles while the driver answers
 RETRIES = 1  # times a task whose actor vanished is tried again before it is recorded as failed
 STOP_MARGIN = 120.0  # an actor silent this long past the timeout of every call it holds is killed
+
+
+CONNECT_TIMEOUT = 5.0  # seconds to reach a cluster's head before saying it cannot be reached
+
+
+def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
+    """NarError unless a TCP connection to `address` (`host:port`, `ray://host:port`) opens within
+    `timeout`: Ray itself retries an unreachable head for ever, and holds off SIGTERM meanwhile.
+    `auto` and an address without a port are left to Ray (it looks them up itself)."""
+    host, _, port = address.split("://", 1)[-1].rpartition(":")
+    host = host.strip("[]")  # [::1]:6379
+    if not host or not port.isdigit():
+        return
+    if not 0 < int(port) < 65536:
+        raise NarError(f"--address {address}: port {port} is not a TCP port (1-65535)")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        reason = f"no answer in {timeout:g} s" if isinstance(exc, TimeoutError) else \
+            (exc.strerror or type(exc).__name__).lower()
+        raise NarError(f"cannot reach the Ray cluster at {address} ({reason}); check the "
+                       "address (host:port of the head node, e.g. 10.0.0.1:6379) and that `ray start --head` "
+                       "runs there") from None
 
 
 def import_ray() -> Any:
@@ -44,6 +69,8 @@ def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iter
     """Ray, joined at `address` or started here (with `num_cpus`, default: every core) and shut down
     afterwards; a session already open in this process is used as it is."""
     ray = import_ray()
+    if address:
+        check_reachable(address)
     if ray.is_initialized():
         yield ray
         return
@@ -55,12 +82,18 @@ def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iter
         options["num_cpus"] = num_cpus or os.cpu_count() or 1
         # the driver's code (this package, its plugins) is on the local workers' path already
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    on_sigterm = signal.getsignal(signal.SIGTERM)
     try:
         ray.init(**options)
     except (ConnectionError, ValueError, RuntimeError) as exc:
         where = f"the Ray cluster at {address}" if address else "a local Ray"
         raise NarError(f"could not start or join {where}: {str(exc).strip().splitlines()[0] if str(exc) else exc}") \
             from None
+    finally:
+        # ray.init installs its own SIGTERM handler (sys.exit): put back the caller's, so `kill` stops
+        # a build as Ctrl-C does, at once, rather than after Ray's exit path
+        if threading.current_thread() is threading.main_thread() and on_sigterm is not None:
+            signal.signal(signal.SIGTERM, on_sigterm)
     try:
         yield ray
     finally:
@@ -78,7 +111,11 @@ class SlotActor:
         import multiprocessing
 
         if not os.path.isdir(os.path.dirname(os.path.abspath(log_path))):  # another node: no such folder
-            log_path = os.path.join(tempfile.gettempdir(), f"nar-ray-{os.getpid()}.log")
+            from narcli.fsutil import private_dir
+
+            # a folder only this user can write: a predictable name in a shared /tmp could be planted
+            folder = private_dir(os.path.join(tempfile.gettempdir(), f"nar-{os.getuid()}"))
+            log_path = os.path.join(folder, f"ray-worker-{os.getpid()}.log")
         # the actor process runs Ray's threads: a fork of it could inherit a held lock, so spawn (a
         # fork server would start workers faster, but its workers' parent is not the actor, which
         # the worker's guard takes for its parent having died)

@@ -7,6 +7,7 @@ operator calls through `torch_ops.describe_call`, so the three agree on names an
 from __future__ import annotations
 
 import contextlib
+import inspect
 import operator
 import warnings
 from collections.abc import Callable
@@ -38,7 +39,10 @@ def trace_module(model: nn.Module, inputs: list[torch.Tensor],
         try:
             with warnings.catch_warnings(), on_meta, _no_distribution_checks():
                 warnings.simplefilter("ignore")
-                return _TRACERS[name](model, inputs), name
+                raw = _TRACERS[name](model, inputs)
+            if not raw.ops:  # an empty graph is no architecture: never store one
+                raise TraceError("the forward ran no tensor operation")
+            return raw, name
         except Exception as exc:  # each tracer fails in its own way; the next one may succeed
             failures.append((name, exc))
     name, first = failures[0]  # the preferred tracer's complaint says the most
@@ -264,6 +268,11 @@ def _trace_runtime(model: nn.Module, inputs: list[torch.Tensor]) -> RawGraph:
     finally:
         pre.remove()
         post.remove()
+    if not ops:
+        if inspect.isgenerator(result) or inspect.isasyncgen(result) or inspect.iscoroutine(result):
+            result.close()  # nothing of it ran: its tensors would be computed only when iterated
+            raise TraceError(f"forward returned a {type(result).__name__}, not tensors, and ran no tensor operation")
+        raise TraceError(f"forward ran no tensor operation (it returned {type(result).__name__})")
     return RawGraph(data_inputs, ops, [value_id(t) for t in flat(result)], param_shapes,
                     guessed_values=recorder.guesses)
 

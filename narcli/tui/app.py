@@ -5,8 +5,6 @@ notification with the CLI's one-line message, and the app keeps running."""
 
 from __future__ import annotations
 
-from functools import partial
-from pathlib import Path
 from typing import Any
 
 from rich.table import Table
@@ -20,8 +18,9 @@ from textual.widgets import DataTable, Footer, Input, Select, Static, TabbedCont
 
 from narcli.errors import printable
 from narcli.tui import data
+from narcli.tui.files import FileActions
+from narcli.tui.screens import CompareScreen, HelpScreen, ModelCommands
 from narcli.tui.signals import close_on_sigterm
-from narcli.tui.screens import CompareScreen, ExportScreen, HelpScreen, ModelCommands, OpenScreen
 
 FILTERS = ("source", "family", "task", "coarse")
 DEBOUNCE = 0.04  # seconds of quiet typing before the table filters
@@ -35,14 +34,15 @@ class Panes(Horizontal):
         self.app.lay_out(event.size.width < data.NARROW_BELOW)
 
 
-class NarApp(App):
+class NarApp(FileActions, App):
     TITLE = "nar"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (data.NARROW_BELOW, "-wide")]  # a class on the screen, for CSS
     COMMANDS = App.COMMANDS | {ModelCommands}
     CSS = """
     #browser { width: 4fr; min-width: 34; }
     #detail { width: 5fr; min-width: 40; }
-    .-narrow #browser, .-narrow #detail { width: 1fr; min-width: 0; }
+    .-narrow #browser { width: 38; min-width: 0; }
+    .-narrow #detail { width: 1fr; min-width: 0; }
     #filters { height: 1; }
     #filters Select { width: 1fr; }
     #models { height: 1fr; }
@@ -111,13 +111,10 @@ class NarApp(App):
                     yield DataTable(id="similar-table", cursor_type="row")
                 with TabPane("Predictions", id="predictions"):
                     yield VerticalScroll(Static("", id="predictions-body"))
-        yield Footer()
+        yield Footer(compact=True)  # every key's label fits in 80 columns
 
     def on_mount(self) -> None:
         close_on_sigterm(self)
-        similar = self.query_one("#similar-table", DataTable)
-        for column in ("name", "family", "cosine", "shared motifs"):
-            similar.add_column(column, key=column)
         self.lay_out(self.size.width < data.NARROW_BELOW)
         search = self.query_one("#search", Input)
         search.cursor_blink = self.blink
@@ -145,6 +142,11 @@ class NarApp(App):
         self.refresh_table()
         if self.current in self.shown:
             table.move_cursor(row=self.shown.index(self.current))
+        similar = self.query_one("#similar-table", DataTable)  # cosine next to the name: never scrolled away
+        similar.clear(columns=True)
+        for column in ("name", "cosine", "family", "shared motifs"):
+            similar.add_column(column, key=column, width=data.SIMILAR_WIDTHS[narrow].get(column))
+        self.fill_similar()
 
     # -- the table ----------------------------------------------------------------------------------
     def filters(self) -> dict[str, str]:
@@ -188,11 +190,14 @@ class NarApp(App):
         self.update_status()
 
     def update_status(self) -> None:
-        """How many rows and their order; the marked models on a line of their own, never cut off."""
-        counts = f"{len(self.shown):,}/{len(self.entries):,} · by " if self.narrow else \
-            f"{len(self.shown):,} of {len(self.entries):,} models · sorted by "
+        """How many rows and their order (a search puts the best match first, as `wanted` sorts); the
+        marked models on a line of their own, never cut off."""
+        searching = bool(self.query_one("#search", Input).value.strip())
+        counts = f"{len(self.shown):,}/{len(self.entries):,} · " if self.narrow else \
+            f"{len(self.shown):,} of {len(self.entries):,} models · "
+        order = f"best match first, then {self.sort_column}" if searching else f"sorted by {self.sort_column}"
         marked = ["\n", data.shown("marked: " + ", ".join(self.by_key[k].label for k in self.marked))] if self.marked else []
-        self.query_one("#status", Static).update(Text.assemble(data.shown(counts + self.sort_column), *marked))
+        self.query_one("#status", Static).update(Text.assemble(data.shown(counts + order), *marked))
 
     @on(Input.Changed, "#search")
     def search_changed(self) -> None:
@@ -251,9 +256,9 @@ class NarApp(App):
         self.current = key
         if key in self.shown:
             self.query_one("#models", DataTable).move_cursor(row=self.shown.index(key))
-        self.query_one("#summary-body", Static).update(Text.assemble(data.shown(entry.name, "bold"), "\nloading…"))
-        self.query_one("#predictions-body", Static).update("loading…")
-        self.query_one("#similar-head", Static).update("loading…")
+        loading = Text.assemble(data.shown(entry.label, "bold"), "\nloading…")  # every tab names the model
+        for pane in ("#summary-body", "#predictions-body", "#similar-head"):
+            self.query_one(pane, Static).update(loading)
         self.query_one("#similar-table", DataTable).clear()
         self.query_one("#structure-tree", Tree).clear()
         self.load_details(entry)
@@ -299,11 +304,8 @@ class NarApp(App):
         tree.clear()
         tree.root.set_label(data.shown(f"{entry.name}: {found['nodes']} nodes in {found['instances']} motif instances"))
         for motif in found["motifs"]:
-            ops = list(motif["ops"])
-            name = "-".join(ops[:3]) + ("…" if len(ops) > 3 else "")
             repeat = f" × {motif['count']}" if motif["count"] > 1 else ""
-            branch = tree.root.add(Text.assemble(data.shown(name, "bold"), f" block ({motif['size']} ops){repeat}"),
-                                   expand=False)
+            branch = tree.root.add(Text.assemble(data.shown(motif["label"], "bold"), repeat), expand=False)
             branch.add_leaf(data.shown("ops: " + ", ".join(f"{op} ×{n}" for op, n in motif["ops"].items())))
             at = motif["at"]
             branch.add_leaf("at nodes " + ", ".join(str(a) for a in at[:12]) + (" …" if len(at) > 12 else ""))
@@ -313,16 +315,26 @@ class NarApp(App):
         from narcli.search.text import prediction_line
 
         self.similar_result = result
-        self.query_one("#similar-head", Static).update(prediction_line(result.prediction))
+        self.query_one("#similar-head", Static).update(
+            Text.assemble(data.shown(entry.label, "bold"), "\n", Text.from_markup(prediction_line(result.prediction))))
+        self.fill_similar()
+        self.family = result.prediction
+        if entry.record is not None and entry.family != (result.prediction.family or "new"):
+            entry.set_family(result.prediction.family or "new")  # a scan added here: its family is known now
+            if entry.key in self.shown:
+                self.query_one("#models", DataTable).update_cell(entry.key, "family", entry.cells(self.name_width)[1])
+
+    def fill_similar(self) -> None:
         table = self.query_one("#similar-table", DataTable)
         table.clear()
-        for i, n in enumerate(result.neighbours):
+        width = data.SIMILAR_WIDTHS[bool(self.narrow)]["name"]
+        for i, n in enumerate(self.similar_result.neighbours if self.similar_result is not None else []):
             shared = ", ".join("/".join(list(m.get("ops", {}))[:2]) for m in n.shared[:3]) or "—"
-            table.add_row(data.shown(n.name), data.shown(n.family or "—"), f"{n.cosine:.3f}", data.shown(shared), key=f"{i}")
-        self.family = result.prediction
+            table.add_row(data.shown(data.fit(n.name, width)), f"{n.cosine:.3f}", data.shown(n.family or "—"),
+                          data.shown(shared), key=f"{i}")
 
     def show_predictions(self, entry: data.Entry, rows: list) -> None:
-        self.query_one("#predictions-body", Static).update(data.predictions_view(rows, self.family))
+        self.query_one("#predictions-body", Static).update(data.predictions_view(rows, self.family, entry.label))
 
     @on(DataTable.RowSelected, "#similar-table")
     def jump(self, event: DataTable.RowSelected) -> None:
@@ -334,7 +346,18 @@ class NarApp(App):
         if entry is None:
             self.tell(f"{neighbour.name} is not in the table", severity="warning")
             return
+        self.search_for(entry)
         self.open_key(entry.key)
+
+    def search_for(self, entry: data.Entry) -> None:
+        """Walking to another model puts its name in the search box, so the box, the table and the
+        detail speak of one model."""
+        search = self.query_one("#search", Input)
+        if self._debounce is not None:
+            self._debounce.stop()
+        with search.prevent(Input.Changed):
+            search.value = entry.label
+        self.refresh_table()
 
     def action_back(self) -> None:
         if isinstance(self.focused, Input):
@@ -342,7 +365,9 @@ class NarApp(App):
         if not self.history:
             self.notify("no earlier model", severity="information")
             return
-        self.open_key(self.history.pop(), remember=False)
+        key = self.history.pop()
+        self.search_for(self.by_key[key])
+        self.open_key(key, remember=False)
 
     def action_tab(self, tab: str) -> None:
         """Show a detail tab and move the keyboard into it, so ↓ and Enter walk the Similar rows."""
@@ -383,64 +408,6 @@ class NarApp(App):
             self.call_from_thread(self.show_error, "compare", a, exc)
             return
         self.call_from_thread(self.push_screen, CompareScreen(result))
-
-    # -- scanning and exporting -----------------------------------------------------------------------
-    def action_open_file(self) -> None:
-        self.push_screen(OpenScreen(), self.start_scan)
-
-    def start_scan(self, request: dict | None) -> None:
-        if request:
-            self.tell(f"scanning {request['path']}…", title="scan")
-            self.scan_in_background(request)
-
-    @work(thread=True, exclusive=True, group="scan")
-    def scan_in_background(self, request: dict) -> None:
-        from narcli.errors import NarError
-        from narcli.scan.scanner import scan_file
-
-        try:
-            options = data.scan_options(request)
-            records, _ = scan_file(Path(request["path"]).expanduser(), options)
-        except NarError as exc:
-            self.call_from_thread(self.tell, exc, title="scan failed", severity="error")
-            return
-        except Exception as exc:  # noqa: BLE001
-            self.call_from_thread(self.tell, f"internal error: {type(exc).__name__}: {exc}", title="scan failed",
-                                  severity="error")
-            return
-        self.call_from_thread(self.add_scanned, records)
-
-    def add_scanned(self, records: list) -> None:
-        added = [data.cache_entry(r) for r in records if r.graph_key]
-        for entry in added:
-            if entry.key not in self.by_key:
-                self.entries.append(entry)
-            self.by_key[entry.key] = entry
-        self.shown = []
-        self.refresh_table()
-        if added:
-            self.tell(f"scanned {', '.join(e.name for e in added)}", title="scan")
-            self.open_key(added[0].key)
-
-    def action_export(self) -> None:
-        if self.current is None:
-            self.notify("open a model first (Enter)", severity="warning")
-            return
-        similar = self.query_one("#detail", TabbedContent).active == "similar" and self.similar_result is not None
-        what = "the Similar table (CSV + JSON)" if similar else "the graph (JSON + DOT)"
-        self.push_screen(ExportScreen(what, str(Path.cwd() / "nar-export")), partial(self.export, similar))
-
-    def export(self, similar: bool, folder: str | None) -> None:
-        if not folder:
-            return
-        entry = self.by_key[self.current]
-        try:
-            paths = (data.export_similar(self.similar_result, Path(folder), entry.name) if similar
-                     else data.export_graph(entry, Path(folder)))
-        except OSError as exc:
-            self.tell(f"{exc.filename or folder}: {exc.strerror or exc}", title="export failed", severity="error")
-            return
-        self.tell("wrote " + ", ".join(str(p) for p in paths), title="export")
 
 
 def run(target: str | None = None) -> None:

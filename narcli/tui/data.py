@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from narcli.fsutil import write_text
 from narcli.graph.dot import graph_dot, safe_stem, write_graph  # noqa: F401 (graph_dot: for callers)
 
 COLUMNS = ("name", "family", "coarse", "task", "source", "params", "MACs", "nodes")
@@ -28,7 +29,9 @@ def shown(text: Any, style: str = "") -> Any:
 
 WIDTHS = {"name": 30, "family": 12, "coarse": 13, "task": 14, "source": 12, "params": 7, "MACs": 7, "nodes": 6}
 NARROW_BELOW = 100  # terminal columns: under this the browser is half the screen, name and family only
-NARROW_WIDTHS = {**WIDTHS, "name": 25, "family": 9}
+NARROW_WIDTHS = {**WIDTHS, "name": 23, "family": 9}  # with cell padding and the scrollbar: the browser's 38 columns
+# the Similar table's columns, wide and narrow (a 40-column pane at 80×24): the cosine is never cut off
+SIMILAR_WIDTHS = {False: {"name": 30, "cosine": 6, "family": 12}, True: {"name": 16, "cosine": 6, "family": 12}}
 
 
 def fit(name: str, width: int) -> str:
@@ -63,6 +66,12 @@ class Entry:
     def __post_init__(self) -> None:
         self.haystack = f"{self.key} {self.name} {self.family}".lower()
 
+    def set_family(self, family: str) -> None:
+        """A scanned model's predicted family, once known (its table cells are made again)."""
+        self.family = family
+        self.__dict__.pop("_cells", None)
+        self.__post_init__()
+
     @property
     def label(self) -> str:
         """A zoo model by its id (`timm/resnet50`, `torchvision/resnet50`): two rows never read alike."""
@@ -75,10 +84,10 @@ class Entry:
         return cache[name_width]
 
     def _make_cells(self, name_width: int) -> tuple:
-        from narcli.search.text import human
+        from narcli.search.text import human, human_params
 
         return (shown(fit(self.label, name_width)), shown(self.family or "—"), shown(self.coarse or "—"), shown(self.task or "—"),
-                shown(self.source), human(self.params), human(self.macs), str(self.nodes))
+                shown(self.source), human_params(self.params), human(self.macs), str(self.nodes))
 
     def sort_value(self, column: str) -> Any:
         return {"params": self.params, "MACs": self.macs, "nodes": self.nodes}.get(column) \
@@ -111,6 +120,16 @@ def load_entries() -> list[Entry]:
     # one row per stored graph: two scans may share one (the same file under another torch, say),
     # and a table cannot hold two rows of one key; the newest scan names it
     cached = {entry.key: entry for entry in (cache_entry(r) for r in records if r.graph_key)}
+    if cached:  # their families as `nar similar` predicts them, from the embeddings stored (no torch)
+        from narcli.search.similar import cached_families
+
+        try:
+            families = cached_families()
+        except NarError:
+            families = {}
+        for entry in cached.values():
+            if entry.record.graph_key in families:
+                entry.set_family(families[entry.record.graph_key])
     entries.extend(cached.values())
     return entries
 
@@ -157,14 +176,15 @@ def graph_of(entry: Entry) -> Any:
 
 def summary(entry: Entry) -> list[tuple[str, str]]:
     """The scan summary's rows: input, params, MACs, depth, nodes, top ops, tracer, hash, aliases."""
-    from narcli.search.text import human
+    from narcli.search.text import human, human_params
 
     source = entry.zoo_model or entry.record
     inputs = ", ".join("×".join(str(d) for d in i.get("shape", [])) + f" {i.get('dtype', '')}".rstrip()
                        for i in (source.inputs or []))
-    rows = [("name", entry.name), ("source", entry.source), ("family", entry.family or "—"),
+    family = f"{entry.family} (predicted)" if entry.family and entry.record is not None else entry.family or "—"
+    rows = [("name", entry.name), ("source", entry.source), ("family", family),
             ("task", entry.task or "—"), ("input", inputs or "—"),
-            ("params", f"{human(entry.params)} ({entry.params:,})"), ("MACs", f"{human(entry.macs)} ({entry.macs:,})"),
+            ("params", f"{human_params(entry.params)} ({entry.params:,})"), ("MACs", f"{human(entry.macs)} ({entry.macs:,})"),
             ("depth", str(source.depth or "—")), ("graph", f"{entry.nodes} nodes, {source.edges or 0} edges"),
             ("top ops", ", ".join(f"{op} ×{n}" for op, n in (source.top_ops or [])) or "—"),
             ("tracer", source.tracer or "—"), ("hash", source.graph_hash or "—")]
@@ -188,9 +208,23 @@ def structure(entry: Entry) -> dict[str, Any]:
     where: dict[str, list[int]] = {}
     for instance in motifs.instances:
         where.setdefault(instance.type[:8], []).append(instance.nodes[0])
-    for row in rows:
+    labels = [motif_label(graph, row) for row in rows]
+    for row, label in zip(rows, labels):
         row["at"] = where.get(row["type"], [])
+        # two blocks that read alike (their types differ in kernels or wiring) are told apart by type
+        row["label"] = label if labels.count(label) == 1 else f"{label} [{row['type']}]"
     return {"nodes": graph.num_nodes, "instances": len(motifs.instances), "motifs": rows}
+
+
+def motif_label(graph: Any, row: dict[str, Any]) -> str:
+    """`conv2d 7×7` for a single layer (with its kernel: the stem and a 1×1 projection differ), else
+    `relu-conv2d-add block (7 ops)` from the first instance's operations in order."""
+    nodes = [graph.nodes[i] for i in range(row["first"], row["first"] + row["size"])]
+    if len(nodes) == 1:
+        kernel = nodes[0].attrs.get("kernel")
+        return nodes[0].op + (" " + "×".join(map(str, kernel)) if isinstance(kernel, list) else "")
+    ops = list(dict.fromkeys(n.op for n in nodes))
+    return "-".join(ops[:3]) + ("…" if len(ops) > 3 else "") + f" block ({len(nodes)} ops)"
 
 
 def similar(entry: Entry, k: int = 10) -> Any:
@@ -227,8 +261,8 @@ def export_similar(result: Any, folder: Path, stem: str) -> list[Path]:
     for i, row in enumerate(rows, 1):
         writer.writerow([i, row.get("name"), row.get("family"), row.get("cosine"), row.get("params"), row.get("macs")])
     as_csv, as_json = folder / f"{safe_stem(stem)}.similar.csv", folder / f"{safe_stem(stem)}.similar.json"
-    as_csv.write_text(buffer.getvalue())
-    as_json.write_text(json.dumps(result.to_json(), indent=2) + "\n")
+    write_text(as_csv, buffer.getvalue())
+    write_text(as_json, json.dumps(result.to_json(), indent=2) + "\n")
     return [as_csv, as_json]
 
 
@@ -240,9 +274,9 @@ def scan_options(request: dict) -> Any:
                        input_dtypes=[request["dtype"]] if request.get("dtype") else None)
 
 
-def predictions_view(rows: list, family: Any) -> Any:
-    """The Predictions tab: the family line, a table of the predictions that apply, and why the
-    others do not (a Rich renderable)."""
+def predictions_view(rows: list, family: Any, name: str = "") -> Any:
+    """The Predictions tab: the model's name, the family line, a table of the predictions that
+    apply, and in plain words why the others do not (a Rich renderable)."""
     from rich.console import Group
     from rich.table import Table
 
@@ -258,9 +292,13 @@ def predictions_view(rows: list, family: Any) -> Any:
             measured = row.head == "measured"
             grid.add_row(short_label(row), row.target.device or "—", format_value(row) + (" measured" * measured),
                          format_interval(row) + (" (IQR)" * measured))
-        else:
-            reasons.append(f"n/a ({row.head}, {row.status}): {row.reason}")
-    parts: list[Any] = [prediction_line(family) if family is not None else "family: loading…", ""]
-    parts.append(grid if grid.row_count else "no accuracy or latency prediction applies")
-    parts += [shown(reason) for reason in sorted(set(reasons))]
+        else:  # which predictor, and why it does not answer for this model
+            reasons.append(f"• {row.title}" + (", out of range" if row.status == "out of range" else "")
+                           + f": {row.reason}")
+    parts: list[Any] = [shown(name, "bold")] if name else []
+    parts += [prediction_line(family) if family is not None else "family: loading…", ""]
+    parts.append(grid if grid.row_count else "No accuracy or latency prediction applies to this model.")
+    if reasons:
+        parts += ["", "Not predicted:" if grid.row_count else "Why not:"]
+        parts += [shown(reason) for reason in dict.fromkeys(reasons)]
     return Group(*parts)

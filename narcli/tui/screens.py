@@ -23,6 +23,7 @@ KEYS = (
     ("Enter", "open the model (in Similar: jump to that neighbour)"),
     ("Backspace", "back to the previous model"),
     ("1 2 3 4", "Summary, Structure, Similar, Predictions"),
+    ("3", "focuses the Similar table: ↑ ↓ pick a neighbour, Enter opens it (2 focuses the Structure tree)"),
     ("space", "mark / unmark the model for comparing"),
     ("c", "compare the two marked models"),
     ("s", "sort by the next column (click a header to sort by it)"),
@@ -67,13 +68,13 @@ class CompareScreen(Modal):
         self.comparison = comparison
 
     def compose(self) -> ComposeResult:
-        from narcli.search.text import human
+        from narcli.search.text import human, human_params
 
         c = self.comparison
         figures = Table(box=None, pad_edge=False, header_style="bold")
         for column in ("", shown(c.a.name), shown(c.b.name)):
             figures.add_column(column, overflow="ellipsis", no_wrap=True, max_width=40)
-        for label, a, b in (("params", human(c.a.params), human(c.b.params)), ("MACs", human(c.a.macs), human(c.b.macs)),
+        for label, a, b in (("params", human_params(c.a.params), human_params(c.b.params)), ("MACs", human(c.a.macs), human(c.b.macs)),
                             ("depth", c.a.depth, c.b.depth), ("nodes", c.a.nodes, c.b.nodes)):
             figures.add_row(label, str(a), str(b))
         ops = Table(box=None, pad_edge=False, header_style="bold", title="op counts that differ", title_justify="left")
@@ -87,7 +88,11 @@ class CompareScreen(Modal):
             with VerticalScroll():
                 yield Static(figures)
                 yield Static(ops if c.op_difference else "no op count differs")
-                yield Static(_motif_line("motifs shared", c.motifs_shared))
+                same_block = [p["a"] for p in c.motifs_paired if p["same_block"]]  # one block, cut elsewhere
+                yield Static(_motif_line("motifs shared", c.motifs_shared + same_block))
+                for p in (p for p in c.motifs_paired if not p["same_block"]):
+                    yield Static(shown(f"alike: {'/'.join(list(p['a']['ops'])[:3])} ~ "
+                                       f"{'/'.join(list(p['b']['ops'])[:3])}: {p['difference']}"))
                 yield Static(_motif_line("only in A", c.motifs_only_a))
                 yield Static(_motif_line("only in B", c.motifs_only_b))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import fnmatch
 import json
+import os
 import signal
 import sqlite3
 import time
@@ -23,6 +24,7 @@ from typing import Any, Protocol
 
 from narcli import IR_VERSION
 from narcli.errors import NarError, UsageError, ZooError
+from narcli.fsutil import connect_sqlite, open_lock_file
 from narcli.trace.engines import check_engine, engine_session, run_tasks
 from narcli.trace.pool import TaskResult, run_pool
 from narcli.zoo.labels import label
@@ -125,14 +127,14 @@ class ZooWriter:
     def __init__(self, path: Path):
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = open(f"{path}.lock", "a+")
+        self._lock = open_lock_file(f"{path}.lock")  # never through a symlink planted at its name
         try:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            self._lock.close()
+            os.close(self._lock)
             raise ZooError(f"another `nar zoo build` is writing {path}; wait for it to finish") from None
         try:
-            self.conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+            self.conn = connect_sqlite(path, timeout=30, isolation_level=None)
             self.conn.execute("pragma journal_mode = wal")
             self.conn.executescript(SCHEMA)
             add_name_sketches(self.conn)  # a zoo from before name sketches: one column more
@@ -151,7 +153,9 @@ class ZooWriter:
     def close(self) -> None:
         if hasattr(self, "conn"):
             self.conn.close()
-        self._lock.close()
+        if self._lock >= 0:  # closing twice could close a descriptor opened since
+            os.close(self._lock)
+            self._lock = -1
 
     def set_meta(self, **values: Any) -> None:
         with self.conn:

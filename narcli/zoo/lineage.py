@@ -22,6 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from narcli import DATA_DIR
+from narcli.fsutil import atomic_writer
 
 TABLE = DATA_DIR / "lineage.csv"
 MIN_COPIES = 3  # "# Copied from" comments naming one model before it counts as the parent
@@ -94,7 +95,7 @@ def main() -> None:
     if spec is None or spec.origin is None:
         sys.exit("transformers is not installed; `pip install transformers` first")
     parents = family_parents(parents_from_source(Path(spec.origin).parent / "models"), family_table())
-    with open(TABLE, "w", newline="") as handle:
+    with atomic_writer(TABLE, "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["family", "parent"])
         writer.writerows(sorted(parents.items()))

@@ -9,22 +9,42 @@ from typing import Any
 import pluggy
 
 from narcli import hookspecs
-from narcli.errors import UsageError
+from narcli.errors import UsageError, shorten
 from narcli.zoo.sources import ZooSource
 
 _manager: pluggy.PluginManager | None = None
+_broken: dict[str, str] = {}  # plugin name -> why it could not be loaded or asked, in one line
+
+
+def _why(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {shorten(text, 160)}" if text else type(exc).__name__
 
 
 def plugin_manager() -> pluggy.PluginManager:
-    """The process-wide plugin manager; entry points load on first use (not with NAR_NO_PLUGINS=1)."""
+    """The process-wide plugin manager; entry points load on first use (not with NAR_NO_PLUGINS=1),
+    one by one: a plugin that fails to import or register is recorded as broken (`nar plugins`
+    names it) and the others load."""
     global _manager
     if _manager is None:
         manager = pluggy.PluginManager("nar")
         manager.add_hookspecs(hookspecs)
         if os.environ.get("NAR_NO_PLUGINS", "") not in ("1", "true"):
-            manager.load_setuptools_entrypoints("nar")
+            from importlib.metadata import entry_points
+
+            for name in sorted({ep.name for ep in entry_points(group="nar")}):
+                try:
+                    manager.load_setuptools_entrypoints("nar", name=name)
+                except Exception as exc:  # noqa: BLE001 - third-party code: any failure is its own
+                    _broken[name] = _why(exc)
         _manager = manager
     return _manager
+
+
+def broken_plugins() -> dict[str, str]:
+    """Plugins that could not be loaded or answered with an error, each with why."""
+    plugin_manager()
+    return dict(_broken)
 
 
 def register(plugin: Any, name: str | None = None) -> None:
@@ -39,9 +59,14 @@ def unregister(name: str) -> None:
 def zoo_sources() -> dict[str, ZooSource]:
     """Every registered zoo source by name, in rank order."""
     found: dict[str, ZooSource] = {}
-    for batch in plugin_manager().hook.nar_zoo_sources():
-        for source in batch or []:
-            found.setdefault(source.name, source)
+    for impl in reversed(plugin_manager().hook.nar_zoo_sources.get_hookimpls()):  # pluggy's call order
+        try:  # one at a time: a plugin whose hook fails is named, not the end of every command
+            batch = [(source.name, source) for source in impl.function() or []]
+        except Exception as exc:  # noqa: BLE001 - third-party code
+            _broken[impl.plugin_name] = _why(exc)
+            continue
+        for name, source in batch:
+            found.setdefault(name, source)
     return dict(sorted(found.items(), key=lambda item: (item[1].rank, item[0])))
 
 
@@ -59,7 +84,8 @@ def get_sources(names: list[str] | None, *, bundled_only: bool = False) -> list[
             close = difflib.get_close_matches(name, list(sources), n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
             known = ", ".join(sources) or "none installed"
-            raise UsageError(f"unknown zoo source {name!r}{hint} (known: {known})")
+            broken = "".join(f"; plugin {p} is broken ({why})" for p, why in sorted(_broken.items()))
+            raise UsageError(f"unknown zoo source {name!r}{hint} (known: {known}){broken}")
         chosen.append(sources[name])
     return chosen
 
@@ -74,13 +100,19 @@ def plugin_list() -> list[dict[str, Any]]:
             continue
         dist = dists.get(id(plugin))
         hooks = sorted(h.name for h in manager.get_hookcallers(plugin) or [])
-        sources = []
+        sources, error = [], _broken.get(name)
         if "nar_zoo_sources" in hooks:
-            for source in plugin.nar_zoo_sources() or []:
-                sources.append({"name": source.name, "description": source.description,
-                                "missing": source.missing()})
+            try:  # a plugin's own code: its failure is its row, the other plugins are still listed
+                for source in plugin.nar_zoo_sources() or []:
+                    sources.append({"name": str(source.name), "description": str(source.description),
+                                    "missing": source.missing()})
+            except Exception as exc:  # noqa: BLE001
+                error = _broken[name] = _why(exc)
         out.append({"name": name, "package": dist.project_name if dist else "",
-                    "version": dist.version if dist else "", "hooks": hooks, "sources": sources})
+                    "version": dist.version if dist else "", "hooks": hooks, "sources": sources, "error": error})
+    listed = {p["name"] for p in out}
+    out += [{"name": name, "package": "", "version": "", "hooks": [], "sources": [], "error": why}
+            for name, why in _broken.items() if name not in listed]  # failed to import or register
     return sorted(out, key=lambda p: p["name"])
 
 

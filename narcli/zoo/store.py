@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import functools
 import json
 import os
 import sqlite3
@@ -18,6 +19,7 @@ from typing import Any
 
 from narcli import DATA_DIR
 from narcli.errors import UsageError, ZooError, shorten
+from narcli.scan import sqlite_files
 
 SCHEMA_VERSION = 1
 BUNDLED = DATA_DIR / "zoo.db"
@@ -60,6 +62,9 @@ def user_zoo_path() -> Path:
 def rebuild_hint(path: Path) -> str:
     if path == BUNDLED:
         return "reinstall nar, or rebuild it with `nar zoo build --db " + str(path) + "`"
+    if Path(path) == user_zoo_path():
+        return f"run `nar cache clear -y` to repair it (a damaged file is set aside), or rebuild it with " \
+               f"`nar zoo build --db {path}`"
     return f"rebuild it with `nar zoo build --db {path}`"
 
 
@@ -74,6 +79,13 @@ def pack_vector(float32_bytes: bytes) -> bytes:
     import numpy as np
 
     return HALF_MARK + np.frombuffer(float32_bytes, dtype=np.float32).astype(np.float16).tobytes()
+
+
+def checked_vector(blob: bytes) -> bytes:
+    data = unpack_vector(blob)  # ValueError for a length that is no whole number of floats: damage
+    if not data or len(data) % 4:
+        raise ValueError(f"a vector of {len(blob)} bytes")
+    return data
 
 
 def unpack_vector(blob: bytes) -> bytes:
@@ -116,8 +128,8 @@ class ZooModel:
     @classmethod
     def from_row(cls, row: sqlite3.Row, db: Path) -> ZooModel:
         data = dict(row)
-        data["inputs"] = json.loads(data["inputs"] or "[]")
-        data["top_ops"] = json.loads(data["top_ops"] or "[]")
+        data["inputs"] = sqlite_files.decoded(json.loads, data["inputs"] or "[]")
+        data["top_ops"] = sqlite_files.decoded(json.loads, data["top_ops"] or "[]")
         return cls(**data, db=str(db))
 
     def to_record(self) -> Any:
@@ -144,12 +156,26 @@ def open_readonly(path: Path) -> sqlite3.Connection:
         conn.row_factory = sqlite3.Row
         version = conn.execute("select value from meta where key = 'schema_version'").fetchone()
     except sqlite3.DatabaseError as exc:
-        raise ZooError(f"zoo database {path} is unreadable ({exc}); {rebuild_hint(path)}") from None
+        raise ZooError(f"zoo database {path} is unreadable (damaged: {exc}); {rebuild_hint(path)}") from None
     if version is None or int(version[0]) != SCHEMA_VERSION:
         conn.close()
         raise ZooError(f"zoo database {path} has schema {version[0] if version else 'none'}, "
                        f"nar reads {SCHEMA_VERSION}; {rebuild_hint(path)}")
     return conn
+
+
+def _guarded(method: Any) -> Any:
+    """Damaged pages or values as one ZooError naming the file (the one quick check faults) and the fix."""
+    @functools.wraps(method)
+    def wrapper(self: Zoo, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except (sqlite3.DatabaseError, sqlite_files.BadBlob) as exc:
+            states = [(path, sqlite_files.health(path, ("models", "graphs"))) for path in reversed(self.paths)]
+            path, state = next(((p, s) for p, s in states if s != "ok"), (self.paths[-1], " ".join(str(exc).split())))
+            raise ZooError(f"zoo database {path} is damaged ({state[:200]}); {rebuild_hint(path)}") from None
+
+    return wrapper
 
 
 class Zoo:
@@ -187,8 +213,8 @@ class Zoo:
             try:
                 for row in conn.execute(sql, params):
                     found[row["id"]] = ZooModel.from_row(row, path)
-            except sqlite3.DatabaseError as exc:
-                raise ZooError(f"zoo database {path} is unreadable ({exc}); {rebuild_hint(path)}") from None
+            except (sqlite3.DatabaseError, sqlite_files.BadBlob) as exc:
+                raise ZooError(f"zoo database {path} is damaged ({exc}); {rebuild_hint(path)}") from None
         return sorted(found.values(), key=lambda m: (self.rank(m.source), m.id))
 
     def ranks(self) -> dict[str, int]:
@@ -288,7 +314,7 @@ class Zoo:
                 if graph_hash not in seen:
                     seen.add(graph_hash)
                     hashes.append(graph_hash)
-                    vectors.append(unpack_vector(vector))
+                    vectors.append(sqlite_files.decoded(checked_vector, vector))
                     encoders.add(encoder)
         return hashes, vectors, encoders
 
@@ -300,7 +326,7 @@ class Zoo:
             except sqlite3.OperationalError:
                 continue
             if row is not None:
-                return unpack_vector(row[0]), row[1]
+                return sqlite_files.decoded(checked_vector, row[0]), row[1]
         return None
 
     def embedding_fingerprint(self) -> str:
@@ -330,8 +356,9 @@ class Zoo:
             except sqlite3.OperationalError:  # a zoo embedded before annotations existed
                 continue
             for graph_hash, encoder, prediction, motifs in rows:
-                found[graph_hash] = {"encoder": encoder, "prediction": json.loads(prediction or "null"),
-                                     "motifs": json.loads(motifs or "[]")}
+                found[graph_hash] = {"encoder": encoder,
+                                     "prediction": sqlite_files.decoded(json.loads, prediction or "null"),
+                                     "motifs": sqlite_files.decoded(json.loads, motifs or "[]")}
         return found
 
     def models_by_hash(self, hashes: list[str]) -> dict[str, list[ZooModel]]:
@@ -366,7 +393,11 @@ class Zoo:
         for path, conn in self._connections():
             row = conn.execute("select data from graphs where hash = ?", (model.graph_hash,)).fetchone()
             if row is not None:
-                return ArchGraph.from_json(zlib.decompress(row[0]).decode())
+                try:
+                    return sqlite_files.decoded(lambda data: ArchGraph.from_json(zlib.decompress(data).decode()), row[0])
+                except sqlite_files.BadBlob as exc:
+                    raise ZooError(f"zoo database {path} is damaged (the graph of {model.id} cannot be decoded: "
+                                   f"{exc}); {rebuild_hint(path)}") from None
         raise ZooError(f"the graph of {model.id} is missing from the zoo; {rebuild_hint(self.paths[0])}")
 
     def families(self, source: str | None = None) -> list[dict[str, Any]]:
@@ -411,3 +442,8 @@ class Zoo:
                 "skipped": len(skipped),
                 "sources": by_source, "coarse": dict(Counter(m.coarse for m in ok).most_common()),
                 "tasks": dict(Counter(m.task for m in ok).most_common())}
+
+
+for _name in ("ranks", "models", "resolve", "_all_names", "aliases", "graph_blob", "embeddings", "embedding",
+              "embedding_fingerprint", "annotations", "models_by_hash", "family_sizes", "graph", "families", "stats"):
+    setattr(Zoo, _name, _guarded(getattr(Zoo, _name)))
