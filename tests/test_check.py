@@ -255,3 +255,25 @@ def test_glob_matching_follows_glob_rules():
              ("models/*.py", "models/.a.py", False), ("**", "x/y.py", True), ("m/?.py", "m/ab.py", False)]
     for pattern, path, expected in cases:
         assert bool(glob_regex(pattern).match(path)) is expected, (pattern, path)
+
+
+def test_a_known_design_kept_on_purpose_is_allowed_per_path(cli, write, tmp_path, monkeypatch):
+    """`allow-known = true` under [tool.nar.files."GLOB"] reports the match but lets the file through;
+    other files are still refused."""
+    write("models/kept/resnet.py", RESNET_COPY)
+    write("models/new/resnet.py", RESNET_COPY)
+    write("pyproject.toml", '[tool.nar]\ncheck-paths = ["models/**/*.py"]\n'
+          '[tool.nar.files."models/kept/*.py"]\nallow-known = true\n')
+    monkeypatch.chdir(tmp_path)
+    code, report = check(cli)
+    by_folder = {Path(r["path"]).parent.name: r for r in report["results"]}
+    assert by_folder["kept"]["allowed"] and not by_folder["kept"]["flagged"] and by_folder["kept"]["known"]
+    assert by_folder["new"]["flagged"] and code == 1
+    text = cli("check").output
+    assert "1 known but allowed" in text and "resnet.py: the same architecture as" in text and "allow-known" in text
+    write("pyproject.toml", '[tool.nar]\ncheck-paths = ["models/kept/*.py"]\n'
+          '[tool.nar.files."models/kept/*.py"]\nallow-known = true\n')
+    assert check(cli)[0] == 0
+    write("pyproject.toml", '[tool.nar]\ncheck-paths = ["models/kept/*.py"]\n'
+          '[tool.nar.files."models/kept/*.py"]\nallow-known = "yes"\n')
+    assert cli("check").exit_code == 2

@@ -187,6 +187,9 @@ def print_check(console: Any, report: Any) -> None:
         if r.error:
             tag = "[red]FAIL[/]" if report.on_error == "fail" else "[yellow]warn[/]"
             console.print(f"{tag} {safe(r.path)}: {safe(r.error)}{settings}", soft_wrap=True)
+        elif r.allowed:
+            console.print(f"[yellow]allowed[/] {safe(_checked_name(r))}: {safe(r.known.describe())} "
+                          f"(family {safe(r.family)}; allow-known){settings}", soft_wrap=True)
         elif r.flagged:
             console.print(f"[red]KNOWN[/] {safe(_checked_name(r))}: {safe(r.known.describe())} "
                           f"(family {safe(r.family)}){settings}", soft_wrap=True)
@@ -196,6 +199,7 @@ def print_check(console: Any, report: Any) -> None:
     if report.flagged:
         console.print(f"[bold red]{len(report.flagged)} model(s) match a known architecture[/]: the same graph, the "
                       f"same layers with an adapted stem or head, or cosine at or above {report.threshold:.3f} (from "
-                      f"{safe(report.threshold_from)}); rename is not redesign — reuse the known model, or raise "
-                      "the threshold with --threshold or \\[tool.nar] check-threshold")
+                      f"{safe(report.threshold_from)}); rename is not redesign — reuse the known model; to keep one on "
+                      "purpose, set allow-known = true for it under \\[tool.nar.files.\"GLOB\"]; the cosine rule "
+                      "follows --threshold or \\[tool.nar] check-threshold")
     console.print(report.summary, highlight=False, soft_wrap=True)  # one line, for hook logs and grep

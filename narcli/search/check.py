@@ -39,6 +39,7 @@ class Checked:
     error: str = ""  # the scan's own error, when the file failed to scan
     skipped: str = ""  # why a file was not scanned (e.g. it never mentions torch)
     known: Any = None  # a known.Known: which rule made the model a known one
+    allowed: bool = False  # known, but [tool.nar.files] says allow-known: reported, not failing
     settings: list[str] = field(default_factory=list)  # the [tool.nar.files] globs that applied
 
     def to_json(self) -> dict[str, Any]:
@@ -74,6 +75,9 @@ class CheckReport:
         checked = [r for r in self.results if not r.error and not r.skipped]
         skipped = [r for r in self.results if r.skipped]
         parts = [f"{len(checked)} checked", f"{len(self.flagged)} known"]
+        allowed = [r for r in self.results if r.allowed]
+        if allowed:
+            parts.append(f"{len(allowed)} known but allowed")
         if self.failed:
             effect = "failing the check; --on-error warn lets them through" if self.on_error == "fail" else \
                 "let through (--on-error warn)"
@@ -168,6 +172,7 @@ def check_models(paths: list[Path], threshold: float | None = None, on_error: st
             report.results.append(Checked(str(path), skipped="does not use torch"))
             continue
         overrides, used = settings_for(path, base, rules)
+        allow_known = overrides.pop("allow_known", False)
         try:
             queries = _file_queries(path, options, overrides)
         except NarError as exc:
@@ -178,7 +183,10 @@ def check_models(paths: list[Path], threshold: float | None = None, on_error: st
             continue
         index = index or zoo_index()
         for query in queries:
-            report.results.append(_verdict(path, query, index, zoo, chosen, used))
+            checked = _verdict(path, query, index, zoo, chosen, used)
+            if checked.flagged and allow_known:  # a known design kept on purpose: say so, let it through
+                checked.flagged, checked.allowed = False, True
+            report.results.append(checked)
     return report
 
 

@@ -19,7 +19,8 @@ from narcli.errors import UsageError
 
 MAGIC = re.compile(r"[*?\[]")
 # keys of a [tool.nar.files."GLOB"] table, and the scan option each one sets
-FILE_SETTINGS = {"input-shape": "input_shapes", "input-dtype": "input_dtypes", "model": "model", "timeout": "timeout"}
+FILE_SETTINGS = {"input-shape": "input_shapes", "input-dtype": "input_dtypes", "model": "model", "timeout": "timeout",
+                 "allow-known": "allow_known"}  # the last is nar check's, not the scan's
 
 
 @dataclass
@@ -161,6 +162,10 @@ def file_settings(config: dict[str, Any], config_path: Path | None) -> list[tupl
                     raise UsageError(f"{config_path}: [tool.nar.files.{pattern!r}] {key} must be a string or "
                                      f"a list of strings, not {_short(value)}")
                 overrides[option] = values
+            elif key == "allow-known":
+                if not isinstance(value, bool):
+                    raise UsageError(f"{config_path}: [tool.nar.files.{pattern!r}] allow-known must be true or false")
+                overrides[option] = value
             elif key == "model":
                 if not isinstance(value, str) or not value.strip():
                     raise UsageError(f"{config_path}: [tool.nar.files.{pattern!r}] model must be a non-empty string")
