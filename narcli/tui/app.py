@@ -195,7 +195,8 @@ class NarApp(FileActions, App):
         searching = bool(self.query_one("#search", Input).value.strip())
         counts = f"{len(self.shown):,}/{len(self.entries):,} · " if self.narrow else \
             f"{len(self.shown):,} of {len(self.entries):,} models · "
-        order = f"best match first, then {self.sort_column}" if searching else f"sorted by {self.sort_column}"
+        order = ("best match first" if self.narrow else f"best match first, then {self.sort_column}") if searching \
+            else f"sorted by {self.sort_column}"  # narrow: one line, not a wrapped half-phrase
         marked = ["\n", data.shown("marked: " + ", ".join(self.by_key[k].label for k in self.marked))] if self.marked else []
         self.query_one("#status", Static).update(Text.assemble(data.shown(counts + order), *marked))
 
