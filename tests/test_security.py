@@ -575,3 +575,21 @@ def test_building_a_transformers_folder_fetches_nothing(cli, tmp_path, monkeypat
     else:
         lines = [line for line in result.output.splitlines() if line.strip()]
         assert len(lines) == 1 and "nar fetches nothing while building a model folder" in lines[0], result.output
+
+
+# -- every walk stays inside what the user named (issue 43) -------------------------------------------
+def test_a_directory_scan_never_reads_a_file_linked_from_outside_the_tree(cli, write, tmp_path):
+    """`nar scan DIR` already skipped linked folders; a linked *file* led out of the tree and was
+    imported. It is now listed as skipped, with where it points; `nar check`'s globs refuse the same
+    (tests/test_check.py::test_globs_never_leave_the_project_and_survive_symlink_loops)."""
+    marker = tmp_path / "ran"
+    write("elsewhere/evil.py", f"import torch\nopen({str(marker)!r}, 'w').write('x')\n")
+    write("project/net.py", "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n"
+          "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 2)\n\n"
+          "    def forward(self, x):\n        return self.fc(x)\n")
+    (tmp_path / "project" / "evil.py").symlink_to(tmp_path / "elsewhere" / "evil.py")
+    (tmp_path / "project" / "same.py").symlink_to(tmp_path / "project" / "net.py")  # inside: scanned
+    result = cli("scan", str(tmp_path / "project"))
+    assert result.exit_code == 0, result.output
+    assert not marker.exists()
+    assert "evil.py" in result.output and "outside" in result.output

@@ -350,6 +350,7 @@ def model_targets(root: Path) -> list[tuple[Path, str | None]]:
     from narcli.trace.model_folders import enclosing_model_folder, folder_code_refusal, holds_model_config
 
     root = Path(root)
+    real_root = root.resolve()
     found: list[tuple[Path, str | None]] = []
 
     def visit(folder: Path, owner: Path | None) -> None:
@@ -368,6 +369,9 @@ def model_targets(root: Path) -> list[tuple[Path, str | None]]:
                     visit(path, owner)
             elif path.is_file() and path.suffix.lower() in KINDS:
                 skip = folder_code_refusal(path, owner) if owner is not None and path.suffix.lower() == ".py" else None
+                target = path.resolve() if path.is_symlink() else None
+                if target is not None and real_root not in target.parents:  # a file link out of the tree
+                    skip = f"a link to {target}, outside {root}; not read (name it to scan it)"
                 found.append((path, skip))
 
     visit(root, enclosing_model_folder(root))  # a folder inside a model folder is part of it
