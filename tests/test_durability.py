@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from narcli.scan.cache import Cache, default_db_path
 
 from .conftest import mlp_source, run_nar
@@ -60,6 +62,7 @@ def test_concurrent_similar_on_new_files_two_rounds(write, nar_home):
     assert len(index) == 12 and len(list((nar_home / "index").glob("user-*.ann"))) == 1
 
 
+@pytest.mark.slow  # ~20 s of kills at random moments: the opt-in job (`pytest -m slow`)
 def test_kill_9_at_random_moments_of_a_directory_scan(write, tmp_path):
     for i in range(6):
         write(f"proj/m{i}.py", mlp_source(2 + i, 4, 3))
@@ -75,6 +78,7 @@ def test_kill_9_at_random_moments_of_a_directory_scan(write, tmp_path):
     _sound()
 
 
+@pytest.mark.slow  # ~25 s likewise; the index's atomic swap is also tested by test_reliability.py
 def test_kill_9_at_random_moments_of_an_index_build(write, nar_home):
     assert run_nar("scan", write("mine.py", mlp_source(3, 7, 2))).returncode == 0
     rng = random.Random(18)

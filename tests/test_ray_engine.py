@@ -37,6 +37,7 @@ def graph_hashes(db):
         return dict(conn.execute("select id, coalesce(graph_hash, reason) from models"))
 
 
+@pytest.mark.slow  # ~21 s of Ray start-up; the default run keeps the Ray tests that share a session
 def test_the_fake_zoo_built_on_ray_equals_the_local_pools(tmp_path, local_ray):
     local, on_ray = tmp_path / "local.db", tmp_path / "ray.db"
     build_zoo(BuildOptions(db=local, sources=["fake"], jobs=2, timeout=8))

@@ -1,0 +1,186 @@
+"""Audit of the zoo's sizes: each ok zoo model's stored MACs and parameters against an independent count.
+
+    python benchmarks/bench_sizes.py [--sources timm,hf] [--sample N] [--jobs 1] [--timeout 300]
+
+Each model is built again by its source plugin on the `meta` device, at the input the zoo
+records, in an isolated worker (nar's pool: a timeout per model, a crash is one row). There:
+- **parameters**: `sum(p.numel() for p in module.parameters())` — every parameter the module
+  holds, shared tensors once, whether or not forward uses it (an auxiliary head included);
+- **MACs**: torch's own FLOP counter (`torch.utils.flop_counter.FlopCounterMode`: convolutions
+  and matrix products counted from shapes) halved, plus the two matrix products of every
+  `scaled_dot_product_attention` call (the counter leaves those at zero on meta in torch 2.13).
+  Where the counter cannot run (a forward that reads values, as some graph networks do) the row
+  says so and why.
+
+Rows go to benchmarks/results/sizes.jsonl as they finish (the run resumes: a model with a row is
+skipped; `--fresh` starts over), and the summary per source to benchmarks/results/sizes.json:
+models within 1 % on MACs, within 5 %, the worst ratios, and parameter disagreements.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+ROWS = RESULTS / "sizes.jsonl"
+SUMMARY = RESULTS / "sizes.json"
+
+
+_ENTRIES: dict[str, dict] = {}
+
+
+def count_sizes(source_name: str, entry_name: str, inputs: list) -> dict:
+    """Build one zoo model on meta and count its parameters and MACs independently (in a worker)."""
+    import torch
+    import torch.nn.functional as F
+    from torch.overrides import TorchFunctionMode
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from narcli.trace.compat import ensure_torchvision_importable
+    from narcli.zoo.plugins import zoo_sources
+
+    ensure_torchvision_importable()
+    source = zoo_sources()[source_name]
+    if source_name not in _ENTRIES:  # a worker counts many models: list each source once
+        _ENTRIES[source_name] = {e.name: e for e in source.list_models()}
+    entry = _ENTRIES[source_name][entry_name]
+    built = source.build(entry)
+    module = built.module.eval()
+    params = sum(p.numel() for p in module.parameters())
+    attention = [0]
+
+    class AttentionProducts(TorchFunctionMode):
+        """Adds q·kᵀ and attn·v of every fused attention call, which the counter leaves at zero."""
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func is F.scaled_dot_product_attention:
+                q, k, v = args[0], args[1], args[2]
+                batch = q.shape[:-2].numel()
+                lq, lk, d, dv = q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1]
+                attention[0] += batch * lq * lk * (d + dv)
+            return func(*args, **kwargs)
+
+    counter = FlopCounterMode(display=False)
+    with torch.no_grad(), counter, AttentionProducts():
+        module(*built.inputs)
+    by_op = {str(op): int(n) for op, n in counter.get_flop_counts().get("Global", {}).items()}
+    counted_sdpa = sum(n for op, n in by_op.items() if "attention" in op)
+    macs = counter.get_total_flops() // 2 + (0 if counted_sdpa else attention[0])
+    shapes = [list(t.shape) for t in built.inputs]
+    return {"params": int(params), "macs": int(macs), "attention_macs": int(attention[0]), "inputs": shapes,
+            "top_ops": sorted(by_op.items(), key=lambda kv: -kv[1])[:4]}
+
+
+def cause(row: dict) -> str:
+    """A first guess at why stored and counted MACs differ, from what the row holds."""
+    if row["stored_macs"] and row["macs"]:
+        ratio = row["stored_macs"] / row["macs"]
+        if row.get("attention_macs") and abs(row["stored_macs"] + row["attention_macs"] - row["macs"]) \
+                <= 0.01 * row["macs"]:
+            return "attention products missing"
+        if row.get("shared_shapes"):
+            return "graph shared with a model of another input size"
+        if ratio < 1:
+            return "stored below the count"
+        return "stored above the count"
+    return "no count"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sources", default="", help="Comma-separated sources (default: every installed one).")
+    parser.add_argument("--sample", type=int, default=0, help="At most this many models per source (0: all).")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--fresh", action="store_true", help="Forget earlier rows and start over.")
+    args = parser.parse_args()
+
+    from narcli.trace.engines import run_tasks
+    from narcli.zoo.plugins import zoo_sources
+    from narcli.zoo.store import Zoo
+
+    RESULTS.mkdir(exist_ok=True)
+    if args.fresh and ROWS.exists():
+        ROWS.unlink()
+    done = {json.loads(line)["id"] for line in ROWS.read_text().splitlines() if line.strip()} if ROWS.exists() else set()
+    installed = {name for name, s in zoo_sources().items() if s.missing() is None}
+    wanted = set(args.sources.split(",")) if args.sources else None
+    zoo = Zoo()
+    models = [m for m in zoo.models() if (wanted is None or m.source in wanted)]
+    inputs_by_hash: dict[str, set] = defaultdict(set)
+    for m in models:
+        inputs_by_hash[m.graph_hash].add(json.dumps(m.inputs, sort_keys=True))
+    rng = random.Random(args.seed)
+    by_source: dict[str, list] = defaultdict(list)
+    for m in models:
+        by_source[m.source].append(m)
+    chosen = []
+    for source, members in sorted(by_source.items()):
+        if source not in installed:
+            print(f"{source}: plugin or library not installed; not audited", file=sys.stderr)
+            continue
+        members = sorted(members, key=lambda m: m.id)
+        if args.sample and len(members) > args.sample:
+            members = sorted(rng.sample(members, args.sample), key=lambda m: m.id)
+        chosen += [m for m in members if m.id not in done]
+    print(f"{len(chosen)} models to count ({len(done)} done before)")
+    meta = {m.id: m for m in chosen}
+    started = time.perf_counter()
+
+    def on_result(result) -> None:
+        m = meta[result.key]
+        row = {"id": m.id, "source": m.source, "stored_params": m.params, "stored_macs": m.macs,
+               "shared_shapes": len(inputs_by_hash[m.graph_hash]) > 1}
+        if result.ok:
+            row.update(result.value)
+            row["mac_ratio"] = round(m.macs / row["macs"], 4) if row["macs"] else None
+            row["cause"] = cause(row) if row["mac_ratio"] is None or abs(row["mac_ratio"] - 1) > 0.01 else ""
+        else:
+            row.update({"error": f"{result.reason}: {result.message}"[:300]})
+        with ROWS.open("a") as handle:
+            handle.write(json.dumps(row) + "\n")
+        print(f"  {m.id:60} {row.get('mac_ratio', row.get('error', ''))}", flush=True)
+
+    tasks = ((m.id, (m.source, m.name, None)) for m in chosen)
+    run_tasks(count_sizes, tasks, on_result, jobs=args.jobs, timeout=args.timeout)
+    summarise(time.perf_counter() - started)
+
+
+def summarise(seconds: float) -> None:
+    rows = [json.loads(line) for line in ROWS.read_text().splitlines() if line.strip()]
+    sources: dict[str, dict] = {}
+    for source in sorted({r["source"] for r in rows}):
+        mine = [r for r in rows if r["source"] == source]
+        counted = [r for r in mine if r.get("mac_ratio")]
+        sources[source] = {
+            "models": len(mine), "counted": len(counted), "not_counted": len(mine) - len(counted),
+            "macs_within_1pct": sum(abs(r["mac_ratio"] - 1) <= 0.01 for r in counted),
+            "macs_within_5pct": sum(abs(r["mac_ratio"] - 1) <= 0.05 for r in counted),
+            "params_equal": sum(r.get("params") == r["stored_params"] for r in counted),
+            "worst": [[r["id"], r["mac_ratio"], r["cause"]] for r in
+                      sorted(counted, key=lambda r: -abs(r["mac_ratio"] - 1))[:10] if abs(r["mac_ratio"] - 1) > 0.01],
+            "errors": [[r["id"], r["error"]] for r in mine if "error" in r][:10]}
+        s = sources[source]
+        print(f"{source:14} {s['counted']:5} counted  {s['macs_within_1pct']:5} within 1 %  "
+              f"{s['macs_within_5pct']:5} within 5 %  params equal {s['params_equal']}  not counted {s['not_counted']}")
+    causes = defaultdict(int)
+    for r in rows:
+        if r.get("cause"):
+            causes[r["cause"]] += 1
+    out = {"rows": len(rows), "seconds_this_run": round(seconds, 1), "by_source": sources, "causes": dict(causes)}
+    SUMMARY.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"wrote {SUMMARY}")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    main()
