@@ -8,7 +8,8 @@ records, in an isolated worker (nar's pool: a timeout per model, a crash is one 
   holds, shared tensors once, whether or not forward uses it (an auxiliary head included);
 - **MACs**: torch's own FLOP counter (`torch.utils.flop_counter.FlopCounterMode`: convolutions
   and matrix products counted from shapes) halved, plus the two matrix products of every
-  `scaled_dot_product_attention` call (the counter leaves those at zero on meta in torch 2.13).
+  `scaled_dot_product_attention` call the counter did not see (measured per call: on meta in
+  torch 2.13 SDPA decomposes into `bmm`s the counter counts; on CPU it is one op counted as zero).
   Where the counter cannot run (a forward that reads values, as some graph networks do) the row
   says so and why.
 
@@ -56,26 +57,33 @@ def count_sizes(source_name: str, entry_name: str, inputs: list) -> dict:
     params = sum(p.numel() for p in module.parameters())
     attention = [0]
 
+    counter = FlopCounterMode(display=False)
+
     class AttentionProducts(TorchFunctionMode):
-        """Adds q·kᵀ and attn·v of every fused attention call, which the counter leaves at zero."""
+        """Adds q·kᵀ and attn·v of a fused attention call where the counter did not count them: on
+        meta, SDPA decomposes into matrix products the counter sees; on CPU it is one uncounted op."""
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            if func is F.scaled_dot_product_attention:
-                q, k, v = args[0], args[1], args[2]
-                batch = q.shape[:-2].numel()
-                lq, lk, d, dv = q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1]
-                attention[0] += batch * lq * lk * (d + dv)
-            return func(*args, **kwargs)
+            if func is not F.scaled_dot_product_attention:
+                return func(*args, **kwargs)
+            q, k, v = args[0], args[1], args[2]
+            products = q.shape[:-2].numel() * q.shape[-2] * k.shape[-2] * (q.shape[-1] + v.shape[-1])
+            before = counter.get_total_flops()
+            out = func(*args, **kwargs)
+            attention[0] += products
+            if counter.get_total_flops() - before < products:  # fewer than half the products' FLOPs seen
+                missed[0] += products
+            return out
 
-    counter = FlopCounterMode(display=False)
+    missed = [0]
     with torch.no_grad(), counter, AttentionProducts():
         module(*built.inputs)
     by_op = {str(op): int(n) for op, n in counter.get_flop_counts().get("Global", {}).items()}
-    counted_sdpa = sum(n for op, n in by_op.items() if "attention" in op)
-    macs = counter.get_total_flops() // 2 + (0 if counted_sdpa else attention[0])
+    macs = counter.get_total_flops() // 2 + missed[0]
     shapes = [list(t.shape) for t in built.inputs]
-    return {"params": int(params), "macs": int(macs), "attention_macs": int(attention[0]), "inputs": shapes,
+    return {"params": int(params), "macs": int(macs), "attention_macs": int(attention[0]),
+            "attention_added": int(missed[0]), "inputs": shapes,
             "top_ops": sorted(by_op.items(), key=lambda kv: -kv[1])[:4]}
 
 
