@@ -56,3 +56,37 @@ def test_upgrading_a_missing_zoo_creates_nothing(cli, tmp_path):
     result = cli("zoo", "upgrade", "--db", tmp_path / "none.db")
     assert result.exit_code != 0 and "missing" in result.stderr
     assert not (tmp_path / "none.db").exists()
+
+
+def test_upgrade_keeps_each_models_own_macs_when_models_share_a_graph(tmp_path):
+    """Issue 44's first cause: two models of one architecture traced at different inputs share one
+    stored graph; the upgrade gave both the MACs of whichever was stored (a 384-px model carried
+    its 224-px twin's). Each now keeps its own, scaled by what the rewrite changed."""
+    plugins.register(fake_source, name="fake-upgrade")
+    try:
+        db = tmp_path / "zoo.db"
+        build_zoo(BuildOptions(db=db, sources=["fake"], patterns=["mlp_small"], jobs=1, timeout=60))
+    finally:
+        plugins.unregister("fake-upgrade")
+    old = hand_written_silu()
+    old.meta["inputs"] = [{"shape": [1, 4], "dtype": "float32"}]
+    old_hash = old.content_hash()
+    writer = ZooWriter(db)
+    with writer.conn:
+        writer.conn.execute("insert into graphs values (?, ?)", (old_hash, zlib.compress(old.to_json().encode())))
+        writer.conn.execute("update models set graph_hash = ?, macs = ?, inputs = ? where id = 'fk/mlp_small'",
+                            (old_hash, old.summary()["macs"], '[{"shape": [1, 4], "dtype": "float32"}]'))
+        columns = [r[1] for r in writer.conn.execute("pragma table_info(models)")]
+        row = dict(zip(columns, writer.conn.execute("select * from models where id = 'fk/mlp_small'").fetchone()))
+        row.update(id="fk/mlp_small_x16", name="mlp_small_x16", macs=16 * row["macs"],
+                   inputs='[{"shape": [16, 4], "dtype": "float32"}]')
+        writer.conn.execute(f"insert into models ({', '.join(row)}) values ({', '.join('?' * len(row))})",
+                            tuple(row.values()))
+    writer.close()
+    upgrade_zoo(db)
+    zoo = Zoo([db])
+    small, big = zoo.resolve("fk/mlp_small"), zoo.resolve("fk/mlp_small_x16")
+    new_macs = current_form(old).summary()["macs"]
+    assert small.graph_hash == big.graph_hash
+    assert small.macs == new_macs and big.macs == round(16 * old.summary()["macs"] * new_macs / old.summary()["macs"])
+    assert big.macs != small.macs

@@ -66,13 +66,7 @@ def upgrade_zoo(db: Path, report: Callable[[str], None] = lambda line: None) -> 
                     counts["merged"] += 1
                 else:
                     conn.execute("insert into graphs values (?, ?)", (new_hash, zlib.compress(new_text.encode(), 9)))
-                summary = new.summary()
-                moved = conn.execute(
-                    "update models set graph_hash = ?, params = ?, macs = ?, nodes = ?, edges = ?, depth = ?, "
-                    "top_ops = ? where graph_hash = ?",
-                    (new_hash, summary["params"], summary["macs"], summary["nodes"], summary["edges"],
-                     summary["depth"], json.dumps([[op, n] for op, n in new.top_ops(TOP_OPS)]), old_hash))
-                counts["models"] += moved.rowcount
+                counts["models"] += _move_models(conn, old_hash, graph, new)
                 for table in ("graphs", "embeddings", "annotations"):
                     conn.execute(f"delete from {table} where hash = ?", (old_hash,))
                 counts["rewritten"] += 1
@@ -82,3 +76,30 @@ def upgrade_zoo(db: Path, report: Callable[[str], None] = lambda line: None) -> 
     finally:
         writer.close()
     return counts
+
+
+def _shapes(inputs: Any) -> list:
+    return [list(spec.get("shape") or []) for spec in inputs or [] if isinstance(spec, dict)]
+
+
+def _move_models(conn: Any, old_hash: str, old: Any, new: Any) -> int:
+    """Point the models of `old_hash` at the rewritten graph. One graph serves every model of its
+    architecture, but it was traced at one model's input: a model traced at another input (a 384-px
+    variant) keeps its own MACs, scaled by what the rewrite changed, never the other model's."""
+    before, after = old.summary(), new.summary()
+    top_ops = json.dumps([[op, n] for op, n in new.top_ops(TOP_OPS)])
+    traced_at = _shapes(old.meta.get("inputs"))
+    rows = conn.execute("select id, macs, inputs from models where graph_hash = ?", (old_hash,)).fetchall()
+    for model_id, macs, inputs in rows:
+        try:
+            own = _shapes(json.loads(inputs)) if inputs else []
+        except (ValueError, TypeError):
+            own = []
+        if not own or own == traced_at or macs is None or not before["macs"]:
+            macs = after["macs"]
+        else:
+            macs = round(macs * after["macs"] / before["macs"])
+        conn.execute("update models set graph_hash = ?, params = ?, macs = ?, nodes = ?, edges = ?, depth = ?, "
+                     "top_ops = ? where id = ?", (new.content_hash(), after["params"], macs, after["nodes"],
+                                                  after["edges"], after["depth"], top_ops, model_id))
+    return len(rows)
