@@ -2,6 +2,7 @@
 timeouts that kill a task's whole process tree, resuming after an interruption, embedding on
 encoder actors; and a clear message where Ray is missing."""
 
+import contextlib
 import sqlite3
 import subprocess
 import sys
@@ -33,7 +34,9 @@ def local_ray():
 
 
 def graph_hashes(db):
-    with sqlite3.connect(db) as conn:
+    # closed here, not left to the collector: an open reader keeps the next build's compaction
+    # (leaving WAL mode needs the only connection) from running
+    with contextlib.closing(sqlite3.connect(db)) as conn:
         return dict(conn.execute("select id, coalesce(graph_hash, reason) from models"))
 
 

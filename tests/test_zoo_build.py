@@ -1,5 +1,6 @@
 """`nar zoo build` with a tiny fake source: labels, aliases, failures, resuming, locking."""
 
+import contextlib
 import sqlite3
 
 import pytest
@@ -24,7 +25,7 @@ def options(db, **kwargs):
 
 
 def statuses(db):
-    with sqlite3.connect(db) as conn:
+    with contextlib.closing(sqlite3.connect(db)) as conn:  # closed now: an open reader stops compaction
         return dict(conn.execute("select id, coalesce(reason, status) from models"))
 
 
@@ -124,3 +125,29 @@ def test_relabelling_a_missing_zoo_does_not_create_one(tmp_path):
     with pytest.raises(ZooError, match="missing; build it with `nar zoo build"):
         relabel_zoo(tmp_path / "nope.db")
     assert not (tmp_path / "nope.db").exists()
+
+
+def test_a_reader_of_the_zoo_does_not_fail_the_build_at_compaction(tmp_path):
+    """Leaving WAL mode at the end of a build needs the only connection: a `nar similar` that had
+    read the zoo during the build made the whole build fail ("database is locked") after every row
+    was committed. The compaction is skipped instead; the next build compacts."""
+    db = tmp_path / "zoo.db"
+    reader: list[sqlite3.Connection] = []
+
+    class ReadWhileBuilding:
+        def start(self, source, total):
+            pass
+
+        def advance(self, source, result):  # another process reading the zoo mid-build
+            reader.append(sqlite3.connect(db))
+            reader[-1].execute("select count(*) from models").fetchone()
+
+    try:
+        [report] = build_zoo(options(db, patterns=["mlp_small", "cnn_tiny"]), ReadWhileBuilding())
+        assert report.ok == 2 and statuses(db) == {"fk/mlp_small": "ok", "fk/cnn_tiny": "ok"}
+    finally:
+        for conn in reader:
+            conn.close()
+    build_zoo(options(db, patterns=["mlp_small", "cnn_tiny"]))  # alone: compacts
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        assert conn.execute("pragma journal_mode").fetchone() == ("delete",)

@@ -211,13 +211,16 @@ class ZooWriter:
                                json.dumps(summary)))
 
     def compact(self) -> None:
-        """Fold the write-ahead log in and shrink the file, so it can ship read-only."""
-        self.conn.execute("pragma wal_checkpoint(truncate)")
-        self.conn.execute("pragma journal_mode = delete")
-        # a compressed graph is ~6 KB: in 4 KB pages each spills into half-empty overflow pages,
-        # 16 KB pages hold it in the leaf (the bundled zoo: 65 MB -> 56 MB)
-        self.conn.execute(f"pragma page_size = {COMPACT_PAGE_SIZE}")
-        self.conn.execute("vacuum")
+        """Fold the WAL in, shrink the file (it ships read-only); skipped while another process reads it."""
+        try:  # leaving WAL mode needs the only connection
+            self.conn.execute("pragma wal_checkpoint(truncate)")
+            self.conn.execute("pragma journal_mode = delete")
+            # 16 KB pages hold a ~6 KB compressed graph in the leaf (bundled zoo: 65 MB -> 56 MB)
+            self.conn.execute(f"pragma page_size = {COMPACT_PAGE_SIZE}")
+            self.conn.execute("vacuum")
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc):
+                raise
 
 
 COMPACT_PAGE_SIZE = 16384
