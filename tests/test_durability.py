@@ -45,6 +45,7 @@ def test_four_concurrent_scans_three_rounds(write):
     _sound()
 
 
+@pytest.mark.slow  # ~23 s; concurrent scans stay in the default run
 def test_concurrent_similar_on_new_files_two_rounds(write, nar_home):
     """Each `nar similar` of a new file rebuilds the user's index; none may pull the annoy file from
     under another (issue 30: 4 of 8 failed with `…/index/user-….ann: No such file or directory`)."""

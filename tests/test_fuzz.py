@@ -207,7 +207,7 @@ def fuzz(cli, workspace, examples: int) -> None:
 
 
 def test_fuzz_command_lines(cli, workspace):
-    fuzz(cli, workspace, 300)
+    fuzz(cli, workspace, 150)  # the slow job runs 1,500
 
 
 @pytest.mark.slow

@@ -192,6 +192,7 @@ def test_invalid_onnx_is_refused(cli, tmp_path, how, message):
 
 
 # 13
+@pytest.mark.slow  # ~13 s of killed builds: the opt-in job
 def test_index_build_removes_temporaries_of_killed_builds(cli, nar_home):
     folder = nar_home / "index"
     folder.mkdir(parents=True)
