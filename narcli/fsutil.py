@@ -164,13 +164,19 @@ def private_dir(path: Path | str) -> Path:
     return path
 
 
+def database_files(path: Path | str) -> list[Path]:
+    """A SQLite database file and the journal files SQLite keeps beside it."""
+    path = Path(path)
+    return [path, *(path.with_name(path.name + suffix) for suffix in ("-wal", "-shm", "-journal"))]
+
+
 def connect_sqlite(path: Path | str, **kwargs: Any) -> Any:
     """`sqlite3.connect` on a database nar writes, refused when the database or its journal files are
     symlinks (SQLite would follow them and give another program's file nar's tables)."""
     import sqlite3
 
     path = Path(path)
-    for name in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
+    for name in database_files(path):
         if _is_symlink(name):
             raise UnsafePathError(f"{shorten(name, 160)} is a symlink; nar never writes a database through one: "
                                   "remove it or point nar elsewhere")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from narcli.errors import CacheError, NarError, storage_trouble, trouble_phrase
+from narcli.fsutil import database_files
 from narcli.scan import sqlite_files
 
 BUSY_TIMEOUT_MS = 30_000
@@ -247,7 +248,7 @@ class Cache:
         return {"path": str(self.path), "exists": self.path.exists(), "bytes": size, **counts, "health": health}
 
     def _files(self) -> list[Path]:
-        return sqlite_files.companions(self.path)
+        return database_files(self.path)
 
     # -- writing ---------------------------------------------------------------------------------
     def _write(self) -> sqlite3.Connection:

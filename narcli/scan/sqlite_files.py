@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from narcli.errors import NarError, storage_trouble
-from narcli.fsutil import connect_sqlite
+from narcli.fsutil import connect_sqlite, database_files
 
 DAMAGED_SUFFIX = ".damaged"
 # what a decoder may raise on a stored blob that is not what nar wrote there
@@ -100,12 +100,6 @@ def repair(path: Path, tables: tuple[str, ...], checks: tuple[RowCheck, ...],
     return f"set the damaged {path} aside as {set_aside(path).name}"
 
 
-def companions(path: Path) -> list[Path]:
-    """The database file and the journal files SQLite keeps beside it."""
-    return [path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm"),
-            path.with_name(path.name + "-journal")]
-
-
 def refuse_symlink(path: Path, what: str, error: type[NarError]) -> None:
     """`error` when `path` is a symlink: its target may be any database (another program's), which
     nar would fill with its tables and switch to WAL mode."""
@@ -183,7 +177,7 @@ def set_aside(path: Path) -> Path:
     """Move a damaged database (with its journals) to `NAME.damaged`, replacing an earlier one, so a
     fresh one can be made without destroying what the user may still want to look at."""
     target = path.with_name(path.name + DAMAGED_SUFFIX)
-    for source, dest in zip(companions(path), companions(target)):
+    for source, dest in zip(database_files(path), database_files(target)):
         if source.exists():
             os.replace(source, dest)
         elif dest.exists():

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from narcli.errors import UsageError
+from narcli.errors import UsageError, shorten
 
 MAGIC = re.compile(r"[*?\[]")
 # keys of a [tool.nar.files."GLOB"] table, and the scan option each one sets
@@ -124,7 +124,7 @@ def check_patterns(value: Any, config_path: Path | None, key: str = "check-paths
     """A glob or a list of globs from pyproject.toml, none reaching outside the project."""
     patterns = [value] if isinstance(value, str) else value
     if not isinstance(patterns, list) or not patterns or not all(isinstance(p, str) and p.strip() for p in patterns):
-        raise UsageError(f"{config_path}: {key} must be a glob or a list of globs, not {_short(value)}")
+        raise UsageError(f"{config_path}: {key} must be a glob or a list of globs, not {shorten(repr(value))}")
     outside = [p for p in patterns if Path(p).is_absolute() or ".." in Path(p).parts or p.startswith("~")]
     if outside:
         raise UsageError(f"{config_path}: {key} {outside} reach outside the project; globs are relative "
@@ -132,23 +132,18 @@ def check_patterns(value: Any, config_path: Path | None, key: str = "check-paths
     return patterns
 
 
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
 def file_settings(config: dict[str, Any], config_path: Path | None) -> list[tuple[re.Pattern[str], str, dict[str, Any]]]:
     """`[tool.nar.files."GLOB"]` tables: (glob regex, glob, scan option overrides), in file order."""
     tables = config.get("files", {})
     if not isinstance(tables, dict):
         raise UsageError(f"{config_path}: [tool.nar.files] must be a table of globs, each a table of settings "
-                         f"such as input-shape = \"1,3,32,32\"; not {_short(tables)}")
+                         f"such as input-shape = \"1,3,32,32\"; not {shorten(repr(tables))}")
     out = []
     for pattern, settings in tables.items():
         check_patterns(pattern, config_path, f"[tool.nar.files] glob {pattern!r}:")
         if not isinstance(settings, dict) or not settings:
             raise UsageError(f"{config_path}: [tool.nar.files.{pattern!r}] must be a table of settings "
-                             f"({', '.join(FILE_SETTINGS)}), not {_short(settings)}")
+                             f"({', '.join(FILE_SETTINGS)}), not {shorten(repr(settings))}")
         unknown = sorted(set(settings) - set(FILE_SETTINGS))
         if unknown:
             raise UsageError(f"{config_path}: [tool.nar.files.{pattern!r}] has unknown settings {unknown}; "
@@ -160,7 +155,7 @@ def file_settings(config: dict[str, Any], config_path: Path | None) -> list[tupl
                 values = [value] if isinstance(value, str) else value
                 if not isinstance(values, list) or not values or not all(isinstance(v, str) for v in values):
                     raise UsageError(f"{config_path}: [tool.nar.files.{pattern!r}] {key} must be a string or "
-                                     f"a list of strings, not {_short(value)}")
+                                     f"a list of strings, not {shorten(repr(value))}")
                 overrides[option] = values
             elif key == "allow-known":
                 if not isinstance(value, bool):
@@ -173,7 +168,7 @@ def file_settings(config: dict[str, Any], config_path: Path | None) -> list[tupl
             else:
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 86400:
                     raise UsageError(f"{config_path}: [tool.nar.files.{pattern!r}] timeout must be seconds "
-                                     f"between 0 and 86400, not {_short(value)}")
+                                     f"between 0 and 86400, not {shorten(repr(value))}")
                 overrides[option] = float(value)
         out.append((glob_regex(pattern), pattern, overrides))
     return out
