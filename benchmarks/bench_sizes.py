@@ -39,67 +39,56 @@ _ENTRIES: dict[str, dict] = {}
 
 def count_sizes(source_name: str, entry_name: str, inputs: list) -> dict:
     """Build one zoo model on meta and count its parameters and MACs independently (in a worker)."""
-    import torch
-    import torch.nn.functional as F
-    from torch.overrides import TorchFunctionMode
-    from torch.utils.flop_counter import FlopCounterMode
-
     from narcli.trace.compat import ensure_torchvision_importable
     from narcli.zoo.plugins import zoo_sources
+    from tests.independent_count import count_module
 
     ensure_torchvision_importable()
     source = zoo_sources()[source_name]
     if source_name not in _ENTRIES:  # a worker counts many models: list each source once
         _ENTRIES[source_name] = {e.name: e for e in source.list_models()}
-    entry = _ENTRIES[source_name][entry_name]
-    built = source.build(entry)
-    module = built.module.eval()
-    params = sum(p.numel() for p in module.parameters())
-    attention = [0]
-
-    counter = FlopCounterMode(display=False)
-
-    class AttentionProducts(TorchFunctionMode):
-        """Adds q·kᵀ and attn·v of a fused attention call where the counter did not count them: on
-        meta, SDPA decomposes into matrix products the counter sees; on CPU it is one uncounted op."""
-
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            if func is not F.scaled_dot_product_attention:
-                return func(*args, **kwargs)
-            q, k, v = args[0], args[1], args[2]
-            products = q.shape[:-2].numel() * q.shape[-2] * k.shape[-2] * (q.shape[-1] + v.shape[-1])
-            before = counter.get_total_flops()
-            out = func(*args, **kwargs)
-            attention[0] += products
-            if counter.get_total_flops() - before < products:  # fewer than half the products' FLOPs seen
-                missed[0] += products
-            return out
-
-    missed = [0]
-    with torch.no_grad(), counter, AttentionProducts():
-        module(*built.inputs)
-    by_op = {str(op): int(n) for op, n in counter.get_flop_counts().get("Global", {}).items()}
-    macs = counter.get_total_flops() // 2 + missed[0]
-    shapes = [list(t.shape) for t in built.inputs]
-    return {"params": int(params), "macs": int(macs), "attention_macs": int(attention[0]),
-            "attention_added": int(missed[0]), "inputs": shapes,
-            "top_ops": sorted(by_op.items(), key=lambda kv: -kv[1])[:4]}
+    built = source.build(_ENTRIES[source_name][entry_name])
+    count = count_module(built.module.eval(), list(built.inputs))
+    return {"params": int(count.params), "macs": int(count.macs), "attention_macs": int(count.attention_macs),
+            "attention_added": int(count.attention_added), "value_reads": int(count.value_reads),
+            "inputs": [list(t.shape) for t in built.inputs], "top_ops": count.top_ops}
 
 
 def cause(row: dict) -> str:
     """A first guess at why stored and counted MACs differ, from what the row holds."""
-    if row["stored_macs"] and row["macs"]:
-        ratio = row["stored_macs"] / row["macs"]
-        if row.get("attention_macs") and abs(row["stored_macs"] + row["attention_macs"] - row["macs"]) \
-                <= 0.01 * row["macs"]:
-            return "attention products missing"
-        if row.get("shared_shapes"):
-            return "graph shared with a model of another input size"
-        if ratio < 1:
-            return "stored below the count"
-        return "stored above the count"
-    return "no count"
+    if not (row["stored_macs"] and row["macs"]):
+        return "no count"
+    if row.get("stored_inputs") is not None and row["stored_inputs"] != row["inputs"]:
+        return "stored row traced at another input"
+    if row.get("attention_macs") and abs(row["stored_macs"] + row["attention_macs"] - row["macs"]) \
+            <= 0.01 * row["macs"]:
+        return "attention products missing"
+    if row.get("shared_shapes"):
+        return "graph shared with a model of another input size"
+    return "stored below the count" if row["stored_macs"] < row["macs"] else "stored above the count"
+
+
+def joined(counts: list[dict]) -> list[dict]:
+    """Each counted row beside the zoo's current stored figures (so a re-traced zoo needs no recount)."""
+    from narcli.zoo.store import Zoo
+
+    models = {m.id: m for m in Zoo().models()}
+    inputs_by_hash: dict[str, set] = defaultdict(set)
+    for m in models.values():
+        inputs_by_hash[m.graph_hash].add(json.dumps([i["shape"] for i in m.inputs]))
+    rows = []
+    for count in counts:
+        m = models.get(count["id"])
+        if m is None or m.status != "ok":
+            continue
+        row = dict(count, stored_params=m.params, stored_macs=m.macs,
+                   stored_inputs=[i["shape"] for i in m.inputs],
+                   shared_shapes=len(inputs_by_hash[m.graph_hash]) > 1)
+        if "macs" in row:
+            row["mac_ratio"] = round(m.macs / row["macs"], 4) if row["macs"] else None
+            row["cause"] = cause(row) if row["mac_ratio"] is None or abs(row["mac_ratio"] - 1) > 0.01 else ""
+        rows.append(row)
+    return rows
 
 
 def main() -> None:
@@ -123,10 +112,7 @@ def main() -> None:
     installed = {name for name, s in zoo_sources().items() if s.missing() is None}
     wanted = set(args.sources.split(",")) if args.sources else None
     zoo = Zoo()
-    models = [m for m in zoo.models() if (wanted is None or m.source in wanted)]
-    inputs_by_hash: dict[str, set] = defaultdict(set)
-    for m in models:
-        inputs_by_hash[m.graph_hash].add(json.dumps(m.inputs, sort_keys=True))
+    models = [m for m in zoo.models() if m.status == "ok" and (wanted is None or m.source in wanted)]
     rng = random.Random(args.seed)
     by_source: dict[str, list] = defaultdict(list)
     for m in models:
@@ -146,17 +132,15 @@ def main() -> None:
 
     def on_result(result) -> None:
         m = meta[result.key]
-        row = {"id": m.id, "source": m.source, "stored_params": m.params, "stored_macs": m.macs,
-               "shared_shapes": len(inputs_by_hash[m.graph_hash]) > 1}
+        row = {"id": m.id, "source": m.source, "seconds": round(result.seconds, 2)}
         if result.ok:
             row.update(result.value)
-            row["mac_ratio"] = round(m.macs / row["macs"], 4) if row["macs"] else None
-            row["cause"] = cause(row) if row["mac_ratio"] is None or abs(row["mac_ratio"] - 1) > 0.01 else ""
         else:
             row.update({"error": f"{result.reason}: {result.message}"[:300]})
         with ROWS.open("a") as handle:
             handle.write(json.dumps(row) + "\n")
-        print(f"  {m.id:60} {row.get('mac_ratio', row.get('error', ''))}", flush=True)
+        ratio = round(m.macs / row["macs"], 4) if row.get("macs") else row.get("error", "")
+        print(f"  {m.id:60} {ratio}", flush=True)
 
     tasks = ((m.id, (m.source, m.name, None)) for m in chosen)
     run_tasks(count_sizes, tasks, on_result, jobs=args.jobs, timeout=args.timeout)
@@ -164,7 +148,7 @@ def main() -> None:
 
 
 def summarise(seconds: float) -> None:
-    rows = [json.loads(line) for line in ROWS.read_text().splitlines() if line.strip()]
+    rows = joined([json.loads(line) for line in ROWS.read_text().splitlines() if line.strip()])
     sources: dict[str, dict] = {}
     for source in sorted({r["source"] for r in rows}):
         mine = [r for r in rows if r["source"] == source]
@@ -190,5 +174,6 @@ def summarise(seconds: float) -> None:
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))  # tests.independent_count
     sys.path.insert(0, str(ROOT / "benchmarks"))
     main()

@@ -66,7 +66,8 @@ class FakeSource(ZooSource):
 
         with torch.device("meta"):
             model = Net()
-        return BuiltModel(model, [torch.empty(1, 3, 16, 16, device="meta")])
+        side = entry.extra.get("side", 16)
+        return BuiltModel(model, [torch.empty(1, 3, side, side, device="meta")])
 
 
 class OtherSource(FakeSource):

@@ -5,7 +5,9 @@ import sqlite3
 
 import pytest
 
+from narcli import hookimpl
 from narcli.errors import UsageError, ZooError
+from narcli.sources import ZooEntry
 from narcli.zoo import plugins
 from narcli.zoo.build import BuildOptions, ZooWriter, build_zoo
 from narcli.zoo.store import Zoo
@@ -120,7 +122,7 @@ def test_bad_options_are_refused_before_anything_is_written(tmp_path):
 
 
 def test_relabelling_a_missing_zoo_does_not_create_one(tmp_path):
-    from narcli.zoo.build import relabel_zoo
+    from narcli.zoo.upgrade import relabel_zoo
 
     with pytest.raises(ZooError, match="missing; build it with `nar zoo build"):
         relabel_zoo(tmp_path / "nope.db")
@@ -151,3 +153,51 @@ def test_a_reader_of_the_zoo_does_not_fail_the_build_at_compaction(tmp_path):
     build_zoo(options(db, patterns=["mlp_small", "cnn_tiny"]))  # alone: compacts
     with contextlib.closing(sqlite3.connect(db)) as conn:
         assert conn.execute("pragma journal_mode").fetchone() == ("delete",)
+
+
+class SizedSource(fake_source.FakeSource):
+    """One architecture at two input sizes, as timm lists a 224-px and a 384-px Swin."""
+
+    name = "sized"
+    prefix = "sz"
+
+    def list_models(self):
+        return [ZooEntry("cnn_16px", "convnet", "image-classification", {"channels": 4, "side": 16}),
+                ZooEntry("cnn_48px", "convnet", "image-classification", {"channels": 4, "side": 48})]
+
+
+class SizedPlugin:
+    @hookimpl
+    def nar_zoo_sources(self):
+        return [SizedSource()]
+
+
+def test_models_sharing_an_architecture_keep_their_own_trace_sizes_and_predictions(tmp_path):
+    plugins.register(SizedPlugin(), name="sized-tests")
+    try:
+        db = tmp_path / "zoo.db"
+        build_zoo(options(db, sources=["sized"], jobs=1))
+        with Zoo([db]) as zoo:
+            small, large = zoo.resolve("sz/cnn_16px"), zoo.resolve("sz/cnn_48px")
+            assert small.graph_hash == large.graph_hash  # one architecture for retrieval
+            assert 8.9 * small.macs < large.macs <= 9 * small.macs  # its own MACs: 9x the pixels (the head the same)
+            own = zoo.graph(large)
+            assert own.nodes[0].shape == [1, 3, 48, 48] and own.macs == large.macs
+            assert zoo.graph(small).nodes[0].shape == [1, 3, 16, 16]
+        with contextlib.closing(sqlite3.connect(db)) as conn:
+            conn.execute("create table if not exists predictions (id text primary key, predictor text, data text)")
+            conn.execute("insert into predictions values ('sz/cnn_48px', 'old', '[]')")
+            conn.commit()
+        build_zoo(options(db, sources=["sized"], jobs=1))  # done: nothing traced again
+        assert _predictions(db) == ["sz/cnn_48px"]
+        build_zoo(options(db, sources=["sized"], jobs=1, refresh=True, patterns=["cnn_48px"]))
+        assert _predictions(db) == []  # traced again: predictions from the old row are gone
+        with Zoo([db]) as zoo:
+            assert zoo.graph(zoo.resolve("sz/cnn_48px")).nodes[0].shape == [1, 3, 48, 48]
+    finally:
+        plugins.unregister("sized-tests")
+
+
+def _predictions(db):
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        return [i for (i,) in conn.execute("select id from predictions")]

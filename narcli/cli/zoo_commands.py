@@ -33,6 +33,8 @@ def zoo_build(
                                                                 "one per CPU of the cluster)."),
     timeout: float = typer.Option(300.0, "--timeout", help="Seconds to allow building and tracing one model."),
     retry_failed: bool = typer.Option(False, "--retry-failed", help="Try the models that failed last time again."),
+    refresh: bool = typer.Option(False, "--refresh", help="Trace the chosen models again even when the zoo has "
+                                                          "them (after nar's tracer changed); with --name, only those."),
     db: Path | None = typer.Option(None, "--db", help="Zoo database to write (default: your zoo in NAR_HOME)."),
     engine: str = ENGINE_OPTION,
     address: str | None = ADDRESS_OPTION,
@@ -47,7 +49,8 @@ def zoo_build(
     from narcli.zoo.store import user_zoo_path
 
     options = BuildOptions(db=db or user_zoo_path(), sources=_split(source), patterns=_split(names), limit=limit,
-                           jobs=jobs, timeout=timeout, retry_failed=retry_failed, engine=engine, address=address)
+                           jobs=jobs, timeout=timeout, retry_failed=retry_failed, refresh=refresh, engine=engine,
+                           address=address)
     from narcli.cli.render_zoo import BuildProgress, print_build_reports
 
     with BuildProgress(stderr_console()) as progress:
@@ -60,7 +63,7 @@ def zoo_build(
 @zoo_app.command("relabel")
 def zoo_relabel(db: Path | None = typer.Option(None, "--db", help="Zoo database to relabel (default: your zoo).")) -> None:
     """Apply the family table (narcli/data/families.csv) to a built zoo, without tracing again."""
-    from narcli.zoo.build import relabel_zoo
+    from narcli.zoo.upgrade import relabel_zoo
     from narcli.zoo.store import user_zoo_path
 
     counts = run(relabel_zoo, db or user_zoo_path())

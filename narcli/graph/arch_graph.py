@@ -88,7 +88,8 @@ class ArchGraph:
 
     @property
     def macs(self) -> int:
-        return sum(n.macs for n in self.nodes)
+        """Every node's MACs, and those of work on constants alone that forward does (no node)."""
+        return sum(n.macs for n in self.nodes) + int(self.meta.get("constant_macs", 0))
 
     @property
     def depth(self) -> int:

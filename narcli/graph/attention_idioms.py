@@ -127,7 +127,7 @@ def _expand_module(a: int, width: int, nodes: list[Node], parents: list[list[int
     def linear(source: int, out: int, params: int, at: float) -> int:
         shape = [*nodes[source].shape[:-1], out]
         nodes.append(Node("linear", shape, {"in_features": width, "out_features": out}, params,
-                          tokens * width * out, node.scope))
+                          math.prod(shape[:-1]) * width * out, node.scope))
         parents.append([source])
         children.append([a])
         alive.append(True)

@@ -38,6 +38,7 @@ class RawOp:
     shape: Shape | None = None
     in_shapes: list[Shape | None] = field(default_factory=list)
     scope: str = ""
+    macs: int | None = None  # counted by the tracer where shapes cannot tell (an einsum's equation)
 
 
 @dataclass
@@ -48,6 +49,7 @@ class RawGraph:
     param_shapes: dict[str, Shape] = field(default_factory=dict)
     # count a parameter at every node that uses it, not once (see trace_onnx)
     count_params_per_use: bool = False
+    param_count: int | None = None  # every parameter once, where param_shapes also holds aliases
     input_dtypes: dict[str, str] = field(default_factory=dict)  # data input -> dtype name
     guessed_values: int = 0  # data-dependent reads the run-time tracer answered without data
 
@@ -71,6 +73,7 @@ class _Work:
     const_inputs: list[str] = field(default_factory=list)
     alive: bool = True
     macs: int = 0
+    counted: int | None = None  # RawOp.macs
 
 
 def build_graph(raw: RawGraph, meta: dict[str, Any] | None = None) -> ArchGraph:
@@ -84,6 +87,7 @@ def build_graph(raw: RawGraph, meta: dict[str, Any] | None = None) -> ArchGraph:
             value = alias[value]
         return value
 
+    constant_macs = 0
     for name, shape in raw.inputs:
         producer[name] = len(work)
         work.append(_Work("input", shape, {}, "", set(), []))
@@ -92,8 +96,11 @@ def build_graph(raw: RawGraph, meta: dict[str, Any] | None = None) -> ArchGraph:
         if op.op in NON_DATA:
             continue
         data_in = [resolve(v) for v in op.inputs if resolve(v) in producer]
-        if not data_in:
-            continue  # computed from constants and parameters only
+        if not data_in:  # computed from constants and parameters only: no node, but forward still
+            # runs it (a relative-position MLP over a fixed grid), so its MACs are the model's
+            constant_macs += _macs(_Work(op.op, op.shape, dict(op.attrs), "", set(), list(op.in_shapes),
+                                         counted=op.macs))
+            continue
         if op.op in FOLDED or _is_noop_slice(op):
             for out in op.outputs:
                 if out != data_in[0]:  # an in-place op returns its own input
@@ -108,6 +115,7 @@ def build_graph(raw: RawGraph, meta: dict[str, Any] | None = None) -> ArchGraph:
             list(op.in_shapes),
             parents=list(dict.fromkeys(producer[v] for v in data_in)),
             const_inputs=[v for v in op.inputs if v in raw.param_shapes],
+            counted=op.macs,
         )
         for out in op.outputs:
             producer[out] = len(work)
@@ -136,8 +144,12 @@ def build_graph(raw: RawGraph, meta: dict[str, Any] | None = None) -> ArchGraph:
     graph.meta.update(meta or {})
     if raw.guessed_values:
         graph.meta["guessed_values"] = raw.guessed_values
+    if constant_macs:
+        graph.meta["constant_macs"] = constant_macs
     if raw.count_params_per_use:
         graph.meta["params"] = sum(n.params for n in graph.nodes)
+    elif raw.param_count is not None:
+        graph.meta["params"] = raw.param_count
     else:
         graph.meta["params"] = sum(math.prod(s) for s in raw.param_shapes.values())
     return graph
@@ -335,6 +347,8 @@ def _spatial_means_to_pools(work: list[_Work]) -> None:
 # -- measurement and assembly --------------------------------------------------------------------
 def _macs(node: _Work) -> int:
     """Multiply-accumulates of the compute-heavy ops; the rest count as zero (by convention)."""
+    if node.counted is not None:
+        return node.counted
     out = math.prod(node.shape) if node.shape else 0
     op, a = node.op, node.attrs
     if "conv" in op:
@@ -355,10 +369,30 @@ def _macs(node: _Work) -> int:
     if op in _MATMULS and node.in_shapes and node.in_shapes[0]:
         return out * int(node.in_shapes[0][-1])
     if op == "attention" and node.in_shapes and len(node.in_shapes) >= 2:
-        q, k = node.in_shapes[0], node.in_shapes[1]
-        if q and k and len(k) >= 2:
-            return 2 * math.prod(q) * int(k[-2])
+        return _attention_macs(node.in_shapes)
     return 0
+
+
+def multi_head_attention_macs(length: int, source: int, batch: int, width: int) -> int:
+    """nn.MultiheadAttention over `length` queries and `source` keys: the q, k, v and output
+    projections and the two attention products (the heads split `width`, so it cancels out)."""
+    projections = (2 * length + 2 * source) * batch * width * width
+    return projections + 2 * length * batch * source * width
+
+
+def _attention_macs(in_shapes: list[Shape | None]) -> int:
+    """q·kᵀ and attention·v of a fused attention call, plus its own projections when it holds them.
+    `multi_head_attention_forward` (nn.MultiheadAttention) takes (length, batch, width) inputs and
+    its weights, a 2-D (3·width, width) or (width, width) matrix among them; other calls take
+    (..., length, width) q, k, v."""
+    q, k = in_shapes[0], in_shapes[1]
+    if not q or not k or len(k) < 2:
+        return 0
+    weights = [s for s in in_shapes[3:] if s and len(s) == 2]
+    if len(q) == 3 and len(k) == 3 and weights:
+        return multi_head_attention_macs(int(q[0]), int(k[0]), int(q[1]), int(q[2]))
+    v = in_shapes[2] if len(in_shapes) > 2 and in_shapes[2] and len(in_shapes[2]) == len(k) else q
+    return math.prod(q[:-1]) * int(k[-2]) * (int(q[-1]) + int(v[-1]))
 
 
 def _assemble(work: list[_Work], param_shapes: dict[str, Shape]) -> ArchGraph:

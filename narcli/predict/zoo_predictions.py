@@ -123,11 +123,8 @@ def predict_zoo(db: Path, weights: Path | None = None, force: bool = False,
         models = [m for m in zoo.models() if m.status == "ok" and m.graph_hash and (force or m.id not in current)]
         report(f"predicting {len(models)} zoo models ({sum(m.id in reusable for m in models)} need only the "
                "reference latency head)")
-        graphs: dict[str, Any] = {}
         for model in models:
-            if model.graph_hash not in graphs:
-                graphs = {model.graph_hash: zoo.graph(model)}  # models come grouped by hash often enough
-            graph = graphs[model.graph_hash]
+            graph = zoo.graph(model)  # its own trace: a shared graph may have been traced at another input
             if model.id in reusable:
                 kept = [entry for entry in reusable[model.id] if entry[0] != HEAD_NAME]
                 data = kept + _compact([reference_row(bundle.latency, graph, model.macs, model.params)])

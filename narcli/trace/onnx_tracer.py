@@ -10,7 +10,7 @@ from narcli.errors import LoadError
 from narcli.graph.canonical import RawGraph, RawOp
 from narcli.graph.vocab import MODULE_ALIASES, canonical_onnx, pool_type
 from narcli.trace.inputs import DTYPES
-from narcli.trace.torch_ops import conv_attrs, recurrent_attrs
+from narcli.trace.torch_ops import conv_attrs, einsum_macs, recurrent_attrs
 
 # Initializers that are running statistics, not trainable parameters: (op type, input index).
 _STATISTICS = {("BatchNormalization", 3), ("BatchNormalization", 4)}
@@ -115,9 +115,12 @@ def trace_onnx(model: Any) -> RawGraph:
     for node in graph.node:
         op, attrs = _describe(node, shapes, param_shapes)
         inputs = [v for v in node.input if v]
+        in_shapes = [shapes.get(v) for v in inputs]
+        equation = _attr(node, "equation") if node.op_type == "Einsum" else None
         ops.append(RawOp(op, inputs, list(node.output), attrs,
-                         shapes.get(node.output[0]) if node.output else None,
-                         [shapes.get(v) for v in inputs], _scope(node.name)))
+                         shapes.get(node.output[0]) if node.output else None, in_shapes, _scope(node.name),
+                         einsum_macs(equation.decode() if isinstance(equation, bytes) else equation, in_shapes)
+                         if equation else None))
     dtypes = {}
     for i in graph.input:
         if i.name not in initializers and i.type.tensor_type.elem_type:

@@ -210,3 +210,66 @@ def describe_module(module: Any) -> tuple[str, dict[str, Any]] | None:
     elif op.endswith("_norm") and weight is not None and hasattr(weight, "shape"):
         attrs = {"features": int(math.prod(weight.shape))}
     return op, attrs
+
+
+def einsum_macs(equation: str, shapes: list[Shape | None]) -> int | None:
+    """Multiply-accumulates of `einsum(equation, *operands)` with operands of `shapes`: for two
+    operands, the product of every index's size (each output element sums over the contracted
+    indices); more operands contract left to right. None when the shapes do not fit the equation."""
+    if len(shapes) < 2 or any(s is None for s in shapes) or not isinstance(equation, str):
+        return None
+    spec = equation.replace(" ", "")
+    inputs_text, _, output_text = spec.partition("->")
+    terms = inputs_text.split(",")
+    if len(terms) != len(shapes):
+        return None
+    sizes: dict[str, int] = {}
+    letters: list[str] = []
+    for term, shape in zip(terms, shapes):
+        if "..." in term:  # the broadcast dims get their own letters, aligned from the right
+            head, _, tail = term.partition("...")
+            extra = len(shape) - len(head) - len(tail)
+            term = head + "".join(chr(0x100 + extra - k) for k in range(extra, 0, -1)) + tail
+        if len(term) != len(shape):
+            return None
+        for letter, size in zip(term, shape):
+            sizes[letter] = max(sizes.get(letter, 1), int(size))
+        letters.append(term)
+    if "->" in spec:
+        wanted = set(output_text.replace("...", "")) | {c for c in sizes if ord(c) >= 0x100}
+    else:
+        wanted = {c for c in sizes if sum(t.count(c) for t in letters) == 1}
+    total, left = 0, set(letters[0])
+    for k, right in enumerate(letters[1:], start=1):
+        both = left | set(right)
+        total += math.prod(sizes[c] for c in both)
+        later = set("".join(letters[k + 1:])) | wanted
+        left = {c for c in both if c in later}
+    return total
+
+
+def call_macs(name: str, args: list[Any], kwargs: dict[str, Any]) -> int | None:
+    """MACs only the call itself can tell (the einsum equation is not in the graph); None: counted
+    from the node's shapes as usual."""
+    if bare_name(name) != "einsum" or not args or not isinstance(args[0], str):
+        return None
+    operands = list(args[1]) if len(args) == 2 and isinstance(args[1], (list, tuple)) else list(args[1:])
+    if not all(isinstance(t, TensorArg) for t in operands):
+        return None
+    return einsum_macs(args[0], [t.shape for t in operands])
+
+
+def module_macs(module: Any, in_shapes: list[Shape | None]) -> int | None:
+    """MACs of a leaf module whose inputs' layout only the module knows: nn.MultiheadAttention's
+    `batch_first`. None: counted from the node's shapes as usual."""
+    from narcli.graph.canonical import multi_head_attention_macs
+
+    if type(module).__name__ != "MultiheadAttention" or len(in_shapes) < 1 or not in_shapes[0]:
+        return None
+    q = in_shapes[0]
+    k = in_shapes[1] if len(in_shapes) > 1 and in_shapes[1] else q
+    if len(q) != 3 or len(k) != 3:
+        return None
+    if getattr(module, "batch_first", False):
+        q, k = (q[1], q[0], q[2]), (k[1], k[0], k[2])
+    return multi_head_attention_macs(int(q[0]), int(k[0]), int(q[1]), int(q[2]))

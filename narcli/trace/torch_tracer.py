@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import math
 import operator
 import warnings
 from collections.abc import Callable
@@ -19,7 +20,7 @@ from torch.overrides import TorchFunctionMode
 
 from narcli.errors import TraceError
 from narcli.graph.canonical import RawGraph, RawOp
-from narcli.trace.torch_ops import TensorArg, describe_call, describe_module
+from narcli.trace.torch_ops import TensorArg, call_macs, describe_call, describe_module, module_macs
 
 # Run-time recording is ~10x faster than torch.export and gives the same canonical graph.
 TRACERS = ("runtime", "export", "fx")
@@ -157,12 +158,14 @@ def _raw_from_fx(graph: torch.fx.Graph, data_inputs: list, param_shapes: dict,
             continue
         value = value_of(node)
         inputs = [n.name for n in node.all_input_nodes]
+        macs = None
         if node.op == "call_module":
             module = modules[node.target]
             described = describe_module(module)
             op, attrs = described if described else (f"unknown:{type(module).__name__}", {})
             own = [f"{node.target}.{p}" for p, _ in module.named_parameters()]
             inputs += [p for p in own if p in param_shapes]
+            macs = module_macs(module, [_shape(value_of(n)) for n in node.args if isinstance(n, torch.fx.Node)])
         else:
             name = _target_name(node.target)
             if node.target is operator.getitem and isinstance(value, torch.Tensor) \
@@ -171,10 +174,11 @@ def _raw_from_fx(graph: torch.fx.Graph, data_inputs: list, param_shapes: dict,
             args = [arg_view(a) for a in node.args]
             kwargs = {k: arg_view(v) for k, v in node.kwargs.items()}
             op, attrs = describe_call(name, args, kwargs)
+            macs = call_macs(name, args, kwargs)
         if not _has_tensor(value):
             op = "size"  # shape arithmetic, not data
         ops.append(RawOp(op, inputs, [node.name], attrs, _shape(value),
-                         [_shape(value_of(n)) for n in node.all_input_nodes], scope_of(node)))
+                         [_shape(value_of(n)) for n in node.all_input_nodes], scope_of(node), macs))
     return RawGraph(data_inputs, ops, outputs, param_shapes)
 
 
@@ -194,17 +198,21 @@ def _trace_fx(model: nn.Module, inputs: list[torch.Tensor]) -> RawGraph:
     modules = dict(module.named_modules())
     param_shapes: dict[str, tuple[int, ...]] = {}
     seen: set[int] = set()
-    for name, param in module.named_parameters(remove_duplicate=False):
+    # the model's own parameters: the traced module keeps only those forward reads
+    for name, param in model.named_parameters(remove_duplicate=False):
         if id(param) not in seen:  # tied weights count once
             seen.add(id(param))
             param_shapes[name] = tuple(param.shape)
     data_inputs = [(n.name, _shape(values.get(n.name)))
                    for n in module.graph.nodes if n.op == "placeholder"]
+    total = sum(math.prod(shape) for shape in param_shapes.values())
     for n in module.graph.nodes:
         if n.op == "get_attr" and n.target in param_shapes:
             param_shapes[n.name] = param_shapes[n.target]
-    return _raw_from_fx(module.graph, data_inputs, param_shapes, lambda n: values.get(n.name),
-                        lambda n: n.target if n.op == "call_module" else "", modules)
+    raw = _raw_from_fx(module.graph, data_inputs, param_shapes, lambda n: values.get(n.name),
+                       lambda n: n.target if n.op == "call_module" else "", modules)
+    raw.param_count = total  # param_shapes names some parameters twice (their get_attr nodes)
+    return raw
 
 
 # -- run-time recording ---------------------------------------------------------------------------
@@ -247,10 +255,12 @@ def _trace_runtime(model: nn.Module, inputs: list[torch.Tensor]) -> RawGraph:
             if name == "__getitem__":
                 name = "index" if any(isinstance(t, torch.Tensor) for t in flat(args[1:])) else "select"
             arg_views = [view(a) for a in args]
-            op, attrs = describe_call(name, arg_views, {k: view(v) for k, v in kwargs.items()})
+            kwarg_views = {k: view(v) for k, v in kwargs.items()}
+            op, attrs = describe_call(name, arg_views, kwarg_views)
             ins = [value_id(t) for t in flat(list(args) + list(kwargs.values()))]
             ops.append(RawOp(op, ins, [value_id(t) for t in outs], attrs, tuple(outs[0].shape),
-                             [tuple(t.shape) for t in flat(list(args))], scope[-1]))
+                             [tuple(t.shape) for t in flat(list(args))], scope[-1],
+                             call_macs(name, arg_views, kwarg_views)))
 
     def enter(module: nn.Module, _args: Any) -> None:
         scope.append(names.get(id(module), scope[-1]))

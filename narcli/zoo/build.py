@@ -46,6 +46,7 @@ class BuildOptions:
     jobs: int | None = 1  # None: 1 locally, every CPU of the cluster on Ray
     timeout: float = 300.0
     retry_failed: bool = False
+    refresh: bool = False  # trace the selected models again even when the zoo has them (after a tracer fix)
     log: Path | None = None
     engine: str = "local"  # or "ray"
     address: str | None = None  # a Ray cluster to join (default: start a local Ray)
@@ -174,14 +175,35 @@ class ZooWriter:
     def has_graph(self, graph_hash: str) -> bool:
         return self.conn.execute("select 1 from graphs where hash = ?", (graph_hash,)).fetchone() is not None
 
-    def store(self, row: dict[str, Any], graph_json: str | None = None) -> None:
+    def store(self, row: dict[str, Any], graph_json: str | None = None) -> bool:
+        """Store a model's row and its trace; True when the architecture is new to the zoo. One graph
+        serves each architecture; a model traced at another input than that graph keeps its own trace
+        (`model_graphs`), so its shapes and predictions are its own. A row stored again drops the
+        predictions made from the old one."""
         columns = ", ".join(row)
         marks = ", ".join("?" for _ in row)
+        new = False
         with self.conn:
+            self.conn.execute("delete from model_graphs where id = ?", (row["id"],))
+            if self.conn.execute("select 1 from sqlite_master where name = 'predictions'").fetchone():
+                self.conn.execute("delete from predictions where id = ?", (row["id"],))
             if graph_json is not None:
-                self.conn.execute("insert or ignore into graphs values (?, ?)",
-                                  (row["graph_hash"], zlib.compress(graph_json.encode(), 9)))
+                blob = zlib.compress(graph_json.encode(), 9)
+                found = self.conn.execute("select data from graphs where hash = ?", (row["graph_hash"],)).fetchone()
+                if found is None:
+                    self.conn.execute("insert into graphs values (?, ?)", (row["graph_hash"], blob))
+                    new = True
+                elif json.loads(zlib.decompress(found[0]))["nodes"] != json.loads(graph_json)["nodes"]:
+                    self.conn.execute("insert into model_graphs values (?, ?)", (row["id"], blob))
             self.conn.execute(f"insert or replace into models ({columns}) values ({marks})", tuple(row.values()))
+        return new
+
+    def drop_unused_graphs(self) -> None:
+        """Graphs, embeddings and annotations no model points at any more (after models were traced again)."""
+        with self.conn:
+            for table in ("graphs", "embeddings", "annotations"):
+                self.conn.execute(f"delete from {table} where hash not in "
+                                  "(select graph_hash from models where graph_hash is not null)")
 
     def store_embeddings(self, encoder: str, rows: list[tuple[str, bytes, Any, Any]]) -> None:
         """Store `rows` (graph hash, float32 vector, family prediction, motif summary) from
@@ -204,7 +226,7 @@ class ZooWriter:
         summary = [{**{k: v for k, v in r.__dict__.items() if k != "reasons"}, "reasons": dict(r.reasons)}
                    for r in reports]
         opts = {"limit": options.limit, "jobs": options.jobs, "timeout": options.timeout,
-                "patterns": options.patterns, "retry_failed": options.retry_failed, "engine": options.engine}
+                "patterns": options.patterns, "retry_failed": options.retry_failed, "refresh": options.refresh, "engine": options.engine}
         with self.conn:
             self.conn.execute("insert into builds (started, finished, sources, options, summary) values (?, ?, ?, ?, ?)",
                               (started, _now(), json.dumps([r.source for r in reports]), json.dumps(opts),
@@ -293,7 +315,7 @@ def build_zoo(options: BuildOptions, progress: Progress | None = None) -> list[S
                 report.listed = len(entries)
                 done = writer.statuses(source.name)
                 finished = ("ok", "skipped") if options.retry_failed else ("ok", "skipped", "failed")
-                todo = [e for e in entries if done.get(f"{source.id_prefix}/{e.name}") not in finished]
+                todo = [e for e in entries if options.refresh or done.get(f"{source.id_prefix}/{e.name}") not in finished]
                 report.already = len(entries) - len(todo)
                 if options.limit is not None:
                     todo = todo[:options.limit]
@@ -312,11 +334,7 @@ def build_zoo(options: BuildOptions, progress: Progress | None = None) -> list[S
                 def on_result(result: TaskResult, source: ZooSource = source, report: SourceReport = report,
                               by_key: dict[str, ZooEntry] = by_key) -> None:
                     row, graph_json = _result_row(source, by_key[result.key], result)
-                    if graph_json is not None and writer.has_graph(row["graph_hash"]):
-                        graph_json = None
-                    elif graph_json is not None:
-                        report.new_architectures += 1
-                    writer.store(row, graph_json)
+                    report.new_architectures += writer.store(row, graph_json)
                     if result.ok and result.value.get("signature") is not None:
                         with writer.conn:
                             store_signature(writer.conn, row["id"], result.value["signature"])
@@ -331,6 +349,8 @@ def build_zoo(options: BuildOptions, progress: Progress | None = None) -> list[S
                 run_tasks(trace_entry, [(e.name, (source, e)) for e in todo], on_result, engine=options.engine,
                           address=options.address, jobs=options.jobs, timeout=options.timeout, log_path=log)
                 report.seconds = time.perf_counter() - clock
+        if options.refresh:
+            writer.drop_unused_graphs()
         writer.record_build(started, options, reports)
         writer.compact()
     except sqlite3.DatabaseError as exc:
@@ -419,32 +439,3 @@ def _stop_on_sigterm() -> Any:
         raise KeyboardInterrupt
 
     return signal.signal(signal.SIGTERM, stop)
-
-
-def relabel_zoo(db: Path) -> Counter:
-    """Apply the current family table to every model of `db` without tracing again."""
-    from narcli.graph.arch_graph import ArchGraph
-
-    if not db.exists():
-        raise ZooError(f"zoo database {db} is missing; build it with `nar zoo build --db {db}`")
-    writer = ZooWriter(db)
-    changed: Counter = Counter()
-    try:
-        rows = writer.conn.execute("select id, source, source_family, graph_hash, family, coarse from models").fetchall()
-        counts: dict[str, Counter] = {}
-        with writer.conn:
-            for model_id, source, key, graph_hash, old_family, old_coarse in rows:
-                if graph_hash and graph_hash not in counts:
-                    data = writer.conn.execute("select data from graphs where hash = ?", (graph_hash,)).fetchone()
-                    counts[graph_hash] = ArchGraph.from_json(zlib.decompress(data[0]).decode()).op_histogram()
-                family, coarse, reviewed = label(source, key, counts.get(graph_hash, Counter()))
-                if (family, coarse) != (old_family, old_coarse):
-                    changed["changed"] += 1
-                changed["table" if reviewed else "structure"] += 1
-                writer.conn.execute("update models set family = ?, coarse = ?, labelled_by = ? where id = ?",
-                                    (family, coarse, "table" if reviewed else "structure", model_id))
-        writer.compact()
-    finally:
-        writer.close()
-    return changed
-

@@ -20,6 +20,7 @@ from typing import Any
 from narcli import DATA_DIR
 from narcli.errors import UsageError, ZooError, shorten
 from narcli.scan import sqlite_files
+from narcli.zoo.vectors import HALF_MARK, checked_vector, pack_vector, unpack_vector  # noqa: F401 - re-exported
 
 SCHEMA_VERSION = 1
 BUNDLED = DATA_DIR / "zoo.db"
@@ -38,6 +39,8 @@ create index if not exists models_name on models(name);
 create index if not exists models_hash on models(graph_hash);
 create index if not exists models_family on models(family);
 create table if not exists graphs (hash text primary key, data blob not null);
+-- a model's own trace when its architecture's graph (above) was traced at another model's input
+create table if not exists model_graphs (id text primary key, data blob not null);
 create table if not exists embeddings (hash text primary key, encoder text not null, vector blob not null);
 create table if not exists annotations (hash text primary key, encoder text not null, prediction text, motifs text);
 create table if not exists signatures (
@@ -69,32 +72,6 @@ def rebuild_hint(path: Path) -> str:
 
 
 MAX_NAME = 300  # characters; the longest zoo id is under 100
-# Zoo embeddings are stored as float16 behind this mark (half the bytes of the bundled zoo's largest
-# table; cosines move by ~1e-4) and handed out as float32; unmarked blobs are float32 (older zoos).
-HALF_MARK = b"f16:"
-
-
-def pack_vector(float32_bytes: bytes) -> bytes:
-    """A float32 vector's bytes as stored in a zoo."""
-    import numpy as np
-
-    return HALF_MARK + np.frombuffer(float32_bytes, dtype=np.float32).astype(np.float16).tobytes()
-
-
-def checked_vector(blob: bytes) -> bytes:
-    data = unpack_vector(blob)  # ValueError for a length that is no whole number of floats: damage
-    if not data or len(data) % 4:
-        raise ValueError(f"a vector of {len(blob)} bytes")
-    return data
-
-
-def unpack_vector(blob: bytes) -> bytes:
-    """The float32 bytes of a stored vector (either encoding)."""
-    if not blob.startswith(HALF_MARK):
-        return blob
-    import numpy as np
-
-    return np.frombuffer(blob, dtype=np.float16, offset=len(HALF_MARK)).astype(np.float32).tobytes()
 
 
 @dataclass
@@ -387,11 +364,17 @@ class Zoo:
         return self._family_sizes
 
     def graph(self, model: ZooModel) -> Any:
-        """The model's canonical ArchGraph."""
+        """The model's canonical ArchGraph, as traced at its own input (its shapes, sizes, MACs)."""
         from narcli.graph.arch_graph import ArchGraph
 
         for path, conn in self._connections():
-            row = conn.execute("select data from graphs where hash = ?", (model.graph_hash,)).fetchone()
+            row = None
+            if model.db in ("", str(path)):
+                try:
+                    row = conn.execute("select data from model_graphs where id = ?", (model.id,)).fetchone()
+                except sqlite3.OperationalError:  # a zoo from before own graphs
+                    row = None
+            row = row or conn.execute("select data from graphs where hash = ?", (model.graph_hash,)).fetchone()
             if row is not None:
                 try:
                     return sqlite_files.decoded(lambda data: ArchGraph.from_json(zlib.decompress(data).decode()), row[0])

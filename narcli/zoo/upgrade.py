@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import zlib
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,12 @@ def upgrade_zoo(db: Path, report: Callable[[str], None] = lambda line: None) -> 
                 for table in ("graphs", "embeddings", "annotations"):
                     conn.execute(f"delete from {table} where hash = ?", (old_hash,))
                 counts["rewritten"] += 1
+            for model_id, blob in conn.execute("select id, data from model_graphs").fetchall():
+                text = zlib.decompress(blob).decode()
+                new_text = current_form(ArchGraph.from_json(text)).to_json()
+                if new_text != text:  # a model's own trace follows its architecture's graph
+                    conn.execute("update model_graphs set data = ? where id = ?",
+                                 (zlib.compress(new_text.encode(), 9), model_id))
         writer.compact()
     except sqlite3.DatabaseError as exc:
         raise NarError(f"upgrading the zoo {db} failed: {exc}") from None
@@ -89,17 +96,49 @@ def _move_models(conn: Any, old_hash: str, old: Any, new: Any) -> int:
     before, after = old.summary(), new.summary()
     top_ops = json.dumps([[op, n] for op, n in new.top_ops(TOP_OPS)])
     traced_at = _shapes(old.meta.get("inputs"))
-    rows = conn.execute("select id, macs, inputs from models where graph_hash = ?", (old_hash,)).fetchall()
-    for model_id, macs, inputs in rows:
+    rows = conn.execute("select id, macs, params, inputs from models where graph_hash = ?", (old_hash,)).fetchall()
+    for model_id, macs, params, inputs in rows:
         try:
             own = _shapes(json.loads(inputs)) if inputs else []
         except (ValueError, TypeError):
             own = []
-        if not own or own == traced_at or macs is None or not before["macs"]:
-            macs = after["macs"]
-        else:
+        if not own or own == traced_at or macs is None or params is None or not before["macs"]:
+            macs, params = after["macs"], after["params"]
+        else:  # its own figures (a relative-position table's size follows the input too), moved as the graph's
             macs = round(macs * after["macs"] / before["macs"])
+            params += after["params"] - before["params"]
         conn.execute("update models set graph_hash = ?, params = ?, macs = ?, nodes = ?, edges = ?, depth = ?, "
-                     "top_ops = ? where id = ?", (new.content_hash(), after["params"], macs, after["nodes"],
+                     "top_ops = ? where id = ?", (new.content_hash(), params, macs, after["nodes"],
                                                   after["edges"], after["depth"], top_ops, model_id))
     return len(rows)
+
+
+def relabel_zoo(db: Path) -> Counter:
+    """Apply the current family table to every model of `db` without tracing again."""
+    from narcli.graph.arch_graph import ArchGraph
+    from narcli.zoo.build import ZooWriter
+    from narcli.zoo.labels import label
+
+    if not db.exists():
+        raise ZooError(f"zoo database {db} is missing; build it with `nar zoo build --db {db}`")
+    writer = ZooWriter(db)
+    changed: Counter = Counter()
+    try:
+        rows = writer.conn.execute("select id, source, source_family, graph_hash, family, coarse from models").fetchall()
+        counts: dict[str, Counter] = {}
+        with writer.conn:
+            for model_id, source, key, graph_hash, old_family, old_coarse in rows:
+                if graph_hash and graph_hash not in counts:
+                    data = writer.conn.execute("select data from graphs where hash = ?", (graph_hash,)).fetchone()
+                    counts[graph_hash] = ArchGraph.from_json(zlib.decompress(data[0]).decode()).op_histogram()
+                family, coarse, reviewed = label(source, key, counts.get(graph_hash, Counter()))
+                if (family, coarse) != (old_family, old_coarse):
+                    changed["changed"] += 1
+                changed["table" if reviewed else "structure"] += 1
+                writer.conn.execute("update models set family = ?, coarse = ?, labelled_by = ? where id = ?",
+                                    (family, coarse, "table" if reviewed else "structure", model_id))
+        writer.compact()
+    finally:
+        writer.close()
+    return changed
+
