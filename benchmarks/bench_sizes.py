@@ -3,15 +3,15 @@
     python benchmarks/bench_sizes.py [--sources timm,hf] [--sample N] [--jobs 1] [--timeout 300]
 
 Each model is built again by its source plugin on the `meta` device, at the input the zoo
-records, in an isolated worker (nar's pool: a timeout per model, a crash is one row). There:
-- **parameters**: `sum(p.numel() for p in module.parameters())` — every parameter the module
-  holds, shared tensors once, whether or not forward uses it (an auxiliary head included);
-- **MACs**: torch's own FLOP counter (`torch.utils.flop_counter.FlopCounterMode`: convolutions
-  and matrix products counted from shapes) halved, plus the two matrix products of every
-  `scaled_dot_product_attention` call the counter did not see (measured per call: on meta in
-  torch 2.13 SDPA decomposes into `bmm`s the counter counts; on CPU it is one op counted as zero).
-  Where the counter cannot run (a forward that reads values, as some graph networks do) the row
-  says so and why.
+records, in an isolated worker (nar's pool: a timeout per model, a crash is one row), and counted
+by tests/independent_count.py: parameters as `sum(p.numel() for p in module.parameters())`, MACs
+by torch's FLOP counter (`FlopCounterMode`, halved), attention products from q, k and v's shapes.
+Where the counter cannot see or run the work, the row says how it was counted instead:
+- mixture-of-experts layers (routing reads values meta tensors lack): by hand, tokens · k · one
+  expert's weights (`expert_macs`);
+- a forward that fails on meta: again on CPU with real tensors when the weights fit (`counted_on`);
+- the counter's module tracker failing on custom autograd code: the same formulas without it;
+- a forward that cannot run at all: `HAND_COUNTS` below, with the reason.
 
 Rows go to benchmarks/results/sizes.jsonl as they finish (the run resumes: a model with a row is
 skipped; `--fresh` starts over), and the summary per source to benchmarks/results/sizes.json:
@@ -48,10 +48,50 @@ def count_sizes(source_name: str, entry_name: str, inputs: list) -> dict:
     if source_name not in _ENTRIES:  # a worker counts many models: list each source once
         _ENTRIES[source_name] = {e.name: e for e in source.list_models()}
     built = source.build(_ENTRIES[source_name][entry_name])
-    count = count_module(built.module.eval(), list(built.inputs))
+    module, inputs, note = built.module.eval(), list(built.inputs), {}
+    params = sum(p.numel() for p in module.parameters())
+    shapes = [list(t.shape) for t in built.inputs]
+    try:
+        count = count_module(module, inputs)
+    except Exception as exc:  # noqa: BLE001 - the forward cannot run on meta: run it for real if it fits
+        note = {"meta_error": f"{type(exc).__name__}: {exc}"[:200]}
+        if params > CPU_LIMIT:  # the counter cannot run: a hand count (HAND_COUNTS) or nothing
+            return {"params": int(params), "inputs": shapes, "not_counted": note["meta_error"]}
+        note["counted_on"] = "cpu"
+        module, inputs = _on_cpu(module, inputs)
+        count = count_module(module, inputs)
     return {"params": int(count.params), "macs": int(count.macs), "attention_macs": int(count.attention_macs),
             "attention_added": int(count.attention_added), "value_reads": int(count.value_reads),
-            "inputs": [list(t.shape) for t in built.inputs], "top_ops": count.top_ops}
+            "expert_macs": int(count.expert_macs), "inputs": shapes,
+            "top_ops": count.top_ops, **note}
+
+
+# A model whose forward cannot run on meta (it reads values in ways meta tensors cannot answer) is
+# counted on CPU with real tensors when its weights fit in memory: uninitialised weights, random
+# float inputs, integer inputs of ones (valid token ids, masks that keep every position).
+CPU_LIMIT = 1_500_000_000  # parameters (6 GB in float32)
+
+
+def _on_cpu(module, inputs: list) -> tuple:
+    import torch
+
+    module = module.to_empty(device="cpu")
+    for name, buffer in module.named_buffers():  # statistics and tables: zeros do for shapes; position
+        if "position" in name and not buffer.is_floating_point():  # ids must be valid indices
+            buffer.copy_(torch.arange(buffer.shape[-1]).expand_as(buffer))
+        else:
+            buffer.zero_()
+    real = [torch.randn(t.shape, dtype=t.dtype) if t.is_floating_point() else torch.ones(t.shape, dtype=t.dtype)
+            for t in inputs]
+    return module, real
+
+
+# Models whose forward cannot run under the counter, and how they are counted instead.
+HAND_COUNTS = {
+    "hf/llama4": ("hf/llama4/causal-lm", "transformers 5.24's multimodal Llama 4 fails after its forward, "
+                  "building an output with `image_outputs` that a text-only run lacks; given token ids only, "
+                  "it runs exactly the language model and head of hf/llama4/causal-lm, whose count this is"),
+}
 
 
 def cause(row: dict) -> str:
@@ -77,7 +117,12 @@ def joined(counts: list[dict]) -> list[dict]:
     for m in models.values():
         inputs_by_hash[m.graph_hash].add(json.dumps([i["shape"] for i in m.inputs]))
     rows = []
+    counted = {c["id"]: c for c in counts}
     for count in counts:
+        if "macs" not in count and count["id"] in HAND_COUNTS:
+            reference, why = HAND_COUNTS[count["id"]]
+            if "macs" in counted.get(reference, {}):
+                count = dict(count, macs=counted[reference]["macs"], hand_count=why)
         m = models.get(count["id"])
         if m is None or m.status != "ok":
             continue
@@ -99,6 +144,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--fresh", action="store_true", help="Forget earlier rows and start over.")
+    parser.add_argument("--retry-errors", action="store_true", help="Count again the models whose count failed.")
+    parser.add_argument("--ids", default="", help="Comma-separated zoo ids to count again (after a fix).")
     args = parser.parse_args()
 
     from narcli.trace.engines import run_tasks
@@ -108,7 +155,12 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     if args.fresh and ROWS.exists():
         ROWS.unlink()
-    done = {json.loads(line)["id"] for line in ROWS.read_text().splitlines() if line.strip()} if ROWS.exists() else set()
+    kept = [json.loads(line) for line in ROWS.read_text().splitlines() if line.strip()] if ROWS.exists() else []
+    again = set(args.ids.split(",")) if args.ids else set()
+    if args.retry_errors or again:
+        kept = [r for r in kept if not (args.retry_errors and "error" in r) and r["id"] not in again]
+        ROWS.write_text("".join(json.dumps(r) + "\n" for r in kept))
+    done = {r["id"] for r in kept}
     installed = {name for name, s in zoo_sources().items() if s.missing() is None}
     wanted = set(args.sources.split(",")) if args.sources else None
     zoo = Zoo()
@@ -160,7 +212,10 @@ def summarise(seconds: float) -> None:
             "params_equal": sum(r.get("params") == r["stored_params"] for r in counted),
             "worst": [[r["id"], r["mac_ratio"], r["cause"]] for r in
                       sorted(counted, key=lambda r: -abs(r["mac_ratio"] - 1))[:10] if abs(r["mac_ratio"] - 1) > 0.01],
-            "errors": [[r["id"], r["error"]] for r in mine if "error" in r][:10]}
+            "errors": [[r["id"], r.get("error") or r.get("not_counted")] for r in mine if "macs" not in r],
+            "counted_by_hand": [[r["id"], r["hand_count"]] for r in mine if r.get("hand_count")],
+            "counted_on_cpu": [[r["id"], r["meta_error"]] for r in mine if r.get("counted_on") == "cpu"],
+            "moe_hand_counted": sum(bool(r.get("expert_macs")) for r in mine)}
         s = sources[source]
         print(f"{source:14} {s['counted']:5} counted  {s['macs_within_1pct']:5} within 1 %  "
               f"{s['macs_within_5pct']:5} within 5 %  params equal {s['params_equal']}  not counted {s['not_counted']}")

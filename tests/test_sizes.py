@@ -58,6 +58,51 @@ class CrossAttention(nn.Module):
         return self.attention(x, memory, memory, need_weights=self.need_weights)[0]
 
 
+def alibi(m, q, k, v):
+    """BLOOM's attention: the position bias is the added input of `baddbmm`, keyword arguments."""
+    b, h, n, d = q.shape
+    bias = torch.zeros(b * h, 1, n, device=q.device)
+    scores = bias.baddbmm(batch1=q.reshape(b * h, n, d), batch2=k.reshape(b * h, n, d).transpose(1, 2),
+                          beta=1.0, alpha=0.25)
+    return torch.bmm(scores.softmax(-1), v.reshape(b * h, n, d)).view(b, h, n, d)
+
+
+class WeightFirst(nn.Module):
+    """Mamba's `dt_proj.weight @ x`: a weight matrix on the left maps weight[1] features to weight[0]."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(96, 12))
+
+    def forward(self, x):  # x: (batch, 12, length)
+        return self.weight @ x
+
+
+class PositionMLP(nn.Module):
+    """Swin-V2's continuous position bias: an MLP over a fixed grid, run by every forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("grid", torch.zeros(1, 49, 2))
+        self.mlp = nn.Sequential(nn.Linear(2, 256), nn.ReLU(), nn.Linear(256, 4))
+        self.proj = nn.Linear(WIDTH, WIDTH)
+
+    def forward(self, x):
+        return self.proj(x) + self.mlp(self.grid).mean()
+
+
+class ProbePooling(nn.Module):
+    """SigLIP's pooling head: a learned query attends over the tokens (`nn.MultiheadAttention`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.probe = nn.Parameter(torch.zeros(1, 1, WIDTH))
+        self.attention = nn.MultiheadAttention(WIDTH, HEADS, batch_first=True)
+
+    def forward(self, x):
+        return self.attention(self.probe.expand(x.shape[0], -1, -1), x, x)[0]
+
+
 def tokens(length=LENGTH):
     return torch.randn(2, length, WIDTH)
 
@@ -70,6 +115,8 @@ CASES = {
     "fused sdpa": (lambda: QKV(lambda m, q, k, v: F.scaled_dot_product_attention(q, k, v)), [tokens()]),
     "sdpa with a mask": (lambda: QKV(lambda m, q, k, v: F.scaled_dot_product_attention(
         q, k, v, attn_mask=torch.zeros(LENGTH, LENGTH, device=q.device))), [tokens()]),
+    "sdpa by keyword": (lambda: QKV(lambda m, q, k, v: F.scaled_dot_product_attention(query=q, key=k, value=v)),
+                        [tokens()]),
     "causal sdpa": (lambda: QKV(lambda m, q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)),
                     [tokens()]),
     "matmul-softmax-matmul": (lambda: QKV(hand_written), [tokens()]),
@@ -80,8 +127,12 @@ CASES = {
     "MultiheadAttention, cross": (lambda: CrossAttention(True), [tokens(), tokens(7)]),
     "MultiheadAttention, sequence first": (lambda: CrossAttention(False), [torch.randn(LENGTH, 2, WIDTH),
                                                                             torch.randn(7, 2, WIDTH)]),
+    "attention pooling (learned query)": (ProbePooling, [tokens()]),
     "TransformerEncoderLayer": (lambda: nn.TransformerEncoderLayer(WIDTH, HEADS, 128, batch_first=True),
                                 [tokens()]),
+    "baddbmm attention (ALiBi)": (lambda: QKV(alibi), [tokens()]),
+    "weight @ x": (WeightFirst, [torch.randn(2, 12, 30)]),
+    "work on constants": (PositionMLP, [tokens()]),
     "transposed conv": (lambda: nn.ConvTranspose2d(8, 16, 3, stride=2), [image()]),
     "grouped transposed conv": (lambda: nn.ConvTranspose2d(8, 16, 3, stride=2, groups=4), [image()]),
     "grouped conv": (lambda: nn.Conv2d(8, 16, 3, groups=4, padding=1), [image()]),

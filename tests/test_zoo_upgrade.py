@@ -74,12 +74,13 @@ def test_upgrade_keeps_each_models_own_macs_when_models_share_a_graph(tmp_path):
     writer = ZooWriter(db)
     with writer.conn:
         writer.conn.execute("insert into graphs values (?, ?)", (old_hash, zlib.compress(old.to_json().encode())))
-        writer.conn.execute("update models set graph_hash = ?, macs = ?, inputs = ? where id = 'fk/mlp_small'",
-                            (old_hash, old.summary()["macs"], '[{"shape": [1, 4], "dtype": "float32"}]'))
+        writer.conn.execute("update models set graph_hash = ?, macs = ?, params = ?, inputs = ? where id = 'fk/mlp_small'",
+                            (old_hash, old.summary()["macs"], old.summary()["params"],
+                             '[{"shape": [1, 4], "dtype": "float32"}]'))
         columns = [r[1] for r in writer.conn.execute("pragma table_info(models)")]
         row = dict(zip(columns, writer.conn.execute("select * from models where id = 'fk/mlp_small'").fetchone()))
-        row.update(id="fk/mlp_small_x16", name="mlp_small_x16", macs=16 * row["macs"],
-                   inputs='[{"shape": [16, 4], "dtype": "float32"}]')
+        row.update(id="fk/mlp_small_x16", name="mlp_small_x16", macs=16 * row["macs"], params=row["params"] + 7,
+                   inputs='[{"shape": [16, 4], "dtype": "float32"}]')  # + a table sized by the input
         writer.conn.execute(f"insert into models ({', '.join(row)}) values ({', '.join('?' * len(row))})",
                             tuple(row.values()))
     writer.close()
@@ -90,3 +91,4 @@ def test_upgrade_keeps_each_models_own_macs_when_models_share_a_graph(tmp_path):
     assert small.graph_hash == big.graph_hash
     assert small.macs == new_macs and big.macs == round(16 * old.summary()["macs"] * new_macs / old.summary()["macs"])
     assert big.macs != small.macs
+    assert big.params == small.params + 7  # its own parameters too, never the other model's

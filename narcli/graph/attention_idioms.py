@@ -119,10 +119,12 @@ def _expand_module(a: int, width: int, nodes: list[Node], parents: list[list[int
     sources = [p for p in parents[a] if nodes[p].shape and nodes[p].shape[-1] == width]
     if not sources:
         return False
-    q_source, kv_source = max(sources), min(sources)
     node = nodes[a]
     quarter = node.params // 4
-    tokens = math.prod(nodes[q_source].shape[:-1])
+    tokens = math.prod(node.shape[:-1])  # the queries': the output has one row per query
+    queries = [p for p in sources if math.prod(nodes[p].shape[:-1]) == tokens] or sources
+    q_source = max(queries)
+    kv_source = min((p for p in sources if p != q_source), default=q_source)
 
     def linear(source: int, out: int, params: int, at: float) -> int:
         shape = [*nodes[source].shape[:-1], out]
@@ -136,8 +138,10 @@ def _expand_module(a: int, width: int, nodes: list[Node], parents: list[list[int
         return len(nodes) - 1
 
     rest = [p for p in parents[a] if p not in (q_source, kv_source)]  # masks
-    if q_source == kv_source:
+    if q_source == kv_source and math.prod(nodes[q_source].shape[:-1]) == tokens:
         projections = [linear(q_source, 3 * width, 3 * quarter, order[a] - 0.5)]
+    elif q_source == kv_source:  # learned queries (a pooling probe): their projection stays in the node
+        projections = [linear(kv_source, 2 * width, 2 * quarter, order[a] - 0.6)]
     else:
         projections = [linear(kv_source, 2 * width, 2 * quarter, order[a] - 0.6),
                        linear(q_source, width, quarter, order[a] - 0.5)]

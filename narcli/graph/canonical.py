@@ -188,8 +188,12 @@ def _fuse_weight_matmuls(work: list[_Work], param_shapes: dict[str, Shape]) -> N
             weight = param_shapes[node.const_inputs[0]]
             if len(weight) == 2:
                 node.op = "linear"
-                node.attrs.setdefault("in_features", int(weight[0]))
-                node.attrs.setdefault("out_features", int(weight[1]))
+                # `x @ W` maps weight[0] features to weight[1]; `W @ x` (the weight first) the reverse
+                first = node.in_shapes[0] if node.in_shapes else None
+                in_at = 1 if first is not None and tuple(first) == tuple(weight) and len(node.in_shapes) > 1 \
+                    and tuple(node.in_shapes[1] or ()) != tuple(weight) else 0
+                node.attrs.setdefault("in_features", int(weight[in_at]))
+                node.attrs.setdefault("out_features", int(weight[1 - in_at]))
 
 
 def _fuse_biases(work: list[_Work], param_shapes: dict[str, Shape]) -> None:

@@ -79,6 +79,7 @@ TORCH_ALIASES: dict[str, str] = {
     "_scaled_dot_product_flash_attention": "attention",
     "_scaled_dot_product_efficient_attention": "attention",
     "_scaled_dot_product_flash_attention_for_cpu": "attention",
+    "_scaled_dot_product_cudnn_attention": "attention",
     "_native_batch_norm_legit_no_training": "batch_norm",
     "_native_batch_norm_legit": "batch_norm",
     "native_batch_norm": "batch_norm",

@@ -248,10 +248,27 @@ def einsum_macs(equation: str, shapes: list[Shape | None]) -> int | None:
     return total
 
 
+_SDPA_CALLS = {"scaled_dot_product_attention", "_scaled_dot_product_flash_attention",
+               "_scaled_dot_product_efficient_attention", "_scaled_dot_product_flash_attention_for_cpu",
+               "_scaled_dot_product_cudnn_attention"}
+
+
 def call_macs(name: str, args: list[Any], kwargs: dict[str, Any]) -> int | None:
     """MACs only the call itself can tell (the einsum equation is not in the graph); None: counted
     from the node's shapes as usual."""
-    if bare_name(name) != "einsum" or not args or not isinstance(args[0], str):
+    name = bare_name(name)
+    if name in ("baddbmm", "addbmm"):  # the added input multiplies nothing
+        first, second = (_arg(args, kwargs, 1, "batch1", None), _arg(args, kwargs, 2, "batch2", None))
+        if isinstance(first, TensorArg) and isinstance(second, TensorArg) and first.shape and second.shape \
+                and len(first.shape) == 3 and len(second.shape) == 3:
+            return math.prod(first.shape) * int(second.shape[-1])
+        return None
+    if name in _SDPA_CALLS:  # q, k, v may come as keywords (diffusers' attention dispatch)
+        q, k, v = (_arg(args, kwargs, i, key, None) for i, key in enumerate(("query", "key", "value")))
+        if all(isinstance(t, TensorArg) and t.shape and len(t.shape) >= 2 for t in (q, k, v)):
+            return math.prod(q.shape[:-1]) * int(k.shape[-2]) * (int(q.shape[-1]) + int(v.shape[-1]))
+        return None
+    if name != "einsum" or not args or not isinstance(args[0], str):
         return None
     operands = list(args[1]) if len(args) == 2 and isinstance(args[1], (list, tuple)) else list(args[1:])
     if not all(isinstance(t, TensorArg) for t in operands):
