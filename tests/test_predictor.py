@@ -210,13 +210,14 @@ def test_the_reference_head_names_the_bound_a_size_crosses_with_its_unit():
 
 
 def test_nar_predict_rewords_reasons_stored_by_earlier_versions(cli):
-    """The bundled zoo stored "its macs (833 G) is beyond what the reference set measured (352–30 G)"."""
+    """`nar predict` says why a head does not apply in today's words; the forms zoos stored before
+    ("its macs (833 G) is beyond what the reference set measured (352–30 G)") are reworded."""
     from narcli.predict.zoo_predictions import _reworded
 
     result = cli("predict", "llama")
     assert result.exit_code == 0, result.output
     text = " ".join(result.stdout.split())
-    assert "its size, 833 G MACs, is above the largest the reference set measured (30 G MACs)" in text
+    assert "its size, 833 G MACs, is above the largest the reference set measured (47.1 G MACs)" in text
     assert "beyond what" not in text
     assert _reworded("trained on 3-channel images; this model takes 1 channels") == \
         "trained on 3-channel images; this model's input has 1 channel"
