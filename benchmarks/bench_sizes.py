@@ -67,23 +67,19 @@ def count_sizes(source_name: str, entry_name: str, inputs: list) -> dict:
 
 
 # A model whose forward cannot run on meta (it reads values in ways meta tensors cannot answer) is
-# counted on CPU with real tensors when its weights fit in memory: uninitialised weights, random
-# float inputs, integer inputs of ones (valid token ids, masks that keep every position).
+# counted on CPU with real tensors when its weights fit in memory: weights as `nar bench` fills them,
+# random float inputs, integer inputs of ones (valid token ids, masks that keep every position).
 CPU_LIMIT = 1_500_000_000  # parameters (6 GB in float32)
 
 
 def _on_cpu(module, inputs: list) -> tuple:
     import torch
 
-    module = module.to_empty(device="cpu")
-    for name, buffer in module.named_buffers():  # statistics and tables: zeros do for shapes; position
-        if "position" in name and not buffer.is_floating_point():  # ids must be valid indices
-            buffer.copy_(torch.arange(buffer.shape[-1]).expand_as(buffer))
-        else:
-            buffer.zero_()
+    from narcli.bench.runner import fill_weights
+
     real = [torch.randn(t.shape, dtype=t.dtype) if t.is_floating_point() else torch.ones(t.shape, dtype=t.dtype)
             for t in inputs]
-    return module, real
+    return fill_weights(module), real
 
 
 # Models whose forward cannot run under the counter, and how they are counted instead.

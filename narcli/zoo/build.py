@@ -172,9 +172,6 @@ class ZooWriter:
     def statuses(self, source: str) -> dict[str, str]:
         return dict(self.conn.execute("select id, status from models where source = ?", (source,)))
 
-    def has_graph(self, graph_hash: str) -> bool:
-        return self.conn.execute("select 1 from graphs where hash = ?", (graph_hash,)).fetchone() is not None
-
     def store(self, row: dict[str, Any], graph_json: str | None = None) -> bool:
         """Store a model's row and its trace; True when the architecture is new to the zoo. One graph
         serves each architecture; a model traced at another input than that graph keeps its own trace
@@ -188,13 +185,14 @@ class ZooWriter:
             if self.conn.execute("select 1 from sqlite_master where name = 'predictions'").fetchone():
                 self.conn.execute("delete from predictions where id = ?", (row["id"],))
             if graph_json is not None:
-                blob = zlib.compress(graph_json.encode(), 9)
                 found = self.conn.execute("select data from graphs where hash = ?", (row["graph_hash"],)).fetchone()
                 if found is None:
-                    self.conn.execute("insert into graphs values (?, ?)", (row["graph_hash"], blob))
+                    self.conn.execute("insert into graphs values (?, ?)",
+                                      (row["graph_hash"], zlib.compress(graph_json.encode(), 9)))
                     new = True
                 elif json.loads(zlib.decompress(found[0]))["nodes"] != json.loads(graph_json)["nodes"]:
-                    self.conn.execute("insert into model_graphs values (?, ?)", (row["id"], blob))
+                    self.conn.execute("insert into model_graphs values (?, ?)",
+                                      (row["id"], zlib.compress(graph_json.encode(), 9)))
             self.conn.execute(f"insert or replace into models ({columns}) values ({marks})", tuple(row.values()))
         return new
 

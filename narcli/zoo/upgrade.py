@@ -94,6 +94,7 @@ def _move_models(conn: Any, old_hash: str, old: Any, new: Any) -> int:
     architecture, but it was traced at one model's input: a model traced at another input (a 384-px
     variant) keeps its own MACs, scaled by what the rewrite changed, never the other model's."""
     before, after = old.summary(), new.summary()
+    new_hash = new.content_hash()
     top_ops = json.dumps([[op, n] for op, n in new.top_ops(TOP_OPS)])
     traced_at = _shapes(old.meta.get("inputs"))
     rows = conn.execute("select id, macs, params, inputs from models where graph_hash = ?", (old_hash,)).fetchall()
@@ -108,7 +109,7 @@ def _move_models(conn: Any, old_hash: str, old: Any, new: Any) -> int:
             macs = round(macs * after["macs"] / before["macs"])
             params += after["params"] - before["params"]
         conn.execute("update models set graph_hash = ?, params = ?, macs = ?, nodes = ?, edges = ?, depth = ?, "
-                     "top_ops = ? where id = ?", (new.content_hash(), params, macs, after["nodes"],
+                     "top_ops = ? where id = ?", (new_hash, params, macs, after["nodes"],
                                                   after["edges"], after["depth"], top_ops, model_id))
     return len(rows)
 
