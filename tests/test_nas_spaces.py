@@ -40,11 +40,31 @@ def test_the_nb201_network_has_the_published_shape():
     assert graph.params == sum(p.numel() for p in model.parameters())
 
 
-def test_none_edges_leave_no_operations():
+def test_none_edges_are_computed_as_the_reference_code_runs_them():
     empty = "|none~0|+|none~0|none~1|+|none~0|none~1|none~2|"
     with torch.device("meta"):
         graph = traced(nb201.network(empty))
-    assert graph.op_histogram()["conv2d"] == 1 + 2 * 3  # stem and reduction blocks only
+    ops = graph.op_histogram()
+    assert ops["conv2d"] == 1 + 2 * 3  # stem and reduction blocks only: nothing to convolve in a cell
+    assert ops["mul"] == 15 * 6  # every none edge multiplies its input by zero, as NAS-Bench-201's Zero op
+    # sum() from 0 per node (1 + 2 + 3 adds a cell) and the two reduction shortcuts
+    assert ops["add"] == 15 * 6 + 2
+
+
+def test_cells_that_differ_only_in_none_or_skip_edges_are_different_graphs():
+    with_skip = "|skip_connect~0|+|nor_conv_3x3~0|skip_connect~1|+|skip_connect~0|nor_conv_1x1~1|avg_pool_3x3~2|"
+    variants = [with_skip, with_skip.replace("skip_connect~1", "none~1"), with_skip.replace("|skip_connect~0|+", "|none~0|+"),
+                with_skip.replace("skip_connect~0|nor_conv_1x1", "none~0|nor_conv_1x1")]
+    hashes = set()
+    for arch in variants:
+        with torch.device("meta"):
+            hashes.add(traced(nb201.network(arch)).content_hash())
+    assert len(hashes) == len(variants)
+
+
+def test_architecture_strings_must_list_every_edge_once():
+    with pytest.raises(ValueError, match="not a NAS-Bench-201"):
+        nb201.parse("|none~0|+|none~0|none~0|+|none~0|none~1|none~2|")
 
 
 def test_darts_source_is_reproducible_balanced_and_round_trips():

@@ -161,3 +161,63 @@ def test_eval_predictor_protocol_and_kind_errors_are_one_line(cli, tmp_path):
     assert result.exit_code == 2 and "--kind is one of graph, former" in result.output
     result = cli("eval", "predictor", "--nb201", folder, "--train-size", "five")
     assert result.exit_code == 2 and "row count (781) or a share (5%)" in result.output
+
+
+def test_nar_former_protocol_chooses_the_checkpoint_on_the_rows_after_the_first_n():
+    from narcli.predict.evaluation import evaluate
+    from narcli.predict.training import config_for
+
+    data = _nb201_like(40)
+    data.validation[:, 1:] = np.nan  # no 200-epoch -val for CIFAR-100 and ImageNet16-120
+    result = evaluate(data, train_size=20, op_count=OPS, protocol="nar-former",
+                      config=config_for("graph", dim=16, layers=1, epochs=12, batch=8))
+    assert result["selection"]["rows"] == 20 and result["selection"]["on"] == "cifar10-val"
+    assert 1 <= result["selection"]["epoch"] <= 12
+    # CIFAR-10 trains on its -val column; the others on their -test column, said so, with no ceiling
+    assert result["trained_on"] == {"cifar10-test": "cifar10-val", "cifar100-test": "cifar100-test",
+                                    "imagenet-test": "imagenet-test"}
+    assert set(result["ceiling"]) == {"cifar10-test"}
+
+
+def test_the_selection_keeps_the_best_scoring_epochs_weights():
+    from narcli.predict.training import Selection, config_for, predict_scaled, train_net
+
+    data = _nb201_like(40)
+    labels = data.validation[:, :1]
+    chosen = Selection(data.items[20:], (labels[20:, 0] - labels[:20, 0].mean()) / labels[:20, 0].std())
+    net = train_net(data.items[:20], labels[:20], config_for("graph", dim=16, layers=1, epochs=10, batch=8), OPS,
+                    selection=chosen)
+    scores = [e["selection_tau"] for e in net.log if "epoch" in e]
+    picked = net.log[-1]
+    assert len(scores) == 10 and picked["selection_tau"] == pytest.approx(max(scores), abs=1e-4)
+    assert scores.index(max(scores)) + 1 == picked["selected_epoch"]
+    predicted, _ = predict_scaled(net, chosen.items)  # the numpy twin of the kept weights scores the same
+    assert kendall_tau(predicted[:, 0], chosen.labels) == pytest.approx(picked["selection_tau"], abs=0.03)
+
+
+def test_training_one_head_keeps_the_other_heads_of_the_bundle(tmp_path):
+    from narcli.predict.build import train_bundle
+    from narcli.predict.bundle import load_bundle
+    from narcli.predict.training import NetConfig
+
+    config = NetConfig(dim=8, layers=1, epochs=3, batch=8)
+    train_bundle([synthetic_dataset(), _nb201_like(24)], tmp_path, config, OPS, tmp_path / "work")
+    before = {h.name: h for h in load_bundle(tmp_path).heads}
+    train_bundle([_nb201_like(30)], tmp_path, NetConfig(dim=8, layers=1, epochs=3, batch=8, seed=1), OPS,
+                 tmp_path / "work2")
+    after = {h.name: h for h in load_bundle(tmp_path).heads}
+    assert sorted(after) == ["nb201", "timm"]
+    kept = after["timm"]
+    assert all(np.array_equal(kept.net.weights[k], before["timm"].net.weights[k]) for k in kept.net.weights)
+    assert kept.metrics == before["timm"].metrics and kept.reach == before["timm"].reach
+    assert "24 rows" not in after["nb201"].trained_on and not np.array_equal(
+        after["nb201"].net.weights["head2.weight"], before["nb201"].net.weights["head2.weight"])
+
+
+def test_twelve_epoch_labels_are_called_out():
+    from narcli.predict.sources import short_training_warning
+
+    short = _nb201_like(120)  # best CIFAR-10 "test" accuracy about 75 %: not a 200-epoch column
+    assert "12-epoch" in short_training_warning(short)
+    short.values[0, 0] = 94.37
+    assert short_training_warning(short) == ""

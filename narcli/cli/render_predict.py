@@ -12,6 +12,8 @@ from narcli.cli.common import safe
 def target_label(row) -> str:
     target = row.target
     if target.kind == "accuracy":
+        if target.label:
+            return target.label
         return "ImageNet top-1" if target.column == "top1" else target.column.replace("-test", " accuracy")
     return target.kind
 

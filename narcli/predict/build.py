@@ -70,7 +70,9 @@ def train_head(dataset: Dataset, config: NetConfig, op_count: int, checkpoint: P
 def train_bundle(datasets: list[Dataset], out: Path, config: NetConfig, op_count: int, work: Path,
                  on_epoch: Callable[[str, dict], None] | None = None,
                  configs: dict[str, NetConfig] | None = None) -> Path:
-    """Train one head per dataset (checkpoints under `work`) and write the bundle into `out`."""
+    """Train one head per dataset (checkpoints under `work`) and write the bundle into `out`. Heads
+    of a bundle already in `out` that were not trained now are kept (`--nb201` alone replaces the
+    NAS-Bench-201 head and leaves the timm head as it was)."""
     heads = []
     work.mkdir(parents=True, exist_ok=True)
     for dataset in datasets:
@@ -78,7 +80,21 @@ def train_bundle(datasets: list[Dataset], out: Path, config: NetConfig, op_count
         chosen = replace(chosen, device=config.device, seed=config.seed)
         heads.append(train_head(dataset, chosen, op_count, work / f"{dataset.name}.ckpt",
                                 (lambda e, n=dataset.name: on_epoch(n, e)) if on_epoch else None))
-    return save_bundle(heads, out)
+    return save_bundle(heads + kept_heads(out, {h.name for h in heads}), out)
+
+
+def kept_heads(folder: Path, replaced: set[str]) -> list[Head]:
+    """The heads of the bundle in `folder` not in `replaced` (none when there is no readable bundle)."""
+    from narcli.errors import NarError
+    from narcli.predict.bundle import _load
+
+    if not (folder / "predictor.json").exists():
+        return []
+    try:
+        existing = _load.__wrapped__(str(folder))  # read afresh, not through the cache
+    except NarError:
+        return []
+    return [head for head in existing.heads if head.name not in replaced]
 
 
 DEFAULT_CONFIGS = {"nb201": NetConfig(epochs=20, batch=64), "timm": NetConfig(epochs=60, batch=32)}

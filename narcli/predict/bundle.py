@@ -97,7 +97,7 @@ class Row:
     trained_on: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"head": self.head, "column": self.target.column, "kind": self.target.kind,
+        return {"head": self.head, "column": self.target.column, "label": self.target.label, "kind": self.target.kind,
                 "unit": self.target.unit, "device": self.target.device, "batch": self.target.batch,
                 "value": self.value, "low": self.low, "high": self.high, "status": self.status,
                 "reason": self.reason, "trained_on": self.trained_on}
@@ -146,7 +146,9 @@ def save_bundle(bundle_heads: list[Head], folder: Path) -> Path:
                               "metrics": head.metrics, "training_log": head.net.log[-3:]})
     weights = write_bytes(folder / "predictor.safetensors", save(tensors))
     card["weights_sha256"] = hashlib.sha256(weights.read_bytes()).hexdigest()
-    return write_text(folder / "predictor.json", json.dumps(card, indent=2) + "\n")
+    written = write_text(folder / "predictor.json", json.dumps(card, indent=2) + "\n")
+    _load.cache_clear()  # a bundle read before in this process is stale now
+    return written
 
 
 def load_bundle(folder: Path | None = None) -> Bundle:

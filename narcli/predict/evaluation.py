@@ -54,44 +54,81 @@ def _boosted(features: np.ndarray, learnt: np.ndarray, train: np.ndarray, test: 
 
 
 def _raw(dataset: Dataset, learnt: np.ndarray) -> np.ndarray:
-    return np.stack([t.inverse(learnt[:, j]) for j, t in enumerate(dataset.targets)], 1)
+    return _raw_of(dataset.targets, learnt)
+
+
+def _raw_of(targets: list, learnt: np.ndarray) -> np.ndarray:
+    return np.stack([t.inverse(learnt[:, j]) for j, t in enumerate(targets)], 1)
 
 
 PROTOCOLS = ("held-out", "nar-former")
 
 
-def evaluate_nar_former(dataset: Dataset, train_size: int, seed: int = 0, config: NetConfig | None = None,
-                        op_count: int = 0, on_epoch: Callable[[dict], None] | None = None) -> dict[str, Any]:
-    """NAR-Former's protocol: first `train_size` rows, `-val` labels, tau on all rows against `-test`."""
-    from narcli.errors import UsageError
+SELECTION_ROWS = 200  # NAR-Former chooses its checkpoint on the 200 labelled cells after the first N
+
+
+def nar_former_labels(dataset: Dataset) -> tuple[np.ndarray, dict[str, str]]:
+    """The training label per accuracy column: its `-val` column where the data has one, else (no
+    200-epoch `-val` for CIFAR-100 and ImageNet16-120) the `-test` column itself, named in the result."""
     from narcli.predict.datasets import NB201_VALIDATION
+
+    accuracy = [j for j, t in enumerate(dataset.targets) if t.kind == "accuracy"]
+    labels, names = np.full((len(dataset.names), len(accuracy)), np.nan), {}
+    for k, j in enumerate(accuracy):
+        column = dataset.targets[j].column
+        valid = dataset.validation[:, k] if dataset.validation is not None and k < len(NB201_VALIDATION) else None
+        if valid is not None and np.isfinite(valid).any():
+            labels[:, k], names[column] = valid, NB201_VALIDATION[k]
+        else:
+            labels[:, k], names[column] = dataset.values[:, j], column
+    return labels, names
+
+
+def evaluate_nar_former(dataset: Dataset, train_size: int, seed: int = 0, config: NetConfig | None = None,
+                        op_count: int = 0, on_epoch: Callable[[dict], None] | None = None,
+                        selection_rows: int = SELECTION_ROWS) -> dict[str, Any]:
+    """NAR-Former's protocol: the first `train_size` rows, trained on the `-val` accuracies, the
+    checkpoint chosen by tau on the next `selection_rows` rows' `-val` accuracies, Kendall tau on every
+    row (training rows included) against `-test`."""
+    from narcli.errors import UsageError
     from narcli.predict.metrics import kendall_tau
+    from narcli.predict.training import Selection
 
     if dataset.name != "nb201":
         raise UsageError("--protocol nar-former is NAS-Bench-201's (give --nb201)")
     if not 2 <= train_size <= len(dataset.names):
         raise UsageError(f"--train-size must be between 2 and {len(dataset.names):,} here, not {train_size}")
-    labels = dataset.validation
+    labels, label_names = nar_former_labels(dataset)
+    if not any(name.endswith("-val") for name in label_names.values()):
+        raise NarError("accuracy.csv has no -val column with values: NAR-Former trains on cifar10-val")
     accuracy = [j for j, t in enumerate(dataset.targets) if t.kind == "accuracy"]
-    if labels is None or not np.isfinite(labels[:train_size]).any():
-        raise NarError(f"accuracy.csv has none of the {', '.join(NB201_VALIDATION)} columns NAR-Former trains on")
     targets = [dataset.targets[j] for j in accuracy]
     truth = dataset.values[:, accuracy]
+    ceiling = {t.column: round(kendall_tau(labels[:, j], truth[:, j]), 4) for j, t in enumerate(targets)
+               if label_names[t.column] != t.column and np.isfinite(labels[:, j]).all()}
+    labels = np.stack([t.forward(labels[:, j]) for j, t in enumerate(targets)], 1)  # the learnt space
     train, everything = np.arange(train_size), np.arange(len(dataset.names))
+    chosen_on = np.arange(train_size, min(len(dataset.names), train_size + max(selection_rows, 0)))
     config = config or NetConfig(seed=seed)
-    net = train_net([dataset.items[i] for i in train], labels[train], config, op_count, on_epoch)
-    predicted, _ = predict_scaled(net, dataset.items)
-    features = baseline_features(dataset)
-    base = _boosted(features, labels, train, everything, seed)
+    selection = None
+    if len(chosen_on) >= 10:
+        scaled = (labels[chosen_on] - np.nanmean(labels[train], 0)) / np.maximum(np.nanstd(labels[train], 0), 1e-8)
+        selection = Selection([dataset.items[i] for i in chosen_on], scaled[:, 0], column=0)
+    net = train_net([dataset.items[i] for i in train], labels[train], config, op_count, on_epoch, selection=selection)
+    predicted = _raw_of(targets, predict_scaled(net, dataset.items)[0])
+    base = _raw_of(targets, _boosted(baseline_features(dataset), labels, train, everything, seed))
     unseen = everything[train_size:]
+    picked = next((e for e in net.log if "selected_epoch" in e), None)
     result: dict[str, Any] = {
         "data": dataset.name, "rows": len(dataset.names), "seed": seed, "mode": "nar-former",
         "train_rows": train_size, "test_rows": len(everything), "config": config.to_dict(),
+        "selection": {"rows": int(len(chosen_on)) if selection else 0, "on": label_names[targets[0].column],
+                      "epoch": picked["selected_epoch"] if picked else None,
+                      "tau": picked["selection_tau"] if picked else None},
         "columns": column_metrics(targets, predicted, truth), "baseline": column_metrics(targets, base, truth),
         "unseen": column_metrics(targets, predicted[unseen], truth[unseen]) if len(unseen) > 1 else {},
-        "ceiling": {t.column: round(kendall_tau(labels[:, j], truth[:, j]), 4) for j, t in enumerate(targets)
-                    if np.isfinite(labels[:, j]).all()},
-        "kinds": {t.column: t.kind for t in targets}, "labels": {t.column: t.column for t in targets}}
+        "ceiling": ceiling, "kinds": {t.column: t.kind for t in targets},
+        "labels": {t.column: t.column for t in targets}, "trained_on": label_names}
     return result
 
 

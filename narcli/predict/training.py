@@ -66,9 +66,22 @@ def standardise(targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.nan_to_num(mean).astype(np.float32), np.where(np.isfinite(std) & (std > 1e-8), std, 1.0).astype(np.float32)
 
 
+@dataclass
+class Selection:
+    """Labelled rows kept out of training that choose the checkpoint (NAR-Former picks its checkpoint
+    on the 200 cells after the first N): after each epoch the EMA weights are scored by Kendall tau
+    on `column` and the best epoch's weights are kept."""
+
+    items: list[GraphInput]
+    labels: np.ndarray  # (n,) in the target's learnt space; NaN rows are skipped
+    column: int = 0
+
+
 def train_net(items: list[GraphInput], targets: np.ndarray, config: NetConfig, op_count: int,
-              on_epoch: Callable[[dict], None] | None = None, checkpoint: Path | None = None) -> TrainedNet:
-    """Fit a network on `items` -> `targets` (n, t), NaN where a value is missing."""
+              on_epoch: Callable[[dict], None] | None = None, checkpoint: Path | None = None,
+              selection: Selection | None = None) -> TrainedNet:
+    """Fit a network on `items` -> `targets` (n, t), NaN where a value is missing. With `selection`
+    the weights kept are the best-scoring epoch's, else the last epoch's (EMA either way)."""
     import torch
     from torch.nn import functional as F
 
@@ -85,6 +98,7 @@ def train_net(items: list[GraphInput], targets: np.ndarray, config: NetConfig, o
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimiser, config.lr, total_steps=max(steps, 4), pct_start=max(0.1, 2 / max(steps, 4)))
     log: list[dict] = []
     first = 0
+    chooser = _Chooser(selection, inputs, config) if selection is not None else None
     if checkpoint is not None and checkpoint.exists():
         state = torch.load(checkpoint, map_location=config.device, weights_only=True)
         if state.get("config") == config.to_dict() and state.get("rows") == len(items):
@@ -93,6 +107,8 @@ def train_net(items: list[GraphInput], targets: np.ndarray, config: NetConfig, o
             optimiser.load_state_dict(state["optimiser"])
             schedule.load_state_dict(state["schedule"])
             first, log = int(state["epoch"]), list(state["log"])
+            if chooser is not None and state.get("chosen"):
+                chooser.best, chooser.best_epoch, chooser.best_state = state["chosen"]
     for epoch in range(first, config.epochs):
         model.train()
         began, losses = time.perf_counter(), []
@@ -127,16 +143,48 @@ def train_net(items: list[GraphInput], targets: np.ndarray, config: NetConfig, o
             losses.append(float(loss.detach()))
         entry = {"epoch": epoch + 1, "epochs": config.epochs, "loss": round(float(np.mean(losses or [0.0])), 4),
                  "seconds": round(time.perf_counter() - began, 1)}
+        if chooser is not None:
+            entry["selection_tau"] = chooser.score(ema, epoch + 1)
         log.append(entry)
         if checkpoint is not None:
             with atomic_writer(checkpoint, "wb") as handle:
                 torch.save({"config": config.to_dict(), "rows": len(items), "epoch": epoch + 1, "log": log,
                             "model": model.state_dict(), "ema": ema.state_dict(),
-                            "optimiser": optimiser.state_dict(), "schedule": schedule.state_dict()}, handle)
+                            "optimiser": optimiser.state_dict(), "schedule": schedule.state_dict(),
+                            "chosen": (chooser.best, chooser.best_epoch, chooser.best_state) if chooser else None}, handle)
         if on_epoch:
             on_epoch(entry)
-    weights = {k: v.detach().float().cpu().numpy() for k, v in ema.state_dict().items()}
+    state = chooser.best_state if chooser is not None and chooser.best_state is not None else ema.state_dict()
+    weights = {k: v.detach().float().cpu().numpy() for k, v in state.items()}
+    if chooser is not None and chooser.best_epoch:
+        log.append({"selected_epoch": chooser.best_epoch, "selection_tau": round(chooser.best, 4)})
     return TrainedNet(weights, mean, std, config, log)
+
+
+class _Chooser:
+    """Scores the EMA weights on the selection rows each epoch and keeps the best epoch's."""
+
+    def __init__(self, selection: Selection, training: "_Inputs", config: NetConfig) -> None:
+        self.labels = np.asarray(selection.labels, dtype=np.float64)
+        self.rows = np.flatnonzero(np.isfinite(self.labels))
+        self.inputs = _Inputs([selection.items[i] for i in self.rows], config)
+        self.column, self.best, self.best_epoch, self.best_state = selection.column, -np.inf, 0, None
+
+    def score(self, model, epoch: int) -> float:
+        import torch
+
+        from narcli.predict.metrics import kendall_tau
+
+        model.eval()
+        with torch.no_grad():
+            predicted = np.concatenate([model(self.inputs.batch(np.arange(start, min(start + 128, len(self.rows)))))
+                                        [:, self.column].float().cpu().numpy()
+                                        for start in range(0, len(self.rows), 128)])
+        tau = kendall_tau(predicted, self.labels[self.rows])
+        if tau > self.best:  # ties keep the earlier epoch
+            self.best, self.best_epoch = tau, epoch
+            self.best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        return round(tau, 4)
 
 
 class _Inputs:

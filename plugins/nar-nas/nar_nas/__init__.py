@@ -24,6 +24,11 @@ class NasBench201Source(ZooSource):
     rank = 60
     bundled = False
 
+    def version(self) -> str:
+        # "reference-2": every edge computed as the benchmark's code runs it (none = x * 0);
+        # graphs traced by an earlier network are another architecture's
+        return nb201.NETWORK_VERSION
+
     def list_models(self) -> list[ZooEntry]:
         path = os.environ.get("NAR_NB201_ARCHS")
         archs = nb201.archs_from_csv(path) if path else nb201.all_archs()

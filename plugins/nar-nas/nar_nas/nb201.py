@@ -1,4 +1,6 @@
-"""The NAS-Bench-201 network (METHODS.md §3) for an architecture string."""
+"""The NAS-Bench-201 network (METHODS.md §3) for an architecture string, built as the benchmark's
+reference code runs it: `none` edges multiply by zero and skip edges pass their input on, so every
+one of the 15,625 cells is its own graph (the latency datasets timed these computations)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import itertools
 OPS = ("none", "skip_connect", "nor_conv_1x1", "nor_conv_3x3", "avg_pool_3x3")
 EDGES = 6  # node j takes every node i < j, for 4 nodes
 CELLS_PER_STAGE = 5
+NETWORK_VERSION = "reference-2"  # recorded in the zoo; caches of other versions are rebuilt
 
 
 def parse(arch: str) -> list[list[tuple[str, int]]]:
@@ -21,7 +24,7 @@ def parse(arch: str) -> list[list[tuple[str, int]]]:
                 raise ValueError(f"not a NAS-Bench-201 architecture string: {arch!r}")
             inputs.append((op, int(source)))
         nodes.append(inputs)
-    if [len(n) for n in nodes] != [1, 2, 3]:
+    if [[source for _, source in n] for n in nodes] != [[0], [0, 1], [0, 1, 2]]:
         raise ValueError(f"not a NAS-Bench-201 architecture string: {arch!r}")
     return nodes
 
@@ -50,9 +53,15 @@ def network(arch: str, classes: int = 10):
         return nn.Sequential(nn.ReLU(), nn.Conv2d(c_in, c_out, kernel, stride, kernel // 2, bias=False),
                              nn.BatchNorm2d(c_out))
 
-    def make_op(op: str, c: int) -> nn.Module | None:
+    class Zero(nn.Module):
+        """`none`: the reference code multiplies by zero, so the edge is computed (and timed)."""
+
+        def forward(self, x):
+            return x.mul(0.0)
+
+    def make_op(op: str, c: int) -> nn.Module:
         if op == "none":
-            return None
+            return Zero()
         if op == "skip_connect":
             return nn.Identity()
         if op == "avg_pool_3x3":
@@ -60,28 +69,18 @@ def network(arch: str, classes: int = 10):
         return relu_conv_bn(c, c, 1 if op == "nor_conv_1x1" else 3)
 
     class Cell(nn.Module):
+        """NAS-Bench-201's `InferCell`: node j = sum(op(node i) for every i < j), every edge kept."""
+
         def __init__(self, c: int):
             super().__init__()
-            self.edges = nn.ModuleDict()
-            self.inputs = []
-            for j, inputs in enumerate(nodes, start=1):
-                for op, i in inputs:
-                    module = make_op(op, c)
-                    if module is not None:
-                        self.edges[f"{i}_{j}"] = module
-                        self.inputs.append((i, j))
+            self.edges = nn.ModuleDict({f"{i}_{j}": make_op(op, c)
+                                        for j, inputs in enumerate(nodes, start=1) for op, i in inputs})
 
         def forward(self, x):
             states = [x]
             for j in range(1, 4):
-                terms = [self.edges[f"{i}_{j}"](states[i]) for i, jj in self.inputs if jj == j]
-                if not terms:
-                    states.append(x.mul(0.0))  # a node whose every input is `none` is all zeros
-                    continue
-                total = terms[0]
-                for term in terms[1:]:
-                    total = total + term
-                states.append(total)
+                # Python's sum starts from 0, as the reference forward does
+                states.append(sum(self.edges[f"{i}_{j}"](states[i]) for i in range(j)))
             return states[3]
 
     class Reduction(nn.Module):
