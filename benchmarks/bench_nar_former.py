@@ -49,6 +49,8 @@ RUNS = {  # name -> (protocol, train size, seeds, kinds)
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", nargs="*", default=None, help="run names or protocols (nar-former, held-out)")
+    parser.add_argument("--kinds", nargs="*", default=None, help="only these network kinds (former, graph)")
+    parser.add_argument("--seeds", nargs="*", type=int, default=None, help="only these seeds")
     parser.add_argument("--graphs-db", type=Path, default=ROOT / ".work" / "nb201.db")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "nar_former.json")
     args = parser.parse_args()
@@ -61,7 +63,8 @@ def main() -> None:
         for kind in kinds:
             for seed in seeds:
                 key = f"{name}/{kind}/seed{seed}"
-                if key in results["runs"]:
+                if key in results["runs"] or (args.kinds and kind not in args.kinds) or \
+                        (args.seeds is not None and seed not in args.seeds):
                     continue
                 epochs = EPOCHS[kind]["large" if rows > 2000 else "small"]
                 began = time.perf_counter()

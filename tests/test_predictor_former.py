@@ -221,3 +221,12 @@ def test_twelve_epoch_labels_are_called_out():
     assert "12-epoch" in short_training_warning(short)
     short.values[0, 0] = 94.37
     assert short_training_warning(short) == ""
+
+
+def test_latency_columns_name_their_device_and_batch():
+    from narcli.predict.datasets import nb201_latency_target
+
+    gpu, cpu, other = (nb201_latency_target(c) for c in ("titan_rtx_256", "gold_6226", "silver_4210r"))
+    assert (gpu.device, gpu.batch) == ("titan_rtx", 256)
+    assert (cpu.device, cpu.batch) == ("gold_6226", 1)  # a CPU model number, not batch 6226
+    assert (other.device, other.batch) == ("silver_4210r", 1)

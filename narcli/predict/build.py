@@ -24,7 +24,7 @@ REQUIRES = {"nb201": {"image_channels": 3}, "timm": {"image_channels": 3, "top1_
 
 
 def describe(dataset: Dataset, rows: int) -> str:
-    what = {"nb201": "NAS-Bench-201 accuracy.csv + latency_ms.csv (HW-NAS-Bench)",
+    what = {"nb201": "NAS-Bench-201 accuracy.csv (200-epoch results) + latency_ms.csv (HW-NAS-Bench)",
             "timm": "timm results-imagenet.csv + benchmark-infer-*.csv"}[dataset.name]
     return f"{what}: {rows:,} of {len(dataset.names):,} rows, {CALIBRATION_SHARE:.0%} of architectures held out"
 

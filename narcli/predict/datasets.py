@@ -97,8 +97,10 @@ def _float(text: str | None) -> float:
 
 
 def nb201_latency_target(column: str) -> Target:
+    """`1080ti_32` is a GPU at batch 32; `gold_6226` is a CPU model at batch 1 (a batch size in these
+    files is a power of two, a CPU's model number is not)."""
     device, _, batch = column.rpartition("_")
-    if batch.isdigit():
+    if device and batch.isdigit() and int(batch) & (int(batch) - 1) == 0:
         return Target(column, "latency", "ms", device, int(batch), log=True)
     return Target(column, "latency", "ms", column, 1, log=True)
 

@@ -179,6 +179,8 @@ def short_label(row: Row) -> str:
     """top-1, cifar10, CPU latency, GPU throughput: what a row predicts, in a word or two."""
     target = row.target
     if target.kind == "accuracy":
+        if target.label:  # "CIFAR-10 test accuracy, 200 epochs" -> "CIFAR-10 test, 200 ep"
+            return target.label.replace(" accuracy", "").replace(" epochs", " ep")
         return "ImageNet top-1" if target.column == "top1" else target.column.removesuffix("-test")
     return target.kind
 
