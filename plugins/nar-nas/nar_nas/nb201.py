@@ -1,6 +1,7 @@
 """The NAS-Bench-201 network (METHODS.md §3) for an architecture string, built as the benchmark's
-reference code runs it: `none` edges multiply by zero and skip edges pass their input on, so every
-one of the 15,625 cells is its own graph (the latency datasets timed these computations)."""
+reference code runs it: `none` edges multiply by zero and skip edges pass their input on, so cells
+that differ only in a `none` or skip edge are different graphs (the latency datasets timed these
+computations); only cells that sum the same terms in another order share one."""
 
 from __future__ import annotations
 
