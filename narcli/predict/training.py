@@ -98,7 +98,7 @@ def train_net(items: list[GraphInput], targets: np.ndarray, config: NetConfig, o
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimiser, config.lr, total_steps=max(steps, 4), pct_start=max(0.1, 2 / max(steps, 4)))
     log: list[dict] = []
     first = 0
-    chooser = _Chooser(selection, inputs, config) if selection is not None else None
+    chooser = _Chooser(selection, config) if selection is not None else None
     if checkpoint is not None and checkpoint.exists():
         state = torch.load(checkpoint, map_location=config.device, weights_only=True)
         if state.get("config") == config.to_dict() and state.get("rows") == len(items):
@@ -164,7 +164,7 @@ def train_net(items: list[GraphInput], targets: np.ndarray, config: NetConfig, o
 class _Chooser:
     """Scores the EMA weights on the selection rows each epoch and keeps the best epoch's."""
 
-    def __init__(self, selection: Selection, training: "_Inputs", config: NetConfig) -> None:
+    def __init__(self, selection: Selection, config: NetConfig) -> None:
         self.labels = np.asarray(selection.labels, dtype=np.float64)
         self.rows = np.flatnonzero(np.isfinite(self.labels))
         self.inputs = _Inputs([selection.items[i] for i in self.rows], config)
