@@ -53,10 +53,6 @@ def _boosted(features: np.ndarray, learnt: np.ndarray, train: np.ndarray, test: 
     return out
 
 
-def _raw(dataset: Dataset, learnt: np.ndarray) -> np.ndarray:
-    return _raw_of(dataset.targets, learnt)
-
-
 def _raw_of(targets: list, learnt: np.ndarray) -> np.ndarray:
     return np.stack([t.inverse(learnt[:, j]) for j, t in enumerate(targets)], 1)
 
@@ -111,9 +107,8 @@ def evaluate_nar_former(dataset: Dataset, train_size: int, seed: int = 0, config
     chosen_on = np.arange(train_size, min(len(dataset.names), train_size + max(selection_rows, 0)))
     config = config or NetConfig(seed=seed)
     selection = None
-    if len(chosen_on) >= 10:
-        scaled = (labels[chosen_on] - np.nanmean(labels[train], 0)) / np.maximum(np.nanstd(labels[train], 0), 1e-8)
-        selection = Selection([dataset.items[i] for i in chosen_on], scaled[:, 0], column=0)
+    if len(chosen_on) >= 10:  # tau reads ranks only, so the labels need no standardising
+        selection = Selection([dataset.items[i] for i in chosen_on], labels[chosen_on, 0], column=0)
     net = train_net([dataset.items[i] for i in train], labels[train], config, op_count, on_epoch, selection=selection)
     predicted = _raw_of(targets, predict_scaled(net, dataset.items)[0])
     base = _raw_of(targets, _boosted(baseline_features(dataset), labels, train, everything, seed))
@@ -179,8 +174,8 @@ def evaluate(dataset: Dataset, bundle: Path | None = None, train_size: int | Non
         base = _boosted(features, learnt, train, test, seed)
         result.update(mode="train-size", train_rows=int(len(train)), config=config.to_dict())
     truth = dataset.values[test]
-    result["columns"] = column_metrics(dataset.targets, _raw(dataset, predicted), truth)
-    result["baseline"] = column_metrics(dataset.targets, _raw(dataset, base), truth)
+    result["columns"] = column_metrics(dataset.targets, _raw_of(dataset.targets, predicted), truth)
+    result["baseline"] = column_metrics(dataset.targets, _raw_of(dataset.targets, base), truth)
     result["test_rows"] = int(len(test))
     result["kinds"] = {t.column: t.kind for t in dataset.targets}
     result["labels"] = {t.column: t.column if t.kind == "accuracy" else f"{t.device} {t.kind}" +

@@ -73,7 +73,7 @@ class Selection:
     on `column` and the best epoch's weights are kept."""
 
     items: list[GraphInput]
-    labels: np.ndarray  # (n,) in the target's learnt space; NaN rows are skipped
+    labels: np.ndarray  # (n,) any monotone form of the target (tau reads ranks); NaN rows are skipped
     column: int = 0
 
 
