@@ -68,7 +68,7 @@ def test_a_stored_measurement_is_reused(write, monkeypatch):
 
     model = write("tiny.py", TINY.format(width=8))
     options = ScanOptions(input_shapes=["1,16"])
-    first = runner.bench_target(str(model), repeat=2, options=options)
+    first = runner.bench_target(str(model), repeat=2, options=options, allow_busy=True)  # stored however busy
 
     def must_not_run(*args, **kwargs):
         raise AssertionError("measured again")
@@ -122,7 +122,8 @@ def test_an_interrupted_calibration_resumes(write, monkeypatch):
     from narcli.scan.scanner import ScanOptions
 
     files = [write(f"tiny{w}.py", TINY.format(width=w)) for w in (4, 64, 512, 2048)]
-    fake = [cal.Candidate(str(f), 1000 * (i + 1), 100 * (i + 1), {c: 1.0 + i for c in cal.CPU_COLUMNS}, np.zeros(0))
+    fake = [cal.Candidate(str(f), 1000 * (i + 1), 100 * (i + 1), {c: 1.0 + i for c in cal.CPU_COLUMNS}, np.zeros(0),
+                          parts=np.array([0.5, 0.2, 0.2, 0.1]) * (1.0 + i))
             for i, f in enumerate(files)]
     monkeypatch.setattr(cal, "candidates", lambda: fake)
     real_bench = __import__("narcli.bench.runner", fromlist=["bench_target"]).bench_target
@@ -137,9 +138,9 @@ def test_an_interrupted_calibration_resumes(write, monkeypatch):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        cal.calibrate("bench-test", models=4, repeat=2, report=interrupt_after_two)
-    resumed = []
-    head = cal.calibrate("bench-test", models=4, repeat=2, report=resumed.append)
+        cal.calibrate("bench-test", models=4, repeat=2, report=interrupt_after_two, allow_busy=True)
+    resumed = []  # allow_busy: this test is about resuming, whatever else the machine runs
+    head = cal.calibrate("bench-test", models=4, repeat=2, report=resumed.append, allow_busy=True)
     assert [line.endswith("(stored)") for line in resumed] == [True, True, False, False]
     assert len(head["models"]) == 4 and cal.calibrated_devices()["bench-test"]["name"] == "bench-test"
 
@@ -212,3 +213,53 @@ def test_calibration_reports_each_zoo_model_as_it_is_measured(monkeypatch):
     assert reported_before == [0, 1, 2]  # each model was reported before the next one was measured
     assert [c.name for c, _ in measured] == ["zoo/m0", "zoo/m1", "zoo/m2"]
     assert lines == [f"{i}/3 zoo/m{i - 1}: 2.00 ms" for i in (1, 2, 3)]
+
+
+def test_the_transfer_recovers_per_part_scales():
+    from narcli.bench.transfer import fit_head, predict_log
+
+    rng = np.random.default_rng(1)
+    parts = rng.uniform(0.1, 10, size=(30, 4)) * rng.uniform(0.1, 10, size=(30, 1))
+    truth = np.array([0.5, 1.0, 1.2, 2.0])  # dense work halves (two threads), call overhead doubles
+    y = np.log(parts @ truth) + rng.normal(scale=0.01, size=30)
+    head = fit_head(parts, y)
+    assert np.abs(predict_log(head, parts) - y).max() < 0.08
+    assert np.exp(head["scales"][0]) < np.exp(head["scales"][3])  # the parts are told apart
+    assert 0 < head["half"] < 0.1 and head["kind"] == "parts"
+
+
+def test_with_few_models_the_transfer_stays_one_scale():
+    from narcli.bench.transfer import fit_head
+
+    parts = np.array([[1.0, 0.1, 0.1, 0.1], [0.1, 1.0, 0.1, 0.1], [0.1, 0.1, 1.0, 0.1], [0.2, 0.2, 0.2, 0.2]])
+    y = np.log(parts.sum(1) * 3.0)  # this machine is 3x slower, the same for every part
+    head = fit_head(parts, y)
+    assert np.allclose(np.exp(head["scales"]), 3.0, rtol=0.05)
+
+
+def test_a_parts_head_answers_from_the_split_prediction_and_says_its_threads():
+    from narcli.predict.bundle import Row
+    from narcli.predict.datasets import Target
+
+    head = {"kind": "parts", "scales": [np.log(0.5)] * 4, "half": 0.2, "columns": list(cal.CPU_COLUMNS),
+            "models": [1, 2, 3], "device": {"name": "AMD EPYC", "threads": 2}}
+    cpu = [Row("reference", "r", Target(c, "latency", "ms", c, 1), 10.0, 8.0, 12.0, "ok", "", "x")
+           for c in cal.CPU_COLUMNS]
+    asked = []
+    (row,) = cal.device_rows(cpu, 10**9, {"mine": head}, lambda: asked.append(1) or np.array([4.0, 2.0, 2.0, 2.0]))
+    assert row.status == "ok" and row.value == pytest.approx(5.0) and asked == [1]
+    assert row.target.column == "mine" and "2 threads" in row.target.device and "2 threads" in row.trained_on
+    (row,) = cal.device_rows(cpu, 10**9, {"mine": head}, lambda: None)
+    assert row.status == "n/a" and "cannot be split" in row.reason
+
+
+def test_a_saved_parts_head_is_read_back_and_a_bad_one_is_named(monkeypatch, tmp_path):
+    from narcli.errors import StoreError
+
+    monkeypatch.setattr(cal, "devices_dir", lambda: tmp_path)
+    good = {"kind": "parts", "scales": [0.0, 0.1, 0.2, 0.3], "half": 0.2}
+    (tmp_path / "ok.json").write_text(json.dumps(good))
+    assert cal.calibrated_devices()["ok"]["scales"] == good["scales"]
+    (tmp_path / "bad.json").write_text(json.dumps(good | {"scales": [0.0, 0.1]}))
+    with pytest.raises(StoreError, match="bad.json"):
+        cal.calibrated_devices()

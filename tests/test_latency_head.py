@@ -142,3 +142,36 @@ def test_the_bundled_head_answers_for_the_zoo_kinds_beyond_timm():
     assert all(r.status == "ok" and r.low < r.value < r.high for r in answered.values()), \
         {k: r.reason for k, r in answered.items()}
     assert answered["resnet50"].value > answered["pyg/gcn_small_graph"].value * 10
+
+
+def test_kindred_operations_share_rates_and_a_slice_moves_no_memory():
+    graph = chain([("linear", 10**6), ("gru", 10**6), ("clamp", 0), ("slice", 0)])  # nodes 1-4
+    ops, _, work = lat.node_features(graph)
+    from narcli.encode.features import op_index
+
+    assert ops[3] == op_index("relu")  # a clamp costs as a relu
+    assert work[4, 1] == 0 and work[3, 1] > 0  # the slice is a view; the clamp reads and writes
+    head = head_for(seen=("input", "output", "linear", "gru", "relu", "slice"))
+    assert head.why_not(graph, lat.size_figures(graph)) == ("", "")  # the clamp counts as seen through its kin
+    kinds = lt._op_kinds(max(op_index("gru"), op_index("lstm"), op_index("conv2d")) + 1)
+    assert kinds[op_index("gru")] == kinds[op_index("lstm")] != kinds[op_index("conv2d")]  # a GRU starts from its kind
+
+
+def test_the_split_prediction_sums_to_the_prediction():
+    head = head_for()
+    graph = chain([("linear", 4_000_000), ("relu", 0), ("linear", 10_000), ("relu", 0)])
+    value, _, _ = head.predict(graph)
+    parts = head.parts(graph)
+    assert parts.shape == (len(lat.PARTS),) and (parts >= 0).all()
+    assert parts.sum() == pytest.approx(value, rel=1e-6)
+    assert parts[0] > 0  # the 4 M-MAC product is dense work; the 10 k one is not
+    assert head.parts(chain([("lstm", 10)])) is None  # not answered: never measured
+
+
+def test_a_gpu_head_names_itself_and_its_column(tmp_path):
+    head = head_for()
+    head.device = {"kind": "cuda", "name": "Test GPU", "threads": 0}
+    assert head.name == lat.GPU_HEAD_NAME and head.column == lat.GPU_COLUMN and "Test GPU" in head.title
+    lat.save_head(head, tmp_path)
+    loaded = lat.load_head(tmp_path)
+    assert loaded.gpu and loaded.column == "reference-cuda"

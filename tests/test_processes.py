@@ -206,3 +206,24 @@ def test_nar_killed_while_it_kills_a_child_leaves_no_child_stopped(tmp_path):
     proc.kill()
     proc.communicate(timeout=20)  # nothing is left holding nar's output pipes
     assert _gone(children, within=10), f"left running or stopped: {children}"
+
+
+def _square(value: int) -> int:
+    return value * value
+
+
+def test_the_pool_takes_a_task_only_when_a_worker_is_free():
+    """A generator may decide its next task from the results so far (a time budget, a retry)."""
+    from narcli.trace.pool import run_pool
+
+    seen: list[int] = []
+
+    def tasks():
+        for n in range(4):
+            yield f"t{n}", (n,)
+            assert len(seen) == n + 1, "the next task was asked for before this one's result"
+        if seen[-1] == 9:  # decided from a result: one more
+            yield "extra", (5,)
+
+    run_pool(_square, tasks(), lambda result: seen.append(result.value), jobs=1, timeout=60)
+    assert seen == [0, 1, 4, 9, 25]

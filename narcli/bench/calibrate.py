@@ -50,6 +50,8 @@ class Candidate:
     coarse: str = ""
     graph_hash: str = ""  # set for zoo models: measured in the pooled worker
     source: str = ""
+    family: str = ""
+    parts: np.ndarray | None = None  # the reference prediction split by how it parallelises (`with_parts`)
 
 
 def devices_dir() -> Path:
@@ -94,7 +96,8 @@ def candidates() -> list[Candidate]:
                 continue
             seen.add(model.graph_hash)
             found.append(Candidate(model.id, model.macs, model.params or 0, {REFERENCE_COLUMN: row.value},
-                                   np.zeros(0), model.coarse or "", model.graph_hash, model.source))
+                                   np.zeros(0), model.coarse or "", model.graph_hash, model.source,
+                                   model.family or ""))
     if not found:
         from narcli.zoo.plugins import install_line
 
@@ -113,6 +116,27 @@ def candidates() -> list[Candidate]:
         order.append(nxt)
         distance = np.minimum(distance, np.linalg.norm(z - z[nxt], axis=1))
     return [found[i] for i in order]
+
+
+def with_parts(chosen: list[Candidate]) -> list[Candidate]:
+    """The candidates with their reference prediction split into `latency.PARTS` (graphs read from
+    the zoo); those the reference head does not answer for are left out."""
+    from narcli.predict.bundle import load_bundle
+    from narcli.zoo.store import Zoo
+
+    head = load_bundle().latency
+    out = []
+    with Zoo() as zoo:
+        for candidate in chosen:
+            if candidate.parts is None:
+                try:
+                    model = zoo.resolve(candidate.name)
+                    candidate.parts = head.parts(zoo.graph(model), model.macs, model.params)
+                except NarError:  # gone from the zoo since the order was made
+                    continue
+            if candidate.parts is not None:
+                out.append(candidate)
+    return out
 
 
 def features(candidate_predicted: dict[str, float], macs: int, columns: tuple[str, ...] = CPU_COLUMNS) -> np.ndarray:
@@ -147,7 +171,7 @@ def apply(head: dict[str, Any], x: np.ndarray) -> np.ndarray:
 
 
 def measure_models(chosen: list[Candidate], threads: int | None, repeat: int, budget: float | None,
-                   report: Callable[[str], None]) -> list[tuple[Candidate, float]]:
+                   report: Callable[[str], None], allow_busy: bool = False) -> list[tuple[Candidate, float]]:
     """Each candidate's batch-1 latency on this CPU, in order: stored measurements are reused, zoo
     models are measured one after another in one long-lived worker (library imports and registries
     paid once: a fresh child per model cost 10-30 s), anything else through `bench_target`."""
@@ -171,13 +195,16 @@ def measure_models(chosen: list[Candidate], threads: int | None, repeat: int, bu
             note(candidate, stored["median_ms"], True)
     todo = [c for c in pooled if c.name not in found]
     if todo:
-        found.update(_measure_pooled(todo, info, repeat, budget, began, report, note))
+        found.update(_measure_pooled(todo, info, repeat, budget, began, report, note, allow_busy))
     out = []
     for candidate in chosen:
         if candidate.name not in found and not candidate.graph_hash:
             if budget is not None and time.perf_counter() - began > budget:
                 break
-            result = bench_target(candidate.name, 1, "cpu", threads, repeat, reuse=True)
+            result = bench_target(candidate.name, 1, "cpu", threads, repeat, reuse=True, allow_busy=allow_busy)
+            if result.busy and not allow_busy:
+                report(f"busy: {candidate.name} left out (the machine was busy while timing it)")
+                continue
             found[candidate.name] = (result.median_ms, result.reused)
             note(candidate, result.median_ms, result.reused)
         if candidate.name in found:
@@ -189,25 +216,42 @@ def measure_models(chosen: list[Candidate], threads: int | None, repeat: int, bu
 
 def _measure_pooled(todo: list[Candidate], info: Any, repeat: int, budget: float | None, began: float,
                     report: Callable[[str], None], note: Callable[[Candidate, float, bool], None],
-                    ) -> dict[str, tuple[float, bool]]:
+                    allow_busy: bool = False) -> dict[str, tuple[float, bool]]:
     from narcli.bench import store
+    from narcli.bench.quiet import wait_for_quiet
     from narcli.bench.reference import measure_zoo_model
     from narcli.trace.pool import TaskResult, run_pool
 
     protocol = {"repeat": repeat, "warmup_runs": 3, "warmup_seconds": 0.5, "max_seconds": None, "min_repeat": repeat}
     by_name = {c.name: c for c in todo}
     found: dict[str, tuple[float, bool]] = {}
+    again: list[Candidate] = []  # timed on a busy machine: once more, when it is quiet
+    tries: dict[str, int] = {}
 
     def tasks():
-        for candidate in todo:
+        queue = list(todo)
+        while queue or again:
+            candidate = queue.pop(0) if queue else again.pop()
             if budget is not None and time.perf_counter() - began > budget:
                 return
+            if tries.get(candidate.name) and not wait_for_quiet(300, report):
+                report("the machine stayed busy for 300 s; stopping (run again to resume)")
+                return
+            tries[candidate.name] = tries.get(candidate.name, 0) + 1
             yield candidate.name, (candidate.source, candidate.name, info.threads, protocol)
 
     def on_result(result: TaskResult) -> None:
         candidate = by_name[result.key]
         if not result.ok:
             report(f"could not measure {candidate.name}: {result.message[:100]}")
+            return
+        verdict = result.value.get("quiet") or {}
+        if verdict.get("busy") and not allow_busy:
+            retry = tries[candidate.name] < 2
+            if retry:
+                again.append(candidate)
+            report(f"busy: {candidate.name} not stored ({'; '.join(verdict.get('reasons', []))})"
+                   + ("; measured again once quiet" if retry else "; left out"))
             return
         value = result.value | {"name": candidate.name, "graph_hash": candidate.graph_hash, "batch": 1,
                                 "device": info.to_dict(), "params": candidate.params, "macs": candidate.macs}
@@ -220,7 +264,8 @@ def _measure_pooled(todo: list[Candidate], info: Any, repeat: int, budget: float
 
 
 def calibrate(name: str = "local", models: int = 20, budget: float | None = None, threads: int | None = None,
-              repeat: int = 20, report: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
+              repeat: int = 20, report: Callable[[str], None] = lambda line: None,
+              allow_busy: bool = False) -> dict[str, Any]:
     """Measure `models` chosen zoo models (within `budget` seconds), fit and save the device head."""
     from narcli.bench.device import device_info
 
@@ -229,24 +274,34 @@ def calibrate(name: str = "local", models: int = 20, budget: float | None = None
         raise UsageError(f"--models must be between 3 and 500, not {models}")
     if budget is not None and not 0 < budget <= 86_400:
         raise UsageError(f"--budget must be between 0 and 86,400 seconds, not {budget}")
-    chosen = candidates()[:models]
+    from narcli.bench.transfer import fit_head
+
+    chosen = with_parts(candidates()[:models])
     with measuring("cpu"):  # the whole calibration: no other measurement may interleave with it
-        measured = measure_models(chosen, threads, repeat, budget, report)
+        measured = measure_models(chosen, threads, repeat, budget, report, allow_busy)
     if len(measured) < 3:
         raise NarError(f"only {len(measured)} models measured; calibration needs at least 3 (raise --budget)")
-    x = np.stack([features(c.predicted, c.macs) for c, _ in measured])
+    parts = np.stack([c.parts for c, _ in measured])
     y = np.log([ms for _, ms in measured])
-    head = fit(x, y) | {"name": name, "device": device_info("cpu", threads).to_dict(), "batch": 1,
-                        "models": [{"name": c.name, "ms": ms} for c, ms in measured],
-                        "columns": list(CPU_COLUMNS), "created": time.strftime("%Y-%m-%d %H:%M:%S")}
+    head = fit_head(parts, y) | {"name": name, "device": device_info("cpu", threads).to_dict(), "batch": 1,
+                                 "models": [{"name": c.name, "ms": ms} for c, ms in measured],
+                                 "columns": list(CPU_COLUMNS), "created": time.strftime("%Y-%m-%d %H:%M:%S")}
     devices_dir().mkdir(parents=True, exist_ok=True)
     path = write_text(devices_dir() / f"{name}.json", json.dumps(head, indent=2) + "\n")
-    return head | {"path": str(path)}
+    return head | {"path": str(path), "half_width_pct": round((math.exp(head["half"]) - 1) * 100, 1)}
 
 
 def _read_head(path: Path) -> dict[str, Any]:
     """A saved device head; ValueError (or OSError) when the file is not one `calibrate` wrote."""
     head = json.loads(path.read_text())
+    if isinstance(head, dict) and head.get("kind") == "parts":
+        from narcli.predict.latency import PARTS
+
+        scales, half = head.get("scales"), head.get("half")
+        if not isinstance(scales, list) or len(scales) != len(PARTS) or \
+                not all(isinstance(v, (int, float)) and math.isfinite(v) for v in scales + [half]):
+            raise ValueError("its fitted scales do not fit together")
+        return head
     if not isinstance(head, dict) or not all(isinstance(head.get(k), list) for k in ("mean", "std", "weights")):
         raise ValueError("not a device head")
     if not len(head["mean"]) == len(head["std"]) == len(head["weights"]) or \
@@ -296,95 +351,45 @@ def repair_devices() -> str | None:
     return f"set the damaged device heads {', '.join(moved)} aside in {folder}" if moved else None
 
 
-def device_rows(rows: list, macs: int, devices: dict[str, dict[str, Any]] | None = None) -> list:
-    """Rows for the calibrated devices, from the reference-CPU prediction of the same model (or, for a
-    head fitted before it existed, the timm CPU columns')."""
+def device_rows(rows: list, macs: int, devices: dict[str, dict[str, Any]] | None = None,
+                parts: Callable[[], np.ndarray | None] | None = None) -> list:
+    """Rows for the calibrated devices. A head fitted on the parts of the reference prediction needs
+    them (`parts()`, asked for once, only when such a head exists); one fitted before (on the whole
+    reference prediction and MACs, or the timm CPU columns) needs only the rows."""
     from narcli.predict.bundle import Row
     from narcli.predict.datasets import Target
 
     devices = calibrated_devices() if devices is None else devices
     out = []
     cpu = {r.target.column: r for r in rows if r.target.kind == "latency"}
+    split: list[np.ndarray | None] = []
     for name, head in devices.items():
-        target = Target(name, "latency", "ms", name, 1, log=True)
-        trained = f"calibrated on this machine with {len(head.get('models', []))} zoo models ({head.get('created', '?')})"
+        device = head.get("device") or {}
+        threads = device.get("threads")
+        label = (f"{name} ({device.get('name', 'this CPU')}, {threads} thread{'s' * (threads != 1)})"
+                 if isinstance(threads, int) and threads else name)
+        target = Target(name, "latency", "ms", label, 1, log=True)
+        trained = (f"calibrated on this machine ({device.get('name', '?')}, {threads or '?'} threads) with "
+                   f"{len(head.get('models', []))} zoo models ({head.get('created', '?')})")
         usable = [cpu.get(c) for c in head.get("columns", CPU_COLUMNS)]
         if not usable or any(r is None or r.status != "ok" for r in usable) or macs <= 0:
             why = next((r for r in usable if r is not None and r.status != "ok"), None)
             reason = why.reason if why else "the reference CPU latency does not apply"
             out.append(Row("device", f"device {name}", target, None, None, None, "n/a", reason, trained))
             continue
-        x = np.array([math.log(r.value) for r in usable if r is not None and r.value] + [math.log(macs)])
-        centre = float(apply(head, x)[0])
+        if head.get("kind") == "parts":
+            from narcli.bench.transfer import predict_log
+
+            if not split:
+                split.append(parts() if parts is not None else None)
+            if split[0] is None:
+                out.append(Row("device", f"device {name}", target, None, None, None, "n/a",
+                               "the reference prediction cannot be split for this model", trained))
+                continue
+            centre = float(predict_log(head, split[0])[0])
+        else:
+            x = np.array([math.log(r.value) for r in usable if r is not None and r.value] + [math.log(macs)])
+            centre = float(apply(head, x)[0])
         out.append(Row("device", f"device {name}", target, math.exp(centre), math.exp(centre - head["half"]),
                        math.exp(centre + head["half"]), "ok", "", trained))
     return out
-
-
-def _scores(predicted: np.ndarray, true: np.ndarray) -> dict[str, float]:
-    from narcli.predict.metrics import mape, within
-
-    return {"mape": round(mape(predicted, true), 2), "within10": round(within(predicted, true), 1)}
-
-
-def held_out_models(rest: list[Candidate], count: int) -> list[Candidate]:
-    """`count` models of every coarse class, each class's share spread evenly over its MACs range."""
-    by_kind: dict[str, list[Candidate]] = {}
-    for candidate in sorted(rest, key=lambda c: c.macs):
-        by_kind.setdefault(candidate.coarse, []).append(candidate)
-    quota = {kind: 0 for kind in by_kind}
-    while sum(quota.values()) < min(count, len(rest)):  # deal seats round-robin, smallest classes fill first
-        for kind in sorted(by_kind, key=lambda k: len(by_kind[k])):
-            if quota[kind] < len(by_kind[kind]) and sum(quota.values()) < count:
-                quota[kind] += 1
-    out = []
-    for kind, models in by_kind.items():
-        if quota[kind]:
-            out += [models[i] for i in np.unique(np.linspace(0, len(models) - 1, quota[kind]).round().astype(int))]
-    return out
-
-
-def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 50, threads: int | None = None,
-                         repeat: int = 20, report: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
-    """Calibrate on the first K chosen models for each K; score on `held_out` other zoo models of
-    every coarse class, beside (a) a MACs-only linear fit and (b) the reference head's prediction
-    rescaled by the K points' median ratio."""
-    if not ks or min(ks) < 3 or max(ks) > 200:
-        raise UsageError("--ks: calibration sizes between 3 and 200")
-    if not 10 <= held_out <= 500:
-        raise UsageError(f"--held-out must be between 10 and 500, not {held_out}")
-    order = candidates()
-    pool, rest = order[: max(ks)], order[max(ks):]
-    if len(rest) < held_out:
-        raise NarError(f"only {len(rest)} zoo models left for the held-out set")
-    test = held_out_models(rest, held_out)
-    report(f"measuring {len(pool)} calibration candidates and {len(test)} held-out models")
-    with measuring("cpu"):
-        calibration = measure_models(pool, threads, repeat, None, report)
-        evaluation = measure_models(test, threads, repeat, None, report)
-    truth = np.array([ms for _, ms in evaluation])
-    x_test = np.stack([features(c.predicted, c.macs) for c, _ in evaluation])
-    macs_test = np.array([c.macs for c, _ in evaluation], dtype=np.float64)
-    reference_test = np.array([c.predicted[REFERENCE_COLUMN] for c, _ in evaluation])
-    rows = []
-    for k in ks:
-        chosen = calibration[:k]
-        x = np.stack([features(c.predicted, c.macs) for c, _ in chosen])
-        y = np.array([ms for _, ms in chosen])
-        head = fit(x, np.log(y))
-        ours = np.exp(apply(head, x_test))
-        inside = np.abs(np.log(truth) - apply(head, x_test)) <= head["half"]
-        a, b = np.polyfit(np.array([c.macs for c, _ in chosen], dtype=np.float64), y, 1)
-        macs_only = np.maximum(a * macs_test + b, 1e-3)
-        scale = float(np.median(y / np.array([c.predicted[REFERENCE_COLUMN] for c, _ in chosen])))
-        rows.append({"k": k, "calibrated": _scores(ours, truth), "macs_linear": _scores(macs_only, truth),
-                     "reference_rescaled": _scores(reference_test * scale, truth) | {"scale": round(scale, 3)},
-                     "coverage90": round(float(inside.mean() * 100), 1)})
-    kinds: dict[str, int] = {}
-    for c, _ in evaluation:
-        kinds[c.coarse] = kinds.get(c.coarse, 0) + 1
-    return {"held_out": [{"name": c.name, "ms": ms, "gmacs": round(c.macs / 1e9, 3), "coarse": c.coarse}
-                         for c, ms in evaluation],
-            "calibration": [{"name": c.name, "ms": ms, "coarse": c.coarse} for c, ms in calibration], "results": rows,
-            "gmacs_range": [round(float(macs_test.min()) / 1e9, 3), round(float(macs_test.max()) / 1e9, 3)],
-            "kinds": kinds}

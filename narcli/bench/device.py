@@ -18,10 +18,11 @@ class DeviceInfo:
     name: str  # "AMD EPYC 7B13" / "NVIDIA H100 80GB HBM3"
     torch: str
     threads: int
+    machine: str = ""  # digest of `machine_fingerprint()`: two VMs both called "AMD EPYC" differ 2-3x
 
     @property
     def key(self) -> str:
-        text = f"{self.kind}|{self.name}|{self.torch}|{self.threads}"
+        text = f"{self.kind}|{self.name}|{self.torch}|{self.threads}" + (f"|{self.machine}" if self.machine else "")
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
     def to_dict(self) -> dict:
@@ -41,6 +42,35 @@ def cpu_name() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine() or "cpu"
+
+
+def machine_fingerprint() -> dict[str, object]:
+    """What tells one CPU machine from another beyond its model name: core count, cache size, the
+    instruction-set flags (AVX-512, AMX…), memory and kernel. Read from /proc where it is there."""
+    info: dict[str, object] = {"name": cpu_name(), "cores": os.cpu_count() or 1, "machine": platform.machine(),
+                               "system": platform.system()}
+    try:
+        with open("/proc/cpuinfo") as handle:
+            text = handle.read(1 << 16)
+        fields = dict(line.split(":", 1) for line in text.split("\n\n", 1)[0].splitlines() if ":" in line)
+        fields = {k.strip(): v.strip() for k, v in fields.items()}
+        info["cache"] = fields.get("cache size", "")
+        flags = sorted(fields.get("flags", "").split())
+        info["flags"] = hashlib.sha256(" ".join(flags).encode()).hexdigest()[:12] if flags else ""
+        info["vector"] = " ".join(f for f in flags if f.startswith(("avx512f", "avx2", "amx", "avx_vnni", "fma")))
+    except OSError:
+        pass
+    try:
+        with open("/proc/meminfo") as handle:
+            info["memory_gib"] = round(int(handle.readline().split()[1]) / 2**20)
+    except (OSError, ValueError, IndexError):
+        pass
+    return info
+
+
+def machine_digest() -> str:
+    text = "|".join(f"{k}={v}" for k, v in sorted(machine_fingerprint().items()) if k not in ("name", "system"))
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
 def check_device(kind: str) -> None:
@@ -73,7 +103,7 @@ def device_info(kind: str, threads: int | None) -> DeviceInfo:
         import torch
 
         return DeviceInfo("cuda", torch.cuda.get_device_name(0), torch.__version__, 0)
-    return DeviceInfo("cpu", cpu_name(), torch_version(), threads or len(os.sched_getaffinity(0)))
+    return DeviceInfo("cpu", cpu_name(), torch_version(), threads or len(os.sched_getaffinity(0)), machine_digest())
 
 
 def available_bytes(kind: str) -> int:

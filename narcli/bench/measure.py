@@ -23,6 +23,7 @@ class Measurement:
     warmup: int
     times_ms: list[float]
     warmup_ms: float = 0.0  # time spent warming up (what a run costs beyond the timed runs is the rest)
+    quiet: dict | None = None  # `quiet.Quietness` of the timed runs, when they were watched
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -36,10 +37,14 @@ def check_repeat(repeat: int) -> None:
 def time_runs(run: Callable[[], None], repeat: int, timer: Callable[[], float] = time.perf_counter,
               sync: Callable[[], None] = lambda: None, warmup_runs: int = WARMUP_RUNS,
               warmup_seconds: float = WARMUP_SECONDS, max_seconds: float | None = None,
-              min_repeat: int = 5) -> Measurement:
+              min_repeat: int = 5, watch_threads: int | None = None) -> Measurement:
     """Warm up (at least `warmup_runs` runs and `warmup_seconds`), then time `repeat` runs — or,
     with `max_seconds`, stop early once that much timed running is done and `min_repeat` runs are
-    in (the reference dataset's protocol: a slow model gets fewer runs, never fewer than five)."""
+    in (the reference dataset's protocol: a slow model gets fewer runs, never fewer than five).
+    With `watch_threads` (the CPU threads the runs were given; 0 for a GPU), the machine is watched
+    around the timed runs and the verdict (`quiet.assess`) comes with the measurement."""
+    from narcli.bench import quiet
+
     check_repeat(repeat)
     warmup, began = 0, timer()
     while warmup < warmup_runs or timer() - began < warmup_seconds:
@@ -50,6 +55,7 @@ def time_runs(run: Callable[[], None], repeat: int, timer: Callable[[], float] =
             break
     warmed = (timer() - began) * 1000
     times: list[float] = []
+    before = quiet.sample() if watch_threads is not None else None
     for _ in range(repeat):
         start = timer()
         run()
@@ -57,8 +63,29 @@ def time_runs(run: Callable[[], None], repeat: int, timer: Callable[[], float] =
         times.append((timer() - start) * 1000)
         if max_seconds is not None and len(times) >= min_repeat and sum(times) >= max_seconds * 1000:
             break
+    # watched runs that jitter (a small model at several threads) go on, up to 4x as many runs and
+    # 3 s, so that their median steadies
+    while before is not None and max_seconds is None and len(times) < 4 * repeat and sum(times) < 3000 \
+            and _spread(times) > quiet.SPREAD_LIMIT:
+        start = timer()
+        run()
+        sync()
+        times.append((timer() - start) * 1000)
+    after = quiet.sample() if before is not None else None
     quartiles = statistics.quantiles(times, n=4) if len(times) >= 2 else [times[0]] * 3
-    return Measurement(statistics.median(times), quartiles[2] - quartiles[0], len(times), warmup, times, warmed)
+    median, iqr = statistics.median(times), quartiles[2] - quartiles[0]
+    verdict = None
+    if before is not None and after is not None:
+        spread = iqr / median if median > 0 and len(times) >= 5 else 0.0
+        verdict = quiet.assess(before, after, watch_threads or 0, spread).to_dict()
+    return Measurement(median, iqr, len(times), warmup, times, warmed, verdict)
+
+
+def _spread(times: list[float]) -> float:
+    if len(times) < 5:
+        return 0.0
+    quartiles = statistics.quantiles(times, n=4)
+    return (quartiles[2] - quartiles[0]) / max(statistics.median(times), 1e-12)
 
 
 def required_bytes(params: int, activations: int, batch: int) -> int:

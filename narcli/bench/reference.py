@@ -81,26 +81,31 @@ def candidates(max_gmacs: float = MAX_GMACS, max_params: float = MAX_PARAMS,
     return order
 
 
-def measure_zoo_model(source: str, model_id: str, threads: int, protocol: dict[str, Any] | None = None
-                      ) -> dict[str, Any]:
+def measure_zoo_model(source: str, model_id: str, threads: int, protocol: dict[str, Any] | None = None,
+                      device: str = "cpu") -> dict[str, Any]:
     """In a long-lived worker: build `model_id` on meta, give it weights, time it by `protocol`
-    (default: the reference PROTOCOL)."""
+    (default: the reference PROTOCOL) on `device`, watching the machine while it runs (`quiet`).
+    On the CPU the worker is pinned to `threads` CPUs; on CUDA every run is synchronised."""
     import gc
 
     import torch
 
     from narcli.bench.measure import time_runs
+    from narcli.bench.quiet import pin
     from narcli.bench.runner import _listed, example_inputs, fill_weights
     from narcli.trace.compat import ensure_torchvision_importable
     from narcli.zoo.plugins import zoo_sources
 
     ensure_torchvision_importable()
-    torch.set_num_threads(threads)
+    cpu = device == "cpu"
+    pinned = pin(threads) if cpu else []
+    torch.set_num_threads(threads if cpu else max(threads, 1))
     torch.set_flush_denormal(True)  # random weights must not time denormal arithmetic
     name = model_id.split("/", 1)[1]
     built = zoo_sources()[source].build(_listed(source, zoo_sources()[source])[name])
-    module = fill_weights(built.module).eval()
-    inputs = example_inputs(built.inputs, 1)
+    module = fill_weights(built.module).eval().to(device)
+    inputs = [x.to(device) for x in example_inputs(built.inputs, 1)]
+    sync = (lambda: None) if cpu else torch.cuda.synchronize
 
     def run() -> None:
         with torch.inference_mode():
@@ -108,23 +113,37 @@ def measure_zoo_model(source: str, model_id: str, threads: int, protocol: dict[s
 
     chosen = PROTOCOL | (protocol or {})
     try:
-        measured = time_runs(run, chosen["repeat"], warmup_runs=chosen["warmup_runs"],
+        measured = time_runs(run, chosen["repeat"], sync=sync, warmup_runs=chosen["warmup_runs"],
                              warmup_seconds=chosen["warmup_seconds"], max_seconds=chosen["max_seconds"],
-                             min_repeat=chosen["min_repeat"])
+                             min_repeat=chosen["min_repeat"], watch_threads=threads if cpu else 0)
     finally:
         del module, inputs, built
         gc.collect()
-    return measured.to_dict()
+        if not cpu:
+            torch.cuda.empty_cache()
+    return measured.to_dict() | {"pinned": pinned}
+
+
+def reference_value(measured: dict[str, Any], name: str, graph_hash: str, params: int, macs: int, info: Any,
+                    fingerprint: dict[str, Any]) -> dict[str, Any]:
+    """A reference measurement as bench.db stores it."""
+    return measured | {"name": name, "graph_hash": graph_hash, "batch": 1, "device": info.to_dict(), "params": params,
+                       "macs": macs, "protocol": "reference", "fingerprint": fingerprint}
 
 
 def collect(budget: float | None = None, max_gmacs: float = MAX_GMACS, max_params: float = MAX_PARAMS,
             sources: list[str] | None = None, limit: int | None = None, timeout: float = 300.0,
-            retry_failed: bool = False, report: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
-    """Measure the reference set on this CPU until done, `limit` new models, or `budget` seconds."""
+            retry_failed: bool = False, report: Callable[[str], None] = lambda line: None,
+            device: str = "cpu", allow_busy: bool = False, quiet_wait: float = 300.0) -> dict[str, Any]:
+    """Measure the reference set on this CPU (or GPU) until done, `limit` new models, or `budget`
+    seconds. A model timed while other processes used the CPU is not stored: the run waits (at most
+    `quiet_wait` s) for the machine to be quiet and tries it once more; still busy, it is left for
+    a later run (`allow_busy` stores such timings, flagged)."""
     from narcli.bench import store
     from narcli.bench.device import available_bytes, device_info
     from narcli.bench.lock import measuring
     from narcli.bench.measure import required_bytes
+    from narcli.bench.quiet import wait_for_quiet
     from narcli.bench.runner import activations_per_sample
     from narcli.trace.pool import TaskResult, run_pool
     from narcli.zoo.store import Zoo, bundled_zoo_path
@@ -135,7 +154,10 @@ def collect(budget: float | None = None, max_gmacs: float = MAX_GMACS, max_param
         raise UsageError(f"--max-gmacs must be positive, not {max_gmacs}")
     from narcli.zoo.plugins import zoo_sources
 
-    info = device_info("cpu", THREADS)
+    from narcli.bench.device import machine_fingerprint
+
+    info = device_info(device, THREADS if device == "cpu" else None)
+    fingerprint = machine_fingerprint()
     picks = candidates(max_gmacs, max_params, sources)
     installed = set(zoo_sources())  # a model is built through its source's plugin
     missing = sorted({p.source for p in picks if p.source not in installed})
@@ -147,14 +169,25 @@ def collect(budget: float | None = None, max_gmacs: float = MAX_GMACS, max_param
     todo = [p for p in picks if p.graph_hash not in done]
     report(f"{len(picks):,} distinct architectures within {max_gmacs:g} GMACs; {len(picks) - len(todo):,} already "
            f"stored, {len(todo):,} to measure on {info.describe()}")
-    counts = {"measured": 0, "failed": 0, "skipped": 0}
+    counts = {"measured": 0, "failed": 0, "skipped": 0, "busy": 0}
     began = time.perf_counter()
     by_id = {p.id: p for p in todo}
+    again: list[Pick] = []  # timed on a busy machine: measured once more, after it is quiet
+    tries: dict[str, int] = defaultdict(int)
+
+    def queue() -> Iterator[Pick]:
+        for pick in todo:
+            yield pick
+            while again:
+                yield again.pop()
 
     def tasks() -> Iterator[tuple[str, tuple]]:
         with Zoo([bundled_zoo_path()]) as zoo:
-            for n, pick in enumerate(todo):
+            for n, pick in enumerate(queue()):
                 if (budget is not None and time.perf_counter() - began > budget) or (limit and n >= limit):
+                    return
+                if tries[pick.id] and not wait_for_quiet(quiet_wait, report):
+                    report(f"the machine stayed busy for {quiet_wait:g} s; stopping (a later run resumes)")
                     return
                 try:
                     graph = zoo.graph(zoo.resolve(pick.id))
@@ -163,19 +196,25 @@ def collect(budget: float | None = None, max_gmacs: float = MAX_GMACS, max_param
                     counts["failed"] += 1
                     continue
                 needed = required_bytes(pick.params, activations_per_sample(graph), 1)
-                if needed > 0.8 * available_bytes("cpu"):
+                if needed > 0.8 * available_bytes(device):
                     store.save_failure(pick.graph_hash, 1, info.key, pick.id, "memory",
                                        f"needs about {needed / 2**30:.1f} GiB")
                     counts["skipped"] += 1
                     continue
-                yield pick.id, (pick.source, pick.id, THREADS)
+                tries[pick.id] += 1
+                yield pick.id, (pick.source, pick.id, THREADS, None, device)
 
     def on_result(result: TaskResult) -> None:
         pick = by_id[result.key]
+        if result.ok and (result.value.get("quiet") or {}).get("busy") and not allow_busy:
+            counts["busy"] += 1
+            reasons = "; ".join(result.value["quiet"]["reasons"])
+            if tries[pick.id] < 2:
+                again.append(pick)
+            report(f"busy: {pick.id} not stored ({reasons})" + ("; measured again once quiet" if tries[pick.id] < 2 else ""))
+            return
         if result.ok:
-            value = result.value | {"name": pick.id, "graph_hash": pick.graph_hash, "batch": 1,
-                                    "device": info.to_dict(), "params": pick.params, "macs": pick.macs,
-                                    "protocol": "reference"}
+            value = reference_value(result.value, pick.id, pick.graph_hash, pick.params, pick.macs, info, fingerprint)
             store.save(pick.graph_hash, 1, info.key, pick.id, value)
             counts["measured"] += 1
             report(f"{counts['measured']:,} {pick.id}: {value['median_ms']:.3g} ms ({result.seconds:.1f} s)")
@@ -184,7 +223,7 @@ def collect(budget: float | None = None, max_gmacs: float = MAX_GMACS, max_param
             counts["failed"] += 1
             report(f"failed {pick.id}: {result.reason} {result.message[:100]}")
 
-    with measuring("cpu"):
+    with measuring(device):
         run_pool(measure_zoo_model, tasks(), on_result, jobs=1, timeout=timeout, tasks_per_worker=400,
                  max_rss=6 << 30)
     stored = store.known(info.key, 1, include_failed=False)
@@ -192,20 +231,39 @@ def collect(budget: float | None = None, max_gmacs: float = MAX_GMACS, max_param
                      "seconds": round(time.perf_counter() - began, 1), "device": info.to_dict()}
 
 
-def export(folder: Path, min_rows: int = 1) -> dict[str, Any]:
-    """Write this machine's reference measurements as CSV + card into `folder`."""
+def _device_of(device: str) -> dict[str, Any]:
+    """The fingerprint (a DeviceInfo dict) whose reference measurements to export: this CPU at one
+    thread; for cuda, the GPU with the most reference rows in the store (exported where it was
+    measured or anywhere the store was copied to)."""
     from narcli.bench import store
-    from narcli.bench.device import device_info
+    from narcli.bench.device import check_device, device_info
+
+    if device == "cpu":
+        return device_info("cpu", THREADS).to_dict()
+    if device != "cuda":
+        check_device(device)
+    found = store.devices("cuda", 1)
+    if not found:
+        raise NarError("no CUDA reference measurements in the store; run `nar bench --zoo --device cuda` on a GPU first")
+    return max(found, key=lambda d: d["rows"])
+
+
+def export(folder: Path, min_rows: int = 1, device: str = "cpu") -> dict[str, Any]:
+    """Write this machine's reference measurements on `device` as CSV + card into `folder`."""
+    from narcli.bench import store
     from narcli.zoo.store import Zoo, bundled_zoo_path
 
-    info = device_info("cpu", THREADS)
-    measured = store.measurements(info.key, 1)
-    failures = store.failures(info.key, 1)
-    rows = []
+    info = _device_of(device)
+    measured = store.measurements(info["key"], 1)
+    failures = store.failures(info["key"], 1)
+    rows, others, fingerprint = [], [], {}
     with Zoo([bundled_zoo_path()]) as zoo:
         for graph_hash, result in measured.items():
             if result.get("protocol") != "reference":
                 continue
+            fingerprint = result.get("fingerprint") or fingerprint
+            if (result.get("quiet") or {}).get("other_cpu") is not None:
+                others.append(result["quiet"]["other_cpu"])
             model = zoo.resolve(result["name"])
             rows.append({"graph_hash": graph_hash, "model": model.id, "source": model.source,
                          "family": model.family or "", "coarse": model.coarse or "", "params": model.params or 0,
@@ -223,7 +281,11 @@ def export(folder: Path, min_rows: int = 1) -> dict[str, Any]:
     for graph_hash, reason in failures.items():
         if graph_hash not in measured:  # failed once, measured on a retry
             reasons[reason] += 1
-    card = {"device": info.to_dict(), "protocol": PROTOCOL, "rows": len(rows),
+    quietness = {"watched": len(others), "other_cpu_median": round(float(sorted(others)[len(others) // 2]), 3)
+                 if others else None, "other_cpu_max": round(max(others), 3) if others else None}
+    device_card = {k: v for k, v in info.items() if k not in ("rows",)}
+    card = {"device": device_card, "fingerprint": fingerprint, "quietness": quietness,
+            "protocol": PROTOCOL | ({"threads": 0} if device != "cpu" else {}), "rows": len(rows),
             "unmeasured": dict(sorted(reasons.items())), "created": time.strftime("%Y-%m-%d"),
             "by_source": _count(rows, "source"), "by_coarse": _count(rows, "coarse")}
     write_text(folder / CARD_NAME, json.dumps(card, indent=2) + "\n")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +33,16 @@ class BenchResult:
     reused: bool = False
     times_ms: list[float] = field(default_factory=list)
     warmup_ms: float = 0.0
+    quiet: dict[str, Any] | None = None  # `quiet.Quietness`: was the machine quiet while timing
+    pinned: list[int] = field(default_factory=list)  # the CPUs the measuring process was held to
+    stored: bool = False  # kept in bench.db (a busy machine's timing is not, unless allowed)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.quiet and self.quiet.get("busy"))
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items()}
+        return {k: v for k, v in self.__dict__.items()} | {"busy": self.busy}
 
 
 @dataclass
@@ -91,9 +98,12 @@ def _resolve(text: str, options: Any) -> tuple[_Request, Any, int, int]:
 
 
 def bench_target(text: str, batch: int = 1, device: str = "cpu", threads: int | None = None, repeat: int = 20,
-                 options: Any = None, timeout: float = 600.0, reuse: bool = False) -> BenchResult:
+                 options: Any = None, timeout: float = 600.0, reuse: bool = False,
+                 allow_busy: bool = False) -> BenchResult:
     """Measure the model `text` names; with `reuse`, a stored measurement of the same graph, batch
-    and device is returned instead of measuring again."""
+    and device is returned instead of measuring again. The machine is watched while timing
+    (`quiet`); a timing taken on a busy machine is returned, flagged, and not stored unless
+    `allow_busy`."""
     if not 1 <= batch <= 65_536:
         raise UsageError(f"--batch must be between 1 and 65,536, not {batch}")
     check_repeat(repeat)
@@ -104,7 +114,8 @@ def bench_target(text: str, batch: int = 1, device: str = "cpu", threads: int | 
     if reuse:
         stored = store.load(graph_hash, batch, info.key)
         if stored:
-            return BenchResult(**{**stored, "reused": True})
+            known = {f.name for f in fields(BenchResult)}  # a row stored by another version may carry more
+            return BenchResult(**{k: v for k, v in stored.items() if k in known} | {"reused": True, "stored": True})
     check_fits(params, activations_per_sample(graph), batch, available_bytes(device))
     request.batch, request.device, request.threads, request.repeat = batch, device, info.threads, repeat
     from narcli.trace.isolation import run_isolated
@@ -113,18 +124,24 @@ def bench_target(text: str, batch: int = 1, device: str = "cpu", threads: int | 
         measured = run_isolated(measure_in_child, (request,), timeout, f"benchmarking {request.name}")
     result = BenchResult(request.name, graph_hash, batch, info.to_dict(), measured["median_ms"], measured["iqr_ms"],
                          measured["runs"], measured["warmup"], params, macs, times_ms=measured["times_ms"],
-                         warmup_ms=measured.get("warmup_ms", 0.0))
-    store.save(graph_hash, batch, info.key, request.name, result.to_dict())
+                         warmup_ms=measured.get("warmup_ms", 0.0), quiet=measured.get("quiet"),
+                         pinned=measured.get("pinned", []))
+    if allow_busy or not result.busy:
+        result.stored = True
+        store.save(graph_hash, batch, info.key, request.name, result.to_dict())
     return result
 
 
 # -- in the child ---------------------------------------------------------------------------------
 def measure_in_child(request: _Request) -> dict[str, Any]:
     from narcli.bench.measure import time_runs
+    from narcli.bench.quiet import pin
 
+    pinned = pin(request.threads) if request.device == "cpu" else []
+    watch = request.threads if request.device == "cpu" else 0
     if request.kind == "onnx":
         run = _onnx_runner(request)
-        return time_runs(run, request.repeat).to_dict()
+        return time_runs(run, request.repeat, watch_threads=watch).to_dict() | {"pinned": pinned}
     import torch
 
     if request.device == "cpu":
@@ -138,7 +155,7 @@ def measure_in_child(request: _Request) -> dict[str, Any]:
         with torch.inference_mode():
             module(*inputs)
 
-    return time_runs(run, request.repeat, sync=sync).to_dict()
+    return time_runs(run, request.repeat, sync=sync, watch_threads=watch).to_dict() | {"pinned": pinned}
 
 
 def _build(request: _Request) -> tuple[Any, list[Any]]:
@@ -244,7 +261,10 @@ def _onnx_runner(request: _Request) -> Any:
     import numpy as np
     import onnxruntime
 
-    session = onnxruntime.InferenceSession(request.path, providers=["CPUExecutionProvider"])
+    settings = onnxruntime.SessionOptions()
+    settings.intra_op_num_threads = request.threads  # what was asked for, as torch is given it
+    settings.inter_op_num_threads = 1
+    session = onnxruntime.InferenceSession(request.path, settings, providers=["CPUExecutionProvider"])
     feeds = {}
     for spec, meta in zip(request.inputs, session.get_inputs()):
         shape = (request.batch, *spec["shape"][1:])

@@ -182,3 +182,23 @@ def for_graph(graph_hash: str) -> list[dict[str, Any]]:
     finally:
         connection.close()
     return [_json(info) | {"measured_at": at} for info, at in rows]
+
+
+@_guarded
+def devices(kind: str, batch: int) -> list[dict[str, Any]]:
+    """Each device of `kind` ("cpu", "cuda") with measurements at `batch`: its DeviceInfo dict and
+    how many rows it has."""
+    if not store_path().exists():
+        return []
+    connection = _connect()
+    try:
+        rows = connection.execute("select device, count(*), min(info) from measurements where batch = ? "
+                                  "group by device", (batch,)).fetchall()
+    finally:
+        connection.close()
+    out = []
+    for key, count, info in rows:
+        device = _json(info).get("device") or {}
+        if isinstance(device, dict) and device.get("kind") == kind:
+            out.append(device | {"key": key, "rows": count})
+    return out

@@ -29,8 +29,7 @@ def predict_command(
     options = scan_options(model, input_shape, timeout, False, input_dtype)
     results = run(predictions_for, target, options, device, weights)
     if as_json:
-        print(json.dumps({"target": target, "results": [
-            {"name": p.name, "predictions": [r.to_dict() for r in p.rows]} for p in results]}, indent=2))
+        print(json.dumps({"target": target, "results": [p.to_json() for p in results]}, indent=2))
         return
     from narcli.cli.render_predict import print_predictions
 

@@ -108,18 +108,24 @@ class Bundle:
     heads: list[Head]
     fingerprint: str
     latency: Any = None  # the reference-CPU LatencyHead (narcli.predict.latency), when shipped
+    gpu_latency: Any = None  # the same head trained on a GPU's reference set, when shipped
+
+    @property
+    def latency_heads(self) -> list[Any]:
+        return [h for h in (self.latency, self.gpu_latency) if h is not None]
 
     def devices(self) -> list[str]:
         found = {t.device for h in self.heads for t in h.targets if t.device}
-        if self.latency is not None:
-            found.add(reference_target().device)
+        found.update(reference_target(h).device for h in self.latency_heads)
         return sorted(found)
 
 
-def reference_target() -> Target:
+def reference_target(head: Any = None) -> Target:
+    """The target a reference latency head answers (the CPU one's when `head` is None)."""
     from narcli.predict.latency import COLUMN
 
-    return Target(COLUMN, "latency", "ms", COLUMN, 1, log=True)
+    column = head.column if head is not None else COLUMN
+    return Target(column, "latency", "ms", column, 1, log=True)
 
 
 def save_bundle(bundle_heads: list[Head], folder: Path) -> Path:
@@ -156,11 +162,18 @@ def load_bundle(folder: Path | None = None) -> Bundle:
     it when there is one; NarError in one line when missing or not matching its card."""
     from narcli.predict.latency import load_head
 
+    from narcli.predict.latency import GPU_FOLDER
+
     bundle = _load(str(folder or DATA_DIR))
     latency = load_head(folder or DATA_DIR)
-    if latency is None:
+    gpu = load_head((folder or DATA_DIR) / GPU_FOLDER)
+    if latency is None and gpu is None:
         return bundle
-    return Bundle(bundle.heads, f"{bundle.fingerprint[:8]}{latency.fingerprint[:8]}", latency)
+    # the second half names the latency heads: when only they change, `nar zoo embed` recomputes
+    # only their rows
+    heads = "".join(h.fingerprint[:8] for h in (latency, gpu) if h is not None)
+    second = heads if gpu is None else hashlib.sha256(heads.encode()).hexdigest()[:8]
+    return Bundle(bundle.heads, f"{bundle.fingerprint[:8]}{second}", latency, gpu)
 
 
 @functools.lru_cache(maxsize=4)
@@ -248,18 +261,17 @@ def predict_graph(graph, bundle: Bundle | None = None, macs: int | None = None, 
                 centre, half = float(predicted[0, j]), float(head.conformal[j])
                 value, low, high = (float(target.inverse(np.array(v))) for v in (centre, centre - half, centre + half))
                 rows.append(Row(head.name, head.title, target, value, low, high, "ok", "", head.trained_on))
-    if bundle.latency is not None and (device is None or device == reference_target().device):
-        rows.append(reference_row(bundle.latency, graph, macs, params))
+    for latency in bundle.latency_heads:
+        if device is None or device == reference_target(latency).device:
+            rows.append(reference_row(latency, graph, macs, params))
     return rows
 
 
 def reference_row(head: Any, graph, macs: int | None = None, params: int | None = None) -> Row:
     """The reference-CPU latency of `graph` as a row (or why there is none)."""
-    from narcli.predict.latency import HEAD_NAME
-
     answer = head.predict(graph, macs, params)
     if isinstance(answer, str):
         status, reason = answer.split(": ", 1)
-        return Row(HEAD_NAME, head.title, reference_target(), None, None, None, status, reason, head.trained_on)
+        return Row(head.name, head.title, reference_target(head), None, None, None, status, reason, head.trained_on)
     value, low, high = answer
-    return Row(HEAD_NAME, head.title, reference_target(), value, low, high, "ok", "", head.trained_on)
+    return Row(head.name, head.title, reference_target(head), value, low, high, "ok", "", head.trained_on)

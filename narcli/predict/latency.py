@@ -34,11 +34,30 @@ from narcli.fsutil import write_bytes, write_text
 
 HEAD_NAME = "reference"
 COLUMN = "reference-cpu"
+GPU_HEAD_NAME, GPU_COLUMN = "reference-gpu", "reference-cuda"  # the same head trained on `nar bench --zoo --device cuda`
+GPU_FOLDER = "cuda"  # beside the CPU head: narcli/data/cuda/latency.{json,safetensors}
 FILES = ("latency.json", "latency.safetensors")
 NUMERIC = 13  # per-node numeric features, see node_features
 UNSEEN_SHARE = 0.1
 SIZE_MARGIN = 2.0
-CARD_VERSION = 1
+CARD_VERSION = 2  # 2: kindred operations share rates, views move no memory (`cost_op`)
+# Per-operation priors. An operation the reference set holds few of gets rates from what little it
+# saw, and those can be wild: PyG's PNA clamps a few thousand elements, which the head costed at
+# 44 ns an element (3x the whole model's measured time), and a GRU, never fitted, got a third of
+# its time. Operations that cost the same per unit of work share one set of rates (an element-wise
+# clamp is a relu; a GRU's or Elman RNN's gates cost per MAC what an LSTM's do), and a slice is a
+# view: it moves no memory of its own (what reads it pays).
+KINDRED = {
+           **dict.fromkeys(("clamp", "hardtanh", "relu6", "threshold", "abs", "neg", "sign", "round",
+                            "leaky_relu", "prelu"), "relu"),
+           **dict.fromkeys(("maximum", "minimum", "where", "masked_fill", "compare", "logical", "equal",
+                            "not_equal", "sub"), "add")}
+VIEWS = ("slice", "split")
+
+
+def cost_op(op: str) -> str:
+    """The operation whose rates `op` is costed with (itself unless it has a kindred one)."""
+    return KINDRED.get(op, op)
 # the reference dataset's files (written by `nar bench --zoo --export`, bundled in narcli/data)
 CSV_NAME, CARD_NAME = "reference-latency.csv", "reference-latency.json"
 COLUMNS = ("graph_hash", "model", "source", "family", "coarse", "params", "macs", "median_ms", "iqr_ms", "runs")
@@ -83,7 +102,7 @@ def node_features(graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         inputs[dst] += sizes[src]
         if nodes[src].scope == nodes[dst].scope:
             entered[dst] = False
-    ops = np.array([op_index(n.op) for n in nodes] or [op_index("unknown")], dtype=np.int64)
+    ops = np.array([op_index(cost_op(n.op)) for n in nodes] or [op_index("unknown")], dtype=np.int64)
     rows, work = [], []
     for node, size, incoming, new_call in zip(nodes, sizes, inputs, entered):
         macs = max(node.macs, 0)
@@ -91,7 +110,7 @@ def node_features(graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         rows.append(_numeric(node) + [math.log1p(macs) / 24, math.log1p(incoming) / 20,
                                       math.log1p(macs / max(size, 1)) / 10, rank / 5, float(macs > 0),
                                       float(new_call and bool(node.scope))])
-        work.append((float(macs), size + incoming + node.params))
+        work.append((float(macs), 0.0 if node.op in VIEWS else size + incoming + node.params))
     numeric = np.array(rows or [[0.0] * NUMERIC], dtype=np.float32)
     return ops, numeric, np.array(work or [(0.0, 0.0)], dtype=np.float64)
 
@@ -147,6 +166,12 @@ SPREAD = 4.0
 
 def node_costs(weights: dict[str, np.ndarray], ops: np.ndarray, numeric: np.ndarray, work: np.ndarray) -> np.ndarray:
     """Each node's cost in ms."""
+    return node_cost_terms(weights, ops, numeric, work).sum(1)
+
+
+def node_cost_terms(weights: dict[str, np.ndarray], ops: np.ndarray, numeric: np.ndarray,
+                    work: np.ndarray) -> np.ndarray:
+    """Each node's cost in ms as (compute, memory, call overhead): (n, 3)."""
     x = np.concatenate([weights["embed"][ops], numeric], axis=1)
     i = 0
     while f"w{i}" in weights:
@@ -156,7 +181,7 @@ def node_costs(weights: dict[str, np.ndarray], ops: np.ndarray, numeric: np.ndar
         i += 1
     logs = weights["base"] + SPREAD * np.tanh(x / SPREAD)
     rates = np.exp(logs)
-    return work[:, 0] * rates[:, 0] + work[:, 1] * rates[:, 1] + rates[:, 2]
+    return np.stack([work[:, 0] * rates[:, 0], work[:, 1] * rates[:, 1], rates[:, 2]], axis=1)
 
 
 def graph_log_latency(weights: dict[str, np.ndarray], ops: np.ndarray, numeric: np.ndarray, work: np.ndarray,
@@ -182,7 +207,22 @@ class LatencyHead:
     fingerprint: str = ""
 
     @property
+    def gpu(self) -> bool:
+        return self.device.get("kind") == "cuda"
+
+    @property
+    def name(self) -> str:
+        """The head's name in prediction rows: "reference" (CPU) or "reference-gpu"."""
+        return GPU_HEAD_NAME if self.gpu else HEAD_NAME
+
+    @property
+    def column(self) -> str:
+        return GPU_COLUMN if self.gpu else COLUMN
+
+    @property
     def title(self) -> str:
+        if self.gpu:
+            return f"reference GPU ({self.device.get('name', '?')}, batch 1, fp32)"
         threads = self.device.get("threads", 1)
         return f"reference CPU ({self.device.get('name', '?')}, {threads} thread{'s' * (threads != 1)})"
 
@@ -192,7 +232,7 @@ class LatencyHead:
             low, high = self.ranges.get(name, (0.0, math.inf))
             if value > high * SIZE_MARGIN or (low > 0 and value < low / SIZE_MARGIN):
                 return "out of range", range_reason(name, value, high if value > high else low, value > high)
-        unseen = [n for n in graph.nodes if n.op not in self.seen_ops]
+        unseen = [n for n in graph.nodes if cost_op(n.op) not in self.seen_ops]
         if unseen:
             macs = sum(max(n.macs, 0) for n in unseen) / max(sum(max(n.macs, 0) for n in graph.nodes), 1)
             share = len(unseen) / max(len(graph.nodes), 1)
@@ -210,6 +250,33 @@ class LatencyHead:
         if macs is not None and graph.macs and macs != graph.macs:
             centre += math.log(max(macs, 1) / graph.macs)  # a zoo variant at another input size: scale by MACs
         return math.exp(centre), math.exp(centre - self.half), math.exp(centre + self.half)
+
+
+    def parts(self, graph, macs: int | None = None, params: int | None = None) -> np.ndarray | None:
+        """The central prediction split by how the work parallelises (ms; they sum to it): PARTS.
+        None when the head does not answer for `graph`."""
+        if self.why_not(graph, size_figures(graph, macs, params))[0]:
+            return None
+        ops, numeric, work = node_features(graph)
+        terms = node_cost_terms(self.weights, ops, numeric, work)
+        from narcli.graph.vocab import OPS
+
+        dense = np.array([OPS.get(n.op, "") in DENSE_KINDS and max(n.macs, 0) >= DENSE_MACS for n in graph.nodes]
+                         or [False])
+        out = np.array([terms[dense, 0].sum(), terms[~dense, 0].sum(), terms[:, 1].sum(),
+                        terms[:, 2].sum() + float(np.exp(self.weights["overhead"][0]))])
+        scale = math.exp(whole_graph_correction(self.weights, graph_features(graph)))
+        if macs is not None and graph.macs and macs != graph.macs:
+            scale *= max(macs, 1) / graph.macs
+        return out * scale
+
+
+# how a prediction splits for carrying it to other threads and CPUs (`LatencyHead.parts`): large
+# convolutions and matrix products spread over threads; small ones, element-wise work, recurrent
+# steps and Python call overhead barely do
+PARTS = ("dense", "other compute", "memory", "calls")
+DENSE_KINDS = ("convolution", "linear")
+DENSE_MACS = 1_000_000  # a product below a million MACs is over before threads help
 
 
 FIGURE_UNITS = {"macs": "MACs", "params": "params", "nodes": "nodes"}
@@ -238,7 +305,7 @@ def save_head(head: LatencyHead, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     weights = write_bytes(folder / FILES[1], save({k: np.ascontiguousarray(v, dtype=np.float32)
                                                    for k, v in head.weights.items()}))
-    card = {"version": CARD_VERSION, "head": HEAD_NAME, "column": COLUMN, "half": head.half, "level": head.level,
+    card = {"version": CARD_VERSION, "head": head.name, "column": head.column, "half": head.half, "level": head.level,
             "device": head.device, "ranges": head.ranges, "seen_ops": sorted(head.seen_ops), "metrics": head.metrics,
             "trained_on": head.trained_on, "weights_sha256": hashlib.sha256(weights.read_bytes()).hexdigest()}
     path = write_text(folder / FILES[0], json.dumps(card, indent=2) + "\n")

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from narcli.errors import NarError
-from narcli.predict.latency import GLOBAL_FEATURES, GLOBAL_SPREAD, NUMERIC, SPREAD, graph_features, LatencyHead, node_features, read_reference, save_head
+from narcli.predict.latency import cost_op, GLOBAL_FEATURES, GLOBAL_SPREAD, NUMERIC, SPREAD, graph_features, LatencyHead, node_features, read_reference, save_head
 
 TEST_SHARE, CALIBRATION_SHARE = 0.25, 0.12
 LEVEL = 0.9
@@ -122,8 +122,13 @@ def _network(op_count: int, config: Config) -> Any:
     class NodeCost(nn.Module):
         def __init__(self) -> None:
             super().__init__()
+            # an operation's embedding is its kind's (convolution, element-wise, recurrent…) plus its
+            # own offset: a rarely measured operation keeps close to its kind's rates, not to wild ones
+            self.kind_embed = nn.Embedding(len(KIND_NAMES), config.embed)
+            nn.init.normal_(self.kind_embed.weight, 0, 0.05)
+            self.register_buffer("kind_of", torch.tensor(_op_kinds(op_count)))
             self.embed = nn.Embedding(op_count, config.embed)
-            nn.init.normal_(self.embed.weight, 0, 0.05)  # an operation never trained on stays average
+            nn.init.normal_(self.embed.weight, 0, 0.01)  # an operation never trained on stays its kind's
             self.layers = nn.ModuleList([nn.Linear(config.embed + NUMERIC, config.hidden),
                                          nn.Linear(config.hidden, config.hidden), nn.Linear(config.hidden, 3)])
             nn.init.zeros_(self.layers[-1].weight)
@@ -140,7 +145,7 @@ def _network(op_count: int, config: Config) -> Any:
 
         def forward(self, ops: Any, numeric: Any, work: Any, count: Any, owner: Any, graphs: int,
                     figures: Any) -> Any:
-            x = torch.cat([self.embed(ops), numeric], 1)
+            x = torch.cat([self.op_embedding()[ops], numeric], 1)
             for i, layer in enumerate(self.layers):
                 x = layer(x)
                 if i < len(self.layers) - 1:
@@ -152,7 +157,27 @@ def _network(op_count: int, config: Config) -> Any:
             correction = self.whole[1](torch.nn.functional.silu(self.whole[0](z)))[:, 0]
             return torch.log(total + torch.exp(self.overhead)) + GLOBAL_SPREAD * torch.tanh(correction / GLOBAL_SPREAD)
 
+        def op_embedding(self) -> Any:
+            return self.kind_embed(self.kind_of) + self.embed.weight
+
     return NodeCost()
+
+
+KIND_NAMES = ("convolution", "linear", "normalization", "activation", "elementwise", "reduction", "pooling",
+              "structure", "recurrent", "io", "other")
+
+
+def _op_kinds(op_count: int) -> list[int]:
+    """Each operation index's kind index (KIND_NAMES)."""
+    from narcli.encode.features import OP_INDEX
+    from narcli.graph.vocab import OPS
+
+    kinds = [KIND_NAMES.index("other")] * op_count
+    for op, index in OP_INDEX.items():
+        if index < op_count:
+            kind = OPS.get(op, "other")
+            kinds[index] = KIND_NAMES.index(kind if kind in KIND_NAMES else "other")
+    return kinds
 
 
 def _batch(samples: list[Sample], ids: list[int]) -> tuple[Any, ...]:
@@ -204,7 +229,7 @@ def fit(samples: list[Sample], rows: list[int], config: Config,
         if epoch % 20 == 0 or epoch == config.epochs - 1:
             report(f"epoch {epoch + 1}/{config.epochs}: log-MSE {total / len(order):.4f}")
     net = net.cpu()
-    weights = {"embed": net.embed.weight.detach().numpy().copy(), "overhead": net.overhead.detach().numpy().copy(),
+    weights = {"embed": net.op_embedding().detach().numpy().copy(), "overhead": net.overhead.detach().numpy().copy(),
                "base": net.base.detach().numpy().copy()}
     for i, layer in enumerate(net.layers):
         weights[f"w{i}"] = layer.weight.detach().numpy().copy()
@@ -343,10 +368,13 @@ def train(folder: Path | None = None, out: Path | None = None, config: Config | 
     figures = {"macs": [s.row["macs"] for s in samples], "params": [s.row["params"] for s in samples],
                "nodes": [int(s.count.sum()) for s in samples]}
     ranges = {k: [float(min(v)), float(max(v))] for k, v in figures.items()}
-    seen = set().union(*(samples[i].op_names for i in fitted))
+    seen = {cost_op(op) for i in fitted for op in samples[i].op_names}
     head = LatencyHead(weights, half, LEVEL, card.get("device", {}), ranges, seen,
                        {"calibration": scores(residuals + np.array([samples[i].log_ms for i in calibration]),
-                                              np.array([samples[i].log_ms for i in calibration]), half)},
-                       f"{len(fitted):,} reference-CPU measurements of {len({samples[i].row['family'] for i in fitted})} "
+                                              np.array([samples[i].log_ms for i in calibration]), half),
+                        # never fitted: `nar eval calibration` scores on these first
+                        "held_out_families": sorted({samples[i].row["family"] or samples[i].row["model"]
+                                                     for i in calibration})},
+                       f"{len(fitted):,} reference-{'GPU' if card.get('device', {}).get('kind') == 'cuda' else 'CPU'} measurements of {len({samples[i].row['family'] for i in fitted})} "
                        f"families (bench --zoo); interval from {len(calibration)} models of held-out families")
     return save_head(head, out or DATA_DIR)

@@ -41,12 +41,13 @@ def _round(value: float | None) -> float | None:
 
 def _expand(data: list, bundle: Bundle) -> list[Row] | None:
     from narcli.predict.bundle import reference_target
-    from narcli.predict.latency import HEAD_NAME
 
     rows = []
+    latencies = {h.name: h for h in bundle.latency_heads}
     for head_name, status, reason, values in data:
-        if head_name == HEAD_NAME and bundle.latency is not None:
-            title, trained_on, head_targets = bundle.latency.title, bundle.latency.trained_on, [reference_target()]
+        if head_name in latencies:
+            latency = latencies[head_name]
+            title, trained_on, head_targets = latency.title, latency.trained_on, [reference_target(latency)]
         else:
             head = next((h for h in bundle.heads if h.name == head_name), None)
             if head is None:
@@ -102,7 +103,7 @@ def predict_zoo(db: Path, weights: Path | None = None, force: bool = False,
     the stored rows of the other heads are kept and only the reference row is computed: a
     millisecond a model instead of half a second."""
     from narcli.predict.bundle import reference_row
-    from narcli.predict.latency import HEAD_NAME
+    from narcli.predict.latency import GPU_HEAD_NAME, HEAD_NAME
     from narcli.zoo.store import Zoo
 
     bundle = load_bundle(weights)
@@ -113,7 +114,7 @@ def predict_zoo(db: Path, weights: Path | None = None, force: bool = False,
         stored = dict(connection.execute("select id, predictor from predictions").fetchall())
         current = {i for i, p in stored.items() if p == bundle.fingerprint}
         heads = bundle.fingerprint[:8]
-        reusable = {} if force or bundle.latency is None else {
+        reusable = {} if force or not bundle.latency_heads else {
             i: json.loads(d) for i, p, d in connection.execute("select id, predictor, data from predictions")
             if p != bundle.fingerprint and p[:8] == heads}
     finally:
@@ -126,8 +127,8 @@ def predict_zoo(db: Path, weights: Path | None = None, force: bool = False,
         for model in models:
             graph = zoo.graph(model)  # its own trace: a shared graph may have been traced at another input
             if model.id in reusable:
-                kept = [entry for entry in reusable[model.id] if entry[0] != HEAD_NAME]
-                data = kept + _compact([reference_row(bundle.latency, graph, model.macs, model.params)])
+                kept = [entry for entry in reusable[model.id] if entry[0] not in (HEAD_NAME, GPU_HEAD_NAME)]
+                data = kept + _compact([reference_row(h, graph, model.macs, model.params) for h in bundle.latency_heads])
             else:
                 data = _compact(predict_graph(graph, bundle, macs=model.macs, params=model.params))
             computed.append((model.id, bundle.fingerprint, json.dumps(data, separators=(",", ":"))))

@@ -17,9 +17,18 @@ class Predictions:
     rows: list[Row]
     devices: list[str]  # every device the predictor knows
 
+    @property
+    def note(self) -> str | None:
+        """Said beside the rows: the CPU latency is another machine's (until this one is calibrated)."""
+        return latency_note(self.rows)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "predictions": [r.to_dict() for r in self.rows],
+                **({"note": self.note} if self.note else {})}
+
 
 def _for_device(rows: list[Row], device: str | None) -> list[Row]:
-    return [r for r in rows if device is None or r.target.kind == "accuracy" or r.target.device == device
+    return [r for r in rows if device is None or r.target.kind == "accuracy" or device in (r.target.device, r.target.column)
             or r.head == MEASURED]
 
 
@@ -66,6 +75,14 @@ def measured_rows(graph_hash: str) -> list[Row]:
     return out
 
 
+def latency_parts(bundle: Any, graph: Any, macs: int | None = None, params: int | None = None) -> Any:
+    """The reference-CPU prediction of `graph` split by how it parallelises (for calibrated heads),
+    or None."""
+    if bundle.latency is None or graph is None:
+        return None
+    return bundle.latency.parts(graph, macs, params)
+
+
 def predictions_for(text: str, options: Any = None, device: str | None = None,
                     weights: Path | None = None) -> list[Predictions]:
     """Predictions for each model `text` names; UsageError for an unknown `device`."""
@@ -88,7 +105,8 @@ def predictions_for(text: str, options: Any = None, device: str | None = None,
         for query in resolve_queries(text, options):
             graph = Cache().graph(query.graph_key)
             rows = predict_graph(graph, bundle) if graph is not None else []
-            rows += device_rows(rows, graph.macs if graph is not None else 0, calibrated)
+            rows += device_rows(rows, graph.macs if graph is not None else 0, calibrated,
+                                lambda graph=graph: latency_parts(bundle, graph))
             rows = measured_rows(graph.content_hash() if graph is not None else "") + rows
             out.append(Predictions(query.name, _for_device(rows, device), known))
         return out
@@ -103,7 +121,10 @@ def predictions_for(text: str, options: Any = None, device: str | None = None,
             macs = model.macs if model is not None else None
             params = model.params if model is not None else None
             rows = predict_graph(target.graph, bundle, macs=macs, params=params)
-        rows = rows + device_rows(rows, (model.macs if model is not None else None) or target.graph.macs, calibrated)
+        rows = rows + device_rows(rows, (model.macs if model is not None else None) or target.graph.macs, calibrated,
+                                  lambda target=target, model=model: latency_parts(
+                                      bundle, target.graph, model.macs if model else None,
+                                      model.params if model else None))
         graph_hash = model.graph_hash if model is not None and model.graph_hash else target.graph.content_hash()
         rows = measured_rows(graph_hash) + rows
         out.append(Predictions(target.name, _for_device(rows, device), known))
@@ -138,7 +159,8 @@ def summary_line(rows: list[Row]) -> str | None:
         elif r.head == MEASURED:
             parts.append(f"CPU {format_value(r)} measured ({r.target.device})")
         elif r.head == "reference":
-            parts.append(f"CPU (reference, 1 thread) {format_value(r)} ({format_interval(r)})")
+            parts.append(f"CPU {format_value(r)} ({format_interval(r)}) on the reference machine, not this one "
+                         "(`nar calibrate` fits this one)")
         elif r.target.kind == "latency":
             parts.append(f"CPU {r.target.device} {format_value(r)} ({format_interval(r)})")
         else:
@@ -148,9 +170,26 @@ def summary_line(rows: list[Row]) -> str | None:
     return ("measured/predicted: " if any(r.head == MEASURED for r in summary_rows(rows)) else "predicted: ") + ", ".join(parts)
 
 
+def latency_note(rows: list[Row]) -> str | None:
+    """When the only CPU latency is the reference head's: say plainly it is another machine's, and
+    how to get this one's."""
+    usable = [r for r in rows if r.status == "ok"]
+    if any(r.head in ("device", MEASURED) for r in usable):
+        return None
+    reference = next((r for r in usable if r.head == "reference"), None)
+    if reference is None:
+        return None
+    return (f"the CPU latency is predicted for the {reference.title}, another machine, not this one: other CPUs and "
+            "thread counts can differ 2-3x. `nar calibrate` (a few minutes) fits this machine and thread count; "
+            "`nar bench MODEL` measures one model here")
+
+
 def summary_json(rows: list[Row]) -> list[dict[str, Any]]:
     """`summary_rows` as `--json` fields: what each predicts, value, interval, unit, device."""
-    return [{"what": short_label(r), "measured": r.head == MEASURED, **r.to_dict()} for r in summary_rows(rows)]
+    note = latency_note(rows)
+    return [{"what": short_label(r), "measured": r.head == MEASURED, **r.to_dict(),
+             **({"this_machine": False, "note": note} if note and r.head == "reference" else {})}
+            for r in summary_rows(rows)]
 
 
 def format_value(row: Row, value: float | None = None) -> str:
@@ -200,24 +239,30 @@ def performance_rows(query: Any) -> list[Row]:
     try:
         bundle = load_bundle()
         rows, graph_hash, macs = None, "", 0
+        parts: Any = lambda: None  # noqa: E731 - the reference prediction's parts, for calibrated heads
         model = getattr(query, "zoo_model", None)
         if model is not None:
             from narcli.predict.zoo_predictions import stored_predictions
             from narcli.zoo.store import Zoo
 
+            def zoo_graph():
+                with Zoo() as zoo:
+                    return zoo.graph(model)
+
             graph_hash, macs = model.graph_hash or "", model.macs or 0
             rows = stored_predictions(Path(model.db), model.id, bundle) if model.db else None
             if rows is None:
-                with Zoo() as zoo:
-                    rows = predict_graph(zoo.graph(model), bundle, macs=model.macs, params=model.params)
+                rows = predict_graph(zoo_graph(), bundle, macs=model.macs, params=model.params)
+            parts = lambda: latency_parts(bundle, zoo_graph(), model.macs, model.params)  # noqa: E731
         elif getattr(query, "graph_key", ""):
             from narcli.scan.cache import Cache
 
             graph = Cache().graph(query.graph_key)
             if graph is not None:
                 rows, graph_hash, macs = predict_graph(graph, bundle), graph.content_hash(), graph.macs
+                parts = lambda: latency_parts(bundle, graph)  # noqa: E731
         rows = rows or []
-        rows = measured_rows(graph_hash) + rows + device_rows(rows, macs)
+        rows = measured_rows(graph_hash) + rows + device_rows(rows, macs, parts=parts)
     except StoreError:
         raise  # a damaged store under NAR_HOME: one line with the repair, not a summary quietly missing
     except NarError:

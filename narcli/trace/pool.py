@@ -14,7 +14,6 @@ import signal
 import sys
 import time
 import traceback
-from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from multiprocessing.connection import wait
@@ -197,25 +196,33 @@ def run_pool(fn: Callable[..., Any], tasks: Iterable[tuple[str, tuple]], on_resu
              max_rss: int = 8 << 30, log_path: str = os.devnull) -> None:
     """Call `fn(*args)` for each `(key, args)` task in `jobs` workers; `on_result` sees every outcome.
 
-    `on_result` runs in this process, in completion order. A KeyboardInterrupt stops the workers
-    and propagates; tasks in flight are lost.
+    `on_result` runs in this process, in completion order. Tasks are taken from `tasks` only when a
+    worker is free, so a generator may decide its next task from the results so far (a time
+    budget, a retry). A KeyboardInterrupt stops the workers and propagates; tasks in flight are lost.
     """
     if jobs < 1:
         raise NarError("--jobs must be at least 1")
     ctx = _context()
-    queue = deque(tasks)
+    pending = iter(tasks)
+    more = True
     idle: list[_Worker] = []
     busy: dict[Any, _Worker] = {}
     alive: list[_Worker] = []
     try:
-        while queue or busy:
-            while queue and len(busy) < jobs:
+        while more or busy:
+            while more and len(busy) < jobs:
+                task = next(pending, None)
+                if task is None:
+                    more = False
+                    break
                 worker = idle.pop() if idle else _Worker(ctx, fn, log_path)
                 if worker not in alive:
                     alive.append(worker)
-                key, args = queue.popleft()
+                key, args = task
                 worker.give(key, args)
                 busy[worker.conn] = worker
+            if not busy:
+                continue
             now = time.perf_counter()
             next_deadline = min(w.started + timeout for w in busy.values())
             ready = wait(list(busy), timeout=max(0.0, min(next_deadline - now, 1.0)))

@@ -1,0 +1,70 @@
+"""Same-machine repeatability of `nar bench`, and whether it notices a busy machine.
+
+    python benchmarks/bench_quiet.py [--model resnet18] [--runs 3] [--out FILE]
+
+Run it alone on the machine. For each thread setting (all cores, one thread): `--runs` runs of
+`nar bench MODEL --json` in a row, the CV of their medians and each run's verdict; then the same
+command with a busy loop (another process spinning on one core) beside it: its median, whether it
+said "busy" (text and --json) and whether it stored the timing. Writes benchmarks/results/quiet.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def bench(model: str, threads: int | None, extra: list[str] | None = None) -> dict:
+    command = [sys.executable, "-m", "narcli", "bench", model, "--json"] + (["--threads", str(threads)] if threads else [])
+    done = subprocess.run(command + (extra or []), capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def text_of(model: str, threads: int | None) -> str:
+    command = [sys.executable, "-m", "narcli", "bench", model] + (["--threads", str(threads)] if threads else [])
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    return done.stdout + done.stderr
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="resnet18")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "quiet.json")
+    args = parser.parse_args()
+    out: dict = {"model": args.model, "cores": os.cpu_count(), "settings": []}
+    for threads in (None, 1):
+        runs = [bench(args.model, threads) for _ in range(args.runs)]
+        medians = [r["median_ms"] for r in runs]
+        setting = {"threads": runs[0]["device"]["threads"], "medians_ms": [round(m, 3) for m in medians],
+                   "cv_of_medians": round(statistics.stdev(medians) / statistics.mean(medians), 4),
+                   "verdicts": [r["quiet"]["busy"] for r in runs],
+                   "other_cpu": [r["quiet"]["other_cpu"] for r in runs]}
+        spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        try:
+            time.sleep(1.0)
+            loaded = bench(args.model, threads)
+            text = text_of(args.model, threads)
+        finally:
+            spinner.kill()
+            spinner.wait()
+        setting["busy_loop"] = {"median_ms": round(loaded["median_ms"], 3), "said_busy_json": loaded["busy"],
+                                "stored": loaded["stored"], "reasons": loaded["quiet"]["reasons"],
+                                "said_busy_text": "machine busy" in text,
+                                "times_quiet": round(loaded["median_ms"] / statistics.median(medians), 2)}
+        out["settings"].append(setting)
+        print(json.dumps(setting))
+    args.out.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

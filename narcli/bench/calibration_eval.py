@@ -1,0 +1,124 @@
+"""`nar eval calibration`: how well `nar calibrate` carries the reference-CPU head to this machine.
+
+Calibrate on the first K of the calibration order (as `nar calibrate --models K` would) and score on
+`held_out` other zoo models of every coarse class, spread over each class's MACs range. Held-out
+models are drawn first from families the reference head never fitted (its interval's families, named
+in its card), so the figure is for designs new to it as well as to the calibration; the result says
+how many were. Beside the calibrated head (`transfer`): the head fitted before it (ridge on the
+whole reference prediction and MACs), a MACs-only line, and the reference prediction rescaled by the
+K points' median ratio.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from narcli.bench.calibrate import (REFERENCE_COLUMN, Candidate, apply, candidates, features, fit,
+                                    measure_models, with_parts)
+from narcli.bench.lock import measuring
+from narcli.errors import NarError, UsageError
+
+
+def _scores(predicted: np.ndarray, true: np.ndarray) -> dict[str, float]:
+    from narcli.predict.metrics import mape, within
+
+    return {"mape": round(mape(predicted, true), 2), "within10": round(within(predicted, true), 1)}
+
+
+def _spearman(a: np.ndarray, b: np.ndarray) -> float:
+    ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def unfitted_families() -> set[str]:
+    """Families the bundled reference head never fitted (they set its interval), from its card."""
+    from narcli.predict.bundle import load_bundle
+
+    head = load_bundle().latency
+    return set((head.metrics or {}).get("held_out_families", [])) if head is not None else set()
+
+
+def held_out_models(rest: list[Candidate], count: int, prefer: set[str] | None = None) -> list[Candidate]:
+    """`count` models of every coarse class, each class's share spread evenly over its MACs range;
+    within a class, models of `prefer`red families (new to the reference head) when it has enough."""
+    prefer = prefer or set()
+    by_kind: dict[str, list[Candidate]] = {}
+    for candidate in sorted(rest, key=lambda c: c.macs):
+        by_kind.setdefault(candidate.coarse, []).append(candidate)
+    quota = {kind: 0 for kind in by_kind}
+    while sum(quota.values()) < min(count, len(rest)):  # deal seats round-robin, smallest classes fill first
+        for kind in sorted(by_kind, key=lambda k: len(by_kind[k])):
+            if quota[kind] < len(by_kind[kind]) and sum(quota.values()) < count:
+                quota[kind] += 1
+    out = []
+    for kind, models in by_kind.items():
+        if not quota[kind]:
+            continue
+        new = [m for m in models if m.family in prefer]
+        pool = new if len(new) >= quota[kind] else models
+        out += [pool[i] for i in np.unique(np.linspace(0, len(pool) - 1, quota[kind]).round().astype(int))]
+    return out
+
+
+def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 50, threads: int | None = None,
+                         repeat: int = 20, report: Callable[[str], None] = lambda line: None,
+                         allow_busy: bool = False) -> dict[str, Any]:
+    """Figures for each K (see the module's docstring)."""
+    from narcli.bench.device import device_info
+    from narcli.bench.transfer import fit_head, predict_log
+
+    if not ks or min(ks) < 3 or max(ks) > 200:
+        raise UsageError("--ks: calibration sizes between 3 and 200")
+    if not 10 <= held_out <= 500:
+        raise UsageError(f"--held-out must be between 10 and 500, not {held_out}")
+    info = device_info("cpu", threads)
+    order = candidates()
+    pool, rest = order[: max(ks)], order[max(ks):]
+    if len(rest) < held_out:
+        raise NarError(f"only {len(rest)} zoo models left for the held-out set")
+    new_families = unfitted_families()
+    test = with_parts(held_out_models(rest, held_out, new_families))
+    pool = with_parts(pool)
+    report(f"measuring {len(pool)} calibration candidates and {len(test)} held-out models on {info.describe()}")
+    with measuring("cpu"):
+        calibration = measure_models(pool, threads, repeat, None, report, allow_busy)
+        evaluation = measure_models(test, threads, repeat, None, report, allow_busy)
+    truth = np.array([ms for _, ms in evaluation])
+    x_test = np.stack([features(c.predicted, c.macs) for c, _ in evaluation])
+    parts_test = np.stack([c.parts for c, _ in evaluation])
+    macs_test = np.array([c.macs for c, _ in evaluation], dtype=np.float64)
+    reference_test = np.array([c.predicted[REFERENCE_COLUMN] for c, _ in evaluation])
+    new = np.array([c.family in new_families for c, _ in evaluation])
+    rows = []
+    for k in ks:
+        chosen = calibration[:k]
+        y = np.array([ms for _, ms in chosen])
+        head = fit_head(np.stack([c.parts for c, _ in chosen]), np.log(y))
+        centre = predict_log(head, parts_test)
+        ours = np.exp(centre)
+        inside = np.abs(np.log(truth) - centre) <= head["half"]
+        before = fit(np.stack([features(c.predicted, c.macs) for c, _ in chosen]), np.log(y))
+        a, b = np.polyfit(np.array([c.macs for c, _ in chosen], dtype=np.float64), y, 1)
+        scale = float(np.median(y / np.array([c.predicted[REFERENCE_COLUMN] for c, _ in chosen])))
+        rows.append({"k": len(chosen), "calibrated": _scores(ours, truth) | {
+                         "spearman": round(_spearman(ours, truth), 3),
+                         "coverage90": round(float(inside.mean() * 100), 1),
+                         "half_width_pct": round(float((np.exp(head["half"]) - 1) * 100), 1),
+                         "new_families_mape": _scores(ours[new], truth[new])["mape"] if new.any() else None,
+                         "scales": [round(float(np.exp(t)), 4) for t in head["scales"]], "prior": head["prior"]},
+                     "previous_head": _scores(np.exp(apply(before, x_test)), truth),
+                     "macs_linear": _scores(np.maximum(a * macs_test + b, 1e-3), truth),
+                     "reference_rescaled": _scores(reference_test * scale, truth) | {"scale": round(scale, 3)}})
+    kinds: dict[str, int] = {}
+    for c, _ in evaluation:
+        kinds[c.coarse] = kinds.get(c.coarse, 0) + 1
+    return {"device": info.to_dict(),
+            "held_out": [{"name": c.name, "ms": ms, "gmacs": round(c.macs / 1e9, 3), "coarse": c.coarse,
+                          "new_family": c.family in new_families} for c, ms in evaluation],
+            "new_families": int(new.sum()),
+            "calibration": [{"name": c.name, "ms": ms, "coarse": c.coarse} for c, ms in calibration], "results": rows,
+            "gmacs_range": [round(float(macs_test.min()) / 1e9, 3), round(float(macs_test.max()) / 1e9, 3)],
+            "kinds": kinds}

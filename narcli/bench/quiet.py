@@ -1,0 +1,185 @@
+"""Was the machine quiet while we timed? A timing taken beside a compiler or a browser can be 2-30x
+the quiet figure and still look perfectly stable (two torch threads waiting on a core they cannot
+have run slowly but evenly), so the spread of the runs alone proves nothing. Like pyperf, we look
+at the system around the timed runs, in the process that runs them:
+
+- other processes' CPU: the machine's busy time (/proc/stat) over the timed runs, less our own
+  CPU time (getrusage), in cores;
+- hypervisor steal time (a VM's neighbour taking the physical core), in cores;
+- our own CPU time against the wall time: one thread that got 70 % of the wall clock waited for a
+  core;
+- involuntary context switches per second (we were preempted);
+- the runs' spread (interquartile range over the median);
+- CPU frequency where the kernel exposes it (a clock that moved is reported).
+
+`assess` turns two samples into a verdict with reasons. Where /proc is not there (macOS, Windows)
+only what getrusage and the runs themselves tell is used, and the verdict says so.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+OTHER_CPU_LIMIT = 0.15  # cores other processes may use while we time (a quiet machine: ~0.01)
+STEAL_LIMIT = 0.10  # cores the hypervisor may take
+OWN_CPU_FLOOR = 0.80  # one thread must get at least this share of the wall clock
+SWITCH_LIMIT = 100.0  # involuntary context switches per second of timing
+SPREAD_LIMIT = 0.10  # interquartile range / median of the timed runs
+FREQUENCY_DRIFT = 0.10  # a CPU clock that moved by more than this during the runs
+
+_STAT = Path("/proc/stat")
+
+
+@dataclass(frozen=True)
+class Sample:
+    wall: float
+    own_cpu: float  # seconds of CPU this process used (every thread)
+    involuntary: int
+    busy_ticks: int | None = None  # the whole machine's non-idle time, less steal
+    steal_ticks: int | None = None
+    mhz: tuple[float, ...] = ()
+
+
+@dataclass
+class Quietness:
+    busy: bool  # another process, or the hypervisor, took CPU time from the measurement
+    reasons: list[str] = field(default_factory=list)  # why busy
+    unstable: list[str] = field(default_factory=list)  # quiet, but the runs jittered (preempted, spread)
+    other_cpu: float | None = None  # cores
+    steal: float | None = None  # cores
+    own_cpu_share: float = 0.0  # our CPU seconds per wall second, per thread asked for
+    switches_per_s: float = 0.0
+    spread: float = 0.0
+    mhz: list[float] = field(default_factory=list)  # min, max at the end, where readable
+    seen: str = "proc"  # proc | rusage (no /proc/stat: other processes are not seen)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def describe(self) -> str:
+        if self.busy:
+            return "machine busy: " + "; ".join(self.reasons)
+        others = f"other processes {self.other_cpu:.2f} cores, " if self.other_cpu is not None else ""
+        if self.unstable:
+            return (f"machine quiet ({others.rstrip(', ')}) but the runs were unstable: " + "; ".join(self.unstable)
+                    + " (more runs, --repeat, steady the median)")
+        return f"machine quiet ({others}spread {self.spread * 100:.1f} %)"
+
+
+def _proc_ticks() -> tuple[int, int] | tuple[None, None]:
+    try:
+        fields = _STAT.read_text().split("\n", 1)[0].split()[1:]
+        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[:8])
+    except (OSError, ValueError):
+        return None, None
+    return user + nice + system + irq + softirq, steal
+
+
+def _frequencies() -> tuple[float, ...]:
+    out = []
+    for path in sorted(Path("/sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_cur_freq"))[:256]:
+        try:
+            out.append(int(path.read_text()) / 1000)
+        except (OSError, ValueError):
+            continue
+    return tuple(out)
+
+
+def sample() -> Sample:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    busy, steal = _proc_ticks()
+    return Sample(time.perf_counter(), usage.ru_utime + usage.ru_stime, usage.ru_nivcsw, busy, steal, _frequencies())
+
+
+def _tick() -> int:
+    try:
+        return int(os.sysconf("SC_CLK_TCK"))
+    except (ValueError, OSError, AttributeError):
+        return 100
+
+
+def assess(before: Sample, after: Sample, threads: int, spread: float, tick: int | None = None) -> Quietness:
+    """The verdict on the interval between two samples, for a measurement that asked for `threads`
+    CPU threads and whose timed runs spread by `spread` (IQR / median)."""
+    wall = max(after.wall - before.wall, 1e-9)
+    own = max(after.own_cpu - before.own_cpu, 0.0)
+    quiet = Quietness(False, own_cpu_share=round(own / wall / max(threads, 1), 3),
+                      switches_per_s=round((after.involuntary - before.involuntary) / wall, 1),
+                      spread=round(spread, 4), mhz=[min(after.mhz), max(after.mhz)] if after.mhz else [])
+    reasons = quiet.reasons
+    if before.busy_ticks is not None and after.busy_ticks is not None:
+        hz = tick or _tick()
+        machine = (after.busy_ticks - before.busy_ticks) / hz / wall
+        quiet.other_cpu = round(max(machine - own / wall, 0.0), 3)
+        quiet.steal = round(max((after.steal_ticks or 0) - (before.steal_ticks or 0), 0) / hz / wall, 3)
+        if quiet.other_cpu > OTHER_CPU_LIMIT:
+            reasons.append(f"other processes used {quiet.other_cpu:.2f} CPU cores while timing")
+        if quiet.steal > STEAL_LIMIT:
+            reasons.append(f"the hypervisor took {quiet.steal:.2f} cores (steal time)")
+    else:
+        quiet.seen = "rusage"
+    if threads == 1 and wall > 0.05 and quiet.own_cpu_share < OWN_CPU_FLOOR:
+        reasons.append(f"the measuring thread ran only {quiet.own_cpu_share * 100:.0f} % of the time")
+    # preemption and spread with nobody else on the CPU are the measurement's own jitter (threads
+    # waiting on each other, a tiny model's runs): reported as unstable, not as a busy machine
+    jitter = reasons if reasons or quiet.seen == "rusage" else quiet.unstable  # no /proc: jitter is all we see
+    if quiet.switches_per_s > SWITCH_LIMIT:
+        jitter.append(f"preempted {quiet.switches_per_s:.0f} times a second")
+    if spread > SPREAD_LIMIT:
+        jitter.append(f"runs spread {spread * 100:.0f} % (IQR over median)")
+    if before.mhz and after.mhz and len(before.mhz) == len(after.mhz):
+        drift = max(abs(a - b) / max(b, 1.0) for a, b in zip(after.mhz, before.mhz))
+        if drift > FREQUENCY_DRIFT:
+            reasons.append(f"a CPU clock moved {drift * 100:.0f} % during the runs")
+    quiet.busy = bool(reasons)
+    return quiet
+
+
+def pin(threads: int) -> list[int]:
+    """Pin this process to `threads` of the CPUs it may use, the highest-numbered first (CPU 0
+    takes most interrupts); nothing when it may use no more than that. Returns the CPUs kept."""
+    if not hasattr(os, "sched_setaffinity"):
+        return []
+    allowed = sorted(os.sched_getaffinity(0))
+    if threads >= len(allowed):
+        return allowed
+    chosen = allowed[-threads:]
+    try:
+        os.sched_setaffinity(0, chosen)
+    except OSError:
+        return allowed
+    return chosen
+
+
+def other_cpu_now(window: float = 1.0, sleep=time.sleep) -> float | None:
+    """Cores other processes use over the next `window` seconds while this one sleeps; None
+    where /proc/stat is not there."""
+    before = sample()
+    sleep(window)
+    after = sample()
+    if before.busy_ticks is None or after.busy_ticks is None:
+        return None
+    own = max(after.own_cpu - before.own_cpu, 0.0)
+    return max((after.busy_ticks - before.busy_ticks) / _tick() - own, 0.0) / max(after.wall - before.wall, 1e-9)
+
+
+def wait_for_quiet(limit: float = 300.0, report=lambda line: None, window: float = 2.0, sleep=time.sleep) -> bool:
+    """Wait (at most `limit` seconds) until other processes use less than OTHER_CPU_LIMIT cores
+    over a whole `window`; True once they do (or where it cannot be seen), False at the limit."""
+    began = time.monotonic()
+    said = False
+    while True:
+        others = other_cpu_now(window, sleep)
+        if others is None or others <= OTHER_CPU_LIMIT:
+            return True
+        if time.monotonic() - began >= limit:
+            return False
+        if not said:
+            report(f"waiting for the machine to be quiet (other processes use {others:.2f} cores)")
+            said = True

@@ -1,0 +1,104 @@
+"""Carrying the reference-CPU latency head to this machine and thread count from ~20 measurements.
+
+The reference head predicts a model's latency on one thread of the reference CPU as a sum of its
+operations' costs, so the prediction splits by how the work parallelises (`LatencyHead.parts`):
+large convolutions and matrix products ("dense"), the rest of the arithmetic, memory traffic, and
+per-call overhead. Another CPU, or more threads, changes each part by its own factor: eight threads
+divide dense work by up to eight and call overhead by nothing; a faster core divides all four. So
+this machine's latency is modelled as
+
+    log t = log(s_dense * dense + s_other * other + s_memory * memory + s_calls * calls)
+
+with four positive scales fitted to the measured models (Gauss-Newton on log error), shrunk towards
+one common scale by a ridge whose strength is chosen by leave-one-out error on the same
+measurements (with 5 models the scales stay together; with 40 they can part).
+
+The 90 % interval is ±1.645 robust standard deviations of the leave-one-out log errors (1.4826 ×
+their median absolute value): the normal 90 % interval with a scale that one or two calibration
+models the reference head gets badly wrong cannot blow up. The split-conformal quantile (the
+ceil(0.9 (n + 1))-th smallest error) was tried first: with 20 models it is the second-largest
+error, which one such model sets — ±84 % where ±35 % covered 88 % of held-out models
+(`nar eval calibration` measures the coverage).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+PRIORS = (0.003, 0.03, 0.3, 3.0)  # ridge strengths tried (per sample, on log-scale differences)
+
+
+def _predict(theta: np.ndarray, parts: np.ndarray) -> np.ndarray:
+    return np.log(np.maximum(np.exp(theta) @ parts.T, 1e-12))
+
+
+def fit_scales(parts: np.ndarray, y: np.ndarray, prior: float, steps: int = 60) -> np.ndarray:
+    """Log scales (len = parts' columns) minimising squared log error + prior·n·spread of scales."""
+    n, k = parts.shape
+    start = float(np.median(y - np.log(np.maximum(parts.sum(1), 1e-12))))
+    theta = np.full(k, start)
+    centre = np.eye(k) - 1.0 / k
+    penalty = prior * n * centre
+    damping = 1e-3
+
+    def loss(t: np.ndarray) -> float:
+        r = _predict(t, parts) - y
+        return float(r @ r + t @ penalty @ t)
+
+    current = loss(theta)
+    for _ in range(steps):
+        scaled = np.exp(theta) * parts
+        weights = scaled / np.maximum(scaled.sum(1, keepdims=True), 1e-12)  # d prediction / d theta
+        r = _predict(theta, parts) - y
+        gradient = weights.T @ r + penalty @ theta
+        hessian = weights.T @ weights + penalty
+        while True:
+            step = np.linalg.solve(hessian + damping * np.eye(k), gradient)
+            trial = theta - step
+            trial_loss = loss(trial)
+            if trial_loss <= current or damping > 1e6:
+                break
+            damping *= 10
+        if trial_loss > current:
+            break
+        theta, improvement, current = trial, current - trial_loss, trial_loss
+        damping = max(damping / 10, 1e-6)
+        if improvement < 1e-10:
+            break
+    return theta
+
+
+def _loo(parts: np.ndarray, y: np.ndarray, prior: float) -> np.ndarray:
+    errors = []
+    for i in range(len(y)):
+        keep = np.arange(len(y)) != i
+        theta = fit_scales(parts[keep], y[keep], prior)
+        errors.append(float(_predict(theta, parts[i:i + 1])[0] - y[i]))
+    return np.array(errors)
+
+
+def robust_half(errors: np.ndarray, z: float = 1.6449) -> float:
+    """z robust standard deviations (1.4826 × the median absolute error) of log errors."""
+    return float(z * 1.4826 * np.median(np.abs(errors)))
+
+
+def fit_head(parts: np.ndarray, y: np.ndarray) -> dict:
+    """The fitted transfer: log scales, the ridge chosen by leave-one-out, and the interval."""
+    parts, y = np.asarray(parts, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if len(y) < 3:
+        raise ValueError("at least 3 measured models are needed")
+    best = None
+    for prior in PRIORS:
+        errors = _loo(parts, y, prior)
+        score = float(np.mean(errors ** 2))
+        if best is None or score < best[0]:
+            best = (score, prior, errors)
+    _, prior, errors = best
+    theta = fit_scales(parts, y, prior)
+    return {"kind": "parts", "scales": theta.tolist(), "prior": prior, "half": robust_half(errors),
+            "loo_mape": round(float(np.mean(np.abs(np.exp(errors) - 1)) * 100), 2)}
+
+
+def predict_log(head: dict, parts: np.ndarray) -> np.ndarray:
+    """Predicted log ms for rows of parts."""
+    return _predict(np.array(head["scales"], dtype=np.float64), np.atleast_2d(np.asarray(parts, dtype=np.float64)))

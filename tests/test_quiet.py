@@ -1,0 +1,187 @@
+"""Timings that know when the machine was busy: the verdict from two samples (synthetic), waiting
+for a quiet machine (fake sleep), pinning, a busy `nar bench` that is reported and not stored, and a
+reference run that does not keep a busy timing. A real busy loop beside a real timing is measured in
+benchmarks/bench_quiet.py, not here (tests do not depend on the machine's load)."""
+
+import json
+import os
+
+import pytest
+from narcli.bench import quiet
+from narcli.bench.measure import time_runs
+from narcli.bench.quiet import Sample, assess
+
+
+class FakeClock:
+    def __init__(self, durations):
+        self.now, self.durations, self.calls = 0.0, list(durations), 0
+
+    def timer(self):
+        return self.now
+
+    def run(self):
+        self.now += self.durations[self.calls % len(self.durations)]
+        self.calls += 1
+
+
+def _samples(wall=1.0, own=1.0, switches=0, machine=None, steal=0, tick=100):
+    before = Sample(0.0, 0.0, 0, 0 if machine is not None else None, 0 if machine is not None else None)
+    busy_ticks = None if machine is None else int(machine * wall * tick)
+    after = Sample(wall, own, switches, busy_ticks, None if machine is None else int(steal * wall * tick))
+    return before, after
+
+
+def test_a_quiet_machine_is_quiet():
+    verdict = assess(*_samples(own=0.99, machine=1.01, switches=2), threads=1, spread=0.01, tick=100)
+    assert not verdict.busy and verdict.reasons == [] and verdict.other_cpu == pytest.approx(0.02)
+    assert verdict.describe().startswith("machine quiet (other processes 0.02 cores")
+
+
+def test_another_process_on_the_other_core_makes_it_busy_even_when_runs_are_even():
+    # the case that went unnoticed: two threads waiting on each other, runs perfectly even
+    verdict = assess(*_samples(own=1.0, machine=2.0), threads=2, spread=0.005, tick=100)
+    assert verdict.busy and verdict.other_cpu == pytest.approx(1.0)
+    assert "other processes used 1.00 CPU cores" in verdict.describe()
+
+
+def test_steal_waiting_preemption_and_spread_are_each_a_reason():
+    verdict = assess(*_samples(own=0.6, machine=0.6, steal=0.3, switches=500), threads=1, spread=0.2, tick=100)
+    text = " ".join(verdict.reasons)
+    for reason in ("steal time", "ran only 60 %", "preempted 500 times", "spread 20 %"):
+        assert reason in text
+
+
+def test_jitter_on_a_quiet_machine_is_unstable_not_busy():
+    # several threads on few cores preempt one another with nobody else there: keep it, say so
+    verdict = assess(*_samples(own=2.0, machine=2.0, switches=300), threads=2, spread=0.18, tick=100)
+    assert not verdict.busy and verdict.reasons == []
+    assert verdict.unstable == ["preempted 300 times a second", "runs spread 18 % (IQR over median)"]
+    assert "unstable" in verdict.describe() and "--repeat" in verdict.describe()
+
+
+def test_jittery_watched_runs_go_on_until_they_steady():
+    clock = FakeClock([0.001, 0.003] * 2 + [0.002] * 400)  # jitter, then steady
+    result = time_runs(clock.run, 5, timer=clock.timer, watch_threads=1, warmup_runs=0, warmup_seconds=0.0)
+    assert 5 < result.runs <= 20 and result.median_ms == pytest.approx(2.0)
+
+
+def test_without_proc_only_what_the_process_sees_is_used():
+    verdict = assess(*_samples(own=1.0), threads=1, spread=0.01)
+    assert not verdict.busy and verdict.seen == "rusage" and verdict.other_cpu is None
+
+
+def test_a_moving_cpu_clock_is_reported():
+    before = Sample(0.0, 0.0, 0, mhz=(3000.0, 3000.0))
+    after = Sample(1.0, 1.0, 0, mhz=(2000.0, 3000.0))
+    assert "clock moved 33 %" in " ".join(assess(before, after, 1, 0.0).reasons)
+
+
+def test_a_real_sample_reads_this_process():
+    first = quiet.sample()
+    sum(i * i for i in range(200_000))
+    second = quiet.sample()
+    assert second.own_cpu >= first.own_cpu and second.wall > first.wall
+
+
+def test_waiting_for_quiet_returns_once_the_machine_is_quiet(monkeypatch):
+    readings = iter([1.0, 0.9, 0.05])
+    monkeypatch.setattr(quiet, "other_cpu_now", lambda window, sleep: next(readings))
+    lines = []
+    assert quiet.wait_for_quiet(limit=60, report=lines.append) is True
+    assert len(lines) == 1 and "waiting for the machine to be quiet" in lines[0]
+
+
+def test_waiting_for_quiet_gives_up_at_its_limit(monkeypatch):
+    monkeypatch.setattr(quiet, "other_cpu_now", lambda window, sleep: 1.0)
+    assert quiet.wait_for_quiet(limit=0, report=lambda line: None) is False
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity here")
+def test_pinning_keeps_the_asked_number_of_cpus():
+    allowed = sorted(os.sched_getaffinity(0))
+    try:
+        kept = quiet.pin(1)
+        assert len(kept) == 1 and kept[0] == allowed[-1]
+        if len(allowed) > 1:
+            assert sorted(os.sched_getaffinity(0)) == kept
+        assert quiet.pin(len(allowed) + 5) == sorted(os.sched_getaffinity(0))
+    finally:
+        os.sched_setaffinity(0, allowed)
+
+
+BUSY = {"busy": True, "reasons": ["other processes used 1.00 CPU cores while timing"], "other_cpu": 1.0,
+        "steal": 0.0, "own_cpu_share": 0.5, "switches_per_s": 200.0, "spread": 0.01, "mhz": [], "seen": "proc"}
+
+
+def _fake_child(verdict):
+    """`run_isolated` that measures nothing: the child's answer with the given verdict (the scan
+    before it runs as usual)."""
+    from narcli.trace.isolation import run_isolated
+
+    def isolated(fn, args, timeout, what):
+        if fn.__name__ != "measure_in_child":
+            return run_isolated(fn, args, timeout, what)
+        return {"median_ms": 950.0, "iqr_ms": 1.0, "runs": args[0].repeat, "warmup": 3, "times_ms": [950.0] * 3,
+                "warmup_ms": 1.0, "quiet": verdict, "pinned": []}
+    return isolated
+
+
+def test_a_busy_bench_says_so_and_is_not_stored(cli, write, monkeypatch):
+    from narcli.bench import store
+
+    monkeypatch.setattr("narcli.trace.isolation.run_isolated", _fake_child(BUSY))
+    model = write("tiny_busy.py", "from torch import nn\n\nclass Tiny(nn.Module):\n    def __init__(self):\n"
+                  "        super().__init__()\n        self.fc = nn.Linear(8, 2)\n\n    def forward(self, x):\n"
+                  "        return self.fc(x)\n")
+    result = cli("bench", model, "-i", "1,8", "--repeat", "3")
+    assert result.exit_code == 0, result.output
+    assert "machine busy: other processes used 1.00 CPU cores" in result.output
+    assert "not stored" in result.output
+    data = json.loads(cli("bench", model, "-i", "1,8", "--repeat", "3", "--json").output)
+    assert data["busy"] is True and data["stored"] is False and data["quiet"]["other_cpu"] == 1.0
+    assert not store.for_graph(data["graph_hash"])
+    kept = json.loads(cli("bench", model, "-i", "1,8", "--repeat", "3", "--json", "--allow-busy").output)
+    assert kept["stored"] is True and store.for_graph(data["graph_hash"])[0]["quiet"]["busy"] is True
+
+
+def test_a_quiet_bench_is_stored_and_says_it_was_quiet(cli, write, monkeypatch):
+    calm = BUSY | {"busy": False, "reasons": [], "other_cpu": 0.01}
+    monkeypatch.setattr("narcli.trace.isolation.run_isolated", _fake_child(calm))
+    model = write("tiny_calm.py", "from torch import nn\n\nclass Tiny(nn.Module):\n    def __init__(self):\n"
+                  "        super().__init__()\n        self.fc = nn.Linear(8, 2)\n\n    def forward(self, x):\n"
+                  "        return self.fc(x)\n")
+    result = cli("bench", model, "-i", "1,8", "--repeat", "3")
+    assert result.exit_code == 0 and "machine quiet (other processes 0.01 cores" in result.output
+    assert "stored under graph" in result.output
+
+
+def test_the_protocol_watches_the_machine_when_asked():
+    from narcli.bench.measure import time_runs
+
+    watched = time_runs(lambda: sum(range(1000)), 5, watch_threads=1, warmup_seconds=0.0)
+    assert watched.quiet is not None and set(watched.quiet) >= {"busy", "reasons", "other_cpu", "spread"}
+    assert time_runs(lambda: None, 3, warmup_seconds=0.0).quiet is None
+
+
+def test_a_reference_run_does_not_keep_a_busy_timing_and_tries_it_again_when_quiet(monkeypatch):
+    from narcli.bench import reference, store
+    from narcli.bench.device import device_info
+    from narcli.trace.pool import TaskResult
+
+    picks = reference.candidates(max_gmacs=0.001, sources=["classics"])[:2]
+    monkeypatch.setattr(reference, "candidates", lambda *a, **k: picks)
+    verdicts = iter([BUSY, BUSY | {"busy": False, "reasons": []}, BUSY | {"busy": False, "reasons": []}])
+    waited = []
+    monkeypatch.setattr(quiet, "wait_for_quiet", lambda *a, **k: waited.append(1) or True)
+
+    def pool(fn, tasks, on_result, **options):  # one worker: the next task is taken after each result
+        for key, args in tasks:
+            on_result(TaskResult(key, True, {"median_ms": 3.0, "iqr_ms": 0.1, "runs": 5, "quiet": next(verdicts)}))
+
+    monkeypatch.setattr("narcli.trace.pool.run_pool", pool)
+    lines = []
+    summary = reference.collect(report=lines.append)
+    assert summary["busy"] == 1 and summary["measured"] == 2 and waited == [1]
+    assert any(line.startswith(f"busy: {picks[0].id} not stored") for line in lines)
+    stored = store.measurements(device_info("cpu", 1).key, 1)
+    assert all(not row["quiet"]["busy"] for row in stored.values()) and len(stored) == 2
