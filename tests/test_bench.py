@@ -237,6 +237,19 @@ def test_with_few_models_the_transfer_stays_one_scale():
     assert np.allclose(np.exp(head["scales"]), 3.0, rtol=0.05)
 
 
+def test_one_model_the_reference_head_gets_badly_wrong_barely_moves_the_transfer():
+    from narcli.bench.transfer import fit_scales
+
+    rng = np.random.default_rng(3)
+    parts = rng.uniform(0.1, 10, size=(20, 4))
+    y = np.log(parts.sum(1) * 2.0) + rng.normal(scale=0.03, size=20)  # this machine: 2x the reference
+    y[0] += np.log(3.4)  # one model takes 3.4x what the reference head says (SEW-D did)
+    huber = np.exp(fit_scales(parts, y, prior=3.0))
+    squared = np.exp(fit_scales(parts, y, prior=3.0, delta=np.inf))
+    assert np.allclose(huber, 2.0, rtol=0.04)
+    assert np.abs(squared - 2.0).min() > 2 * np.abs(huber - 2.0).max()  # squared error is pulled towards it
+
+
 def test_a_parts_head_answers_from_the_split_prediction_and_says_its_threads():
     from narcli.predict.bundle import Row
     from narcli.predict.datasets import Target

@@ -9,12 +9,11 @@ each next model is the one least like those already chosen — starting from the
 `--models K` takes the first K; `--budget` stops when the time is spent. Measurements already
 stored are reused (resumable).
 
-The head: a ridge regression of log(measured latency) on log(reference-CPU prediction) and log MACs
-(standardised features, intercept unpenalised) — one thread on the reference machine against all of
-this machine's threads is mostly a scale, and how well a model uses more threads grows with its
-size. The interval is the 90 % quantile of its leave-one-out errors. Saved as
-$NAR_HOME/devices/NAME.json. Heads saved before the reference head existed (fitted on the timm CPU
-columns, named in their `columns`) still answer.
+The head: the reference prediction split by how its work parallelises, each part with its own
+scale (`transfer.fit_head`, where the fit is explained). Saved as $NAR_HOME/devices/NAME.json.
+`fit` below is the head fitted before that (a ridge of log latency on log reference prediction and
+log MACs), kept because `nar eval calibration` shows it beside the new one and heads saved with it
+(and those fitted on the timm CPU columns, named in their `columns`) still answer.
 """
 
 from __future__ import annotations
