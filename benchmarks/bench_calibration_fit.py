@@ -1,0 +1,81 @@
+"""The calibration's per-part fit, squared error against Huber, on measurements already taken.
+
+    python benchmarks/bench_calibration_fit.py [RESULT.json ...]
+
+Reads `nar eval calibration --json` results (default: benchmarks/results/calibration-*.json), which
+hold every measured calibration and held-out model, and fits the first K calibration models with
+the transfer's two losses (the ridge strength chosen by leave-one-out error as `nar calibrate`
+does), scoring each on the held-out models: MAPE, interval coverage and half-width. Nothing is
+measured, so it runs anywhere the bundled zoo is. Writes benchmarks/results/calibration-fit.json.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def fit_with(parts: np.ndarray, y: np.ndarray, delta: float) -> dict:
+    from narcli.bench import transfer
+
+    best = None
+    for prior in transfer.PRIORS:
+        errors = []
+        for i in range(len(y)):
+            keep = np.arange(len(y)) != i
+            theta = transfer.fit_scales(parts[keep], y[keep], prior, delta=delta)
+            errors.append(float(transfer.predict_log({"scales": theta}, parts[i])[0] - y[i]))
+        errors = np.array(errors)
+        score = float(np.mean(errors ** 2))
+        if best is None or score < best[0]:
+            best = (score, prior, errors)
+    _, prior, errors = best
+    return {"scales": transfer.fit_scales(parts, y, prior, delta=delta), "half": transfer.robust_half(errors)}
+
+
+def main() -> None:
+    sys.path.insert(0, str(ROOT))
+    from narcli.bench import transfer
+    from narcli.predict.bundle import load_bundle
+    from narcli.zoo.store import Zoo
+
+    files = [Path(a) for a in sys.argv[1:]] or sorted(RESULTS.glob("calibration-*thread*.json"))
+    head = load_bundle().latency
+    out = {}
+    with Zoo() as zoo:
+        def parts(name: str) -> np.ndarray:
+            model = zoo.resolve(name)
+            return head.parts(zoo.graph(model), model.macs, model.params)
+
+        for path in files:
+            result = json.loads(path.read_text())
+            truth = np.array([r["ms"] for r in result["held_out"]])
+            held_out = np.stack([parts(r["name"]) for r in result["held_out"]])
+            for k in (5, 10, 20, 40):
+                chosen = result["calibration"][:k]
+                y = np.log([r["ms"] for r in chosen])
+                fitted = np.stack([parts(r["name"]) for r in chosen])
+                row = {}
+                for loss, delta in (("squared", np.inf), ("huber", transfer.HUBER)):
+                    fit = fit_with(fitted, y, delta)
+                    centre = transfer.predict_log({"scales": fit["scales"]}, held_out)
+                    error = np.abs(np.exp(centre) - truth) / truth
+                    row[loss] = {"mape": round(float(error.mean() * 100), 1),
+                                 "coverage90": round(float((np.abs(np.log(truth) - centre) <= fit["half"]).mean() * 100)),
+                                 "half_width_pct": round(float((np.exp(fit["half"]) - 1) * 100))}
+                key = f"{path.stem} K={len(chosen)}"
+                out[key] = row
+                print(key, json.dumps(row))
+    target = RESULTS / "calibration-fit.json"
+    target.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"wrote {target}")
+
+
+if __name__ == "__main__":
+    main()
