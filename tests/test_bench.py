@@ -264,6 +264,9 @@ def test_a_parts_head_answers_from_the_split_prediction_and_says_its_threads():
     assert row.target.column == "mine" and "2 threads" in row.target.device and "2 threads" in row.trained_on
     (row,) = cal.device_rows(cpu, 10**9, {"mine": head}, lambda: None)
     assert row.status == "n/a" and "cannot be split" in row.reason
+    one = head | {"device": {"name": "AMD EPYC", "threads": 1}}
+    (row,) = cal.device_rows(cpu, 10**9, {"mine": one}, lambda: np.array([4.0, 2.0, 2.0, 2.0]))
+    assert "(AMD EPYC, 1 thread)" in row.target.device and "(AMD EPYC, 1 thread)" in row.trained_on
 
 
 def test_a_saved_parts_head_is_read_back_and_a_bad_one_is_named(monkeypatch, tmp_path):

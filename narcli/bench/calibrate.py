@@ -365,10 +365,11 @@ def device_rows(rows: list, macs: int, devices: dict[str, dict[str, Any]] | None
     for name, head in devices.items():
         device = head.get("device") or {}
         threads = device.get("threads")
-        label = (f"{name} ({device.get('name', 'this CPU')}, {threads} thread{'s' * (threads != 1)})"
-                 if isinstance(threads, int) and threads else name)
+        counted = isinstance(threads, int) and threads > 0
+        threads_text = f"{threads} thread{'s' * (threads != 1)}" if counted else "? threads"
+        label = f"{name} ({device.get('name', 'this CPU')}, {threads_text})" if counted else name
         target = Target(name, "latency", "ms", label, 1, log=True)
-        trained = (f"calibrated on this machine ({device.get('name', '?')}, {threads or '?'} threads) with "
+        trained = (f"calibrated on this machine ({device.get('name', '?')}, {threads_text}) with "
                    f"{len(head.get('models', []))} zoo models ({head.get('created', '?')})")
         usable = [cpu.get(c) for c in head.get("columns", CPU_COLUMNS)]
         if not usable or any(r is None or r.status != "ok" for r in usable) or macs <= 0:
