@@ -21,24 +21,6 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 
 
-def fit_with(parts: np.ndarray, y: np.ndarray, delta: float) -> dict:
-    from narcli.bench import transfer
-
-    best = None
-    for prior in transfer.PRIORS:
-        errors = []
-        for i in range(len(y)):
-            keep = np.arange(len(y)) != i
-            theta = transfer.fit_scales(parts[keep], y[keep], prior, delta=delta)
-            errors.append(float(transfer.predict_log({"scales": theta}, parts[i])[0] - y[i]))
-        errors = np.array(errors)
-        score = float(np.mean(errors ** 2))
-        if best is None or score < best[0]:
-            best = (score, prior, errors)
-    _, prior, errors = best
-    return {"scales": transfer.fit_scales(parts, y, prior, delta=delta), "half": transfer.robust_half(errors)}
-
-
 def main() -> None:
     sys.path.insert(0, str(ROOT))
     from narcli.bench import transfer
@@ -63,8 +45,8 @@ def main() -> None:
                 fitted = np.stack([parts(r["name"]) for r in chosen])
                 row = {}
                 for loss, delta in (("squared", np.inf), ("huber", transfer.HUBER)):
-                    fit = fit_with(fitted, y, delta)
-                    centre = transfer.predict_log({"scales": fit["scales"]}, held_out)
+                    fit = transfer.fit_head(fitted, y, delta)
+                    centre = transfer.predict_log(fit, held_out)
                     error = np.abs(np.exp(centre) - truth) / truth
                     row[loss] = {"mape": round(float(error.mean() * 100), 1),
                                  "coverage90": round(float((np.abs(np.log(truth) - centre) <= fit["half"]).mean() * 100)),

@@ -78,11 +78,11 @@ def fit_scales(parts: np.ndarray, y: np.ndarray, prior: float, steps: int = 80, 
     return theta
 
 
-def _loo(parts: np.ndarray, y: np.ndarray, prior: float) -> np.ndarray:
+def _loo(parts: np.ndarray, y: np.ndarray, prior: float, delta: float) -> np.ndarray:
     errors = []
     for i in range(len(y)):
         keep = np.arange(len(y)) != i
-        theta = fit_scales(parts[keep], y[keep], prior)
+        theta = fit_scales(parts[keep], y[keep], prior, delta=delta)
         errors.append(float(_predict(theta, parts[i:i + 1])[0] - y[i]))
     return np.array(errors)
 
@@ -92,19 +92,20 @@ def robust_half(errors: np.ndarray, z: float = 1.6449) -> float:
     return float(z * 1.4826 * np.median(np.abs(errors)))
 
 
-def fit_head(parts: np.ndarray, y: np.ndarray) -> dict:
-    """The fitted transfer: log scales, the ridge chosen by leave-one-out, and the interval."""
+def fit_head(parts: np.ndarray, y: np.ndarray, delta: float = HUBER) -> dict:
+    """The fitted transfer: log scales, the ridge chosen by leave-one-out, and the interval
+    (`delta`: the Huber threshold; infinite for squared error)."""
     parts, y = np.asarray(parts, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if len(y) < 3:
         raise ValueError("at least 3 measured models are needed")
     best = None
     for prior in PRIORS:
-        errors = _loo(parts, y, prior)
+        errors = _loo(parts, y, prior, delta)
         score = float(np.mean(errors ** 2))
         if best is None or score < best[0]:
             best = (score, prior, errors)
     _, prior, errors = best
-    theta = fit_scales(parts, y, prior)
+    theta = fit_scales(parts, y, prior, delta=delta)
     return {"kind": "parts", "scales": theta.tolist(), "prior": prior, "half": robust_half(errors),
             "loo_mape": round(float(np.mean(np.abs(np.exp(errors) - 1)) * 100), 2)}
 
