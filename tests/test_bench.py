@@ -279,3 +279,23 @@ def test_a_saved_parts_head_is_read_back_and_a_bad_one_is_named(monkeypatch, tmp
     (tmp_path / "bad.json").write_text(json.dumps(good | {"scales": [0.0, 0.1]}))
     with pytest.raises(StoreError, match="bad.json"):
         cal.calibrated_devices()
+
+
+def test_each_calibrated_device_gets_its_own_line_under_the_predictions():
+    from rich.console import Console
+
+    from narcli.cli.render_predict import print_predictions
+    from narcli.predict.bundle import Row
+    from narcli.predict.datasets import Target
+    from narcli.search.predictions import Predictions
+
+    cpu = [Row("reference", "reference CPU", Target(c, "latency", "ms", c, 1), 10.0, 8.0, 12.0, "ok", "", "x")
+           for c in cal.CPU_COLUMNS]
+    heads = {f"own-{t}t": {"kind": "parts", "scales": [0.0] * 4, "half": 0.2, "columns": list(cal.CPU_COLUMNS),
+                           "models": [1, 2, 3], "device": {"name": "AMD EPYC", "threads": t}} for t in (1, 2)}
+    rows = cal.device_rows(cpu, 10**9, heads, lambda: np.array([4.0, 2.0, 2.0, 2.0]))
+    console = Console(record=True, width=200)
+    print_predictions(console, [Predictions("m", rows, [])])
+    text = console.export_text()
+    assert "own-1t = calibrated on this machine (AMD EPYC, 1 thread)" in text
+    assert "own-2t = calibrated on this machine (AMD EPYC, 2 threads)" in text

@@ -38,7 +38,10 @@ def print_predictions(console: Any, results: list) -> None:
             device = target.device + (f" ×{target.batch}" if target.batch and target.batch > 1 else "")
             value = format_value(row) + (" measured" if row.head == "measured" else "")
             table.add_row(target_label(row), device or "—", value, format_interval(row), row.head)
-            used[row.head] = f"{row.title}: {row.trained_on}"
+            if row.head == "device":  # one line per calibrated device: they share the head's name
+                used[target.column] = row.trained_on
+            else:
+                used[row.head] = f"{row.title}: {row.trained_on}"
         if table.row_count:
             console.print(table)
             for head, about in used.items():
