@@ -15,8 +15,8 @@ on the same measurements (with 5 models the scales stay together; with 40 they c
 
 Why Huber: among 20 calibration models there are usually one or two the reference head gets badly
 wrong (a large GRU at half its time, SEW-D at 3.4x). Squared error lets those set the common scale:
-on this 2-vCPU VM the fitted scale was 1.17 where the median ratio was 1.10, and the calibrated
-head came out worse than the reference rescaled by that median. Beyond `HUBER` (10 % in log) an
+on a 2-vCPU VM (2026-11-25, K = 20) the fitted scale was 1.17 where the median ratio was 1.10,
+and the calibrated head came out worse than the reference rescaled by that median. Beyond `HUBER` (10 % in log) an
 error counts linearly, so one wild model moves the fit little; below it the loss is squared error.
 
 The 90 % interval is ±1.645 robust standard deviations of the leave-one-out log errors (1.4826 ×
