@@ -83,3 +83,26 @@ def test_width_scales_channels_but_not_the_image_input_or_the_classes():
     token_model = ArchGraph([Node("input", [1, 16]), Node("embedding", [1, 16, 32]), Node("output", [1, 16, 32])],
                             [(0, 1), (1, 2)])
     assert EDITS["width"](token_model, random.Random(0)) is None
+
+
+def test_fewer_blocks_leaves_out_identity_blocks_and_rewires_around_them():
+    from narcli.encode.augment import identity_blocks
+    from narcli.graph.synthetic import residual_stack
+
+    graph = residual_stack(60)  # a stem, identity residual blocks of 7 nodes (post-add ReLU), a pooled head
+    blocks = identity_blocks(graph)
+    assert len(blocks) >= 3 and all(len(inner) == 6 and graph.nodes[last].op == "relu" for _, last, inner in blocks)
+    edited = EDITS["fewer_blocks"](graph, random.Random(3))
+    dropped = len(graph.nodes) - len(edited.nodes)
+    assert dropped and dropped % 7 == 0 and dropped // 7 <= 3
+    assert len(identity_blocks(edited)) == len(blocks) - dropped // 7
+    # still one connected chain of blocks from the input to the output
+    assert all(s < d for s, d in edited.edges)
+    reached = {0}
+    for s, d in edited.edges:
+        if s in reached:
+            reached.add(d)
+    assert reached == set(range(len(edited.nodes)))
+    assert [n.op for n in edited.nodes[-3:]] == ["global_avg_pool", "linear", "output"]
+    # a single block is kept: a net is not edited down to its stem
+    assert EDITS["fewer_blocks"](imagenet_stem_net(), random.Random(0)) is None

@@ -34,7 +34,7 @@ def mlp_items(count=4):
 def test_the_combined_embedding_has_unit_length_and_a_learned_part():
     from narcli.encode.training import embed_items
 
-    trained = small_trained(mlp_items(), wl_mix=0.6, robust_mix=0.0)
+    trained = small_trained(mlp_items(), wl_mix=0.6, robust_mix=0.0, decoder_mix=0.0)
     graphs = [i.encoded for i in mlp_items()]
     both = embed_items(trained.model, graphs)
     learned = embed_items(trained.model, graphs, learned_only=True)
@@ -42,7 +42,7 @@ def test_the_combined_embedding_has_unit_length_and_a_learned_part():
     assert both.shape == (4, 2 * 8 + 256) and learned.shape == (4, 2 * 8)
     assert np.allclose(np.linalg.norm(both, axis=1), 1, atol=1e-5)
     assert np.allclose(both[:, :16], learned * 0.6 ** 0.5, atol=1e-5)  # cosine = 0.6 learned + 0.4 WL
-    # the shipped read-out adds the robust sketch, its share taken from the learned part
+    # the robust sketch (the read-out before the decoder sketch) takes its share from the learned part
     trained.model.robust_mix = 0.3
     trained.model.register_buffer("robust_sketch", torch.randn(4096, 256) / 16, persistent=False)
     three = embed_items(trained.model, graphs)

@@ -84,7 +84,7 @@ def test_an_embedding_batch_must_carry_the_sketch_features():
     from narcli.encode.encoder import collate
     from narcli.encode.training import TrainConfig, model_for
 
-    model = model_for(TrainConfig(hidden=8, dim=8, robust_mix=0.0), families=2)  # the width sketch last
+    model = model_for(TrainConfig(hidden=8, dim=8, robust_mix=0.0, decoder_mix=0.0), families=2)  # the width sketch last
     graphs = [encode_graph(mlp_graph(2, 64)), encode_graph(mlp_graph(2, 1024))]
     with pytest.raises(ValueError, match="sketch_labels"):
         model.embed(collate(graphs))
@@ -125,8 +125,8 @@ def test_the_robust_sketch_takes_its_share_from_the_learned_part():
     from narcli.encode.encoder import collate
     from narcli.encode.training import TrainConfig, model_for
 
-    plain = model_for(TrainConfig(hidden=8, dim=8, robust_mix=0.0), families=2)
-    robust = model_for(TrainConfig(hidden=8, dim=8, robust_mix=0.3), families=2)
+    plain = model_for(TrainConfig(hidden=8, dim=8, wl_mix=0.9, robust_mix=0.0, decoder_mix=0.0), families=2)
+    robust = model_for(TrainConfig(hidden=8, dim=8, wl_mix=0.9, robust_mix=0.3, decoder_mix=0.0), families=2)
     robust.load_state_dict(plain.state_dict())  # the projections are buffers: same weights, new read-out
     assert robust.embedding_dim == plain.embedding_dim + 256
     graphs = [encode_graph(activation_mlp("relu", 64)), encode_graph(activation_mlp("gelu", 1024))]

@@ -24,6 +24,11 @@ def _ks(text: str) -> tuple[int, ...]:
     return ks
 
 
+AUGMENT_HELP = ("Edited variants of each training architecture (CIFAR stem, no stem pool, activation, head, "
+                "resolution, width, fewer residual blocks) added to its family in training (default: 2, the "
+                "shipped recipe).")
+
+
 def _train_config(seed: int, epochs: int, ce_weight: float, device: str, augment: int | None = None) -> Any:
     """The training recipe that `nar train encoder` and `nar eval retrieval` share, checked."""
     import math
@@ -54,9 +59,7 @@ def eval_retrieval(
     ce_weight: float = typer.Option(0.0, "--ce-weight",
                                     help="Weight of the family cross-entropy in each learned method's loss (0: contrast only)."),
     augment: int | None = typer.Option(None, "--augment",
-                                       help="Edited variants of each training architecture (CIFAR stem, no stem "
-                                            "pool, activation, head, resolution) added to its family in training "
-                                            "(default: 2, the shipped recipe).", show_default=False),
+                                       help=AUGMENT_HELP, show_default=False),
     device: str = typer.Option("", "--device", help="cpu or cuda (default: cuda when available)."),
     out: Path = typer.Option(None, "--out", help="Also write the results as JSON to this file."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
@@ -125,9 +128,7 @@ def train_encoder_command(
     ce_weight: float = typer.Option(0.0, "--ce-weight",
                                     help="Weight of the family cross-entropy in the encoder's loss (0: contrast only)."),
     augment: int | None = typer.Option(None, "--augment",
-                                       help="Edited variants of each training architecture (CIFAR stem, no stem "
-                                            "pool, activation, head, resolution) added to its family in training "
-                                            "(default: 2, the shipped recipe).", show_default=False),
+                                       help=AUGMENT_HELP, show_default=False),
     device: str = typer.Option("", "--device", help="cpu or cuda (default: cuda when available)."),
     methods: str = typer.Option("GCN,GAT,NAR", "--methods",
                                 help="Learned methods to train beside NAR for the card's table, comma-separated."),

@@ -22,13 +22,17 @@ def _shared_text(shared: list[dict[str, Any]], width: int = 28) -> str:
 
 
 def print_similar(console: Any, results: list[Any]) -> None:
+    from narcli.zoo.composite import backbone_of
+
     for result in results:
         q = result.query
         figures = f"{human_params(q.params)} params, {human(q.macs)} MACs" if q.params or q.macs else ""
         console.print(f"[bold]{safe(q.name)}[/] [dim]({q.kind}{', ' + figures if figures else ''})[/]")
         if q.zoo_model is not None:  # a zoo model has a family label: show it, and what the encoder says
             m = q.zoo_model
-            console.print(f"zoo label: family [bold]{safe(m.family)}[/], coarse class {safe(m.coarse)}")
+            backbone = backbone_of(m.id)
+            over = f" over {safe(backbone)}" if backbone else ""
+            console.print(f"zoo label: family [bold]{safe(m.family)}[/]{over}, coarse class {safe(m.coarse)}")
             console.print("[dim]encoder:[/] " + prediction_line(result.prediction))
         else:
             console.print(prediction_line(result.prediction))
@@ -65,7 +69,10 @@ def _similar_table(width: int, neighbours: list[Any]) -> Any:
     from rich.table import Table
 
     extra = [len(n.aliases) + len(getattr(n, "heads", None) or []) for n in neighbours]
-    rows = [{"#": str(rank), "name": n.name, "family": n.family or "", "task": n.task or "",
+    from narcli.zoo.composite import design_label
+
+    rows = [{"#": str(rank), "name": n.name, "family": design_label(n.family or "", getattr(n, "backbone", "")),
+             "task": n.task or "",
              "cosine": f"{n.cosine:.3f}", "params": human_params(n.params), "MACs": human(n.macs),
              "shared motifs": _shared_text(n.shared, 60)} for rank, n in enumerate(neighbours, 1)]
     full = {column: max([len(column)] + [len(r[column]) for r in rows]) for column in rows[0]} if rows else {}

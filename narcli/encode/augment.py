@@ -18,6 +18,9 @@ from collections.abc import Callable
 
 from narcli.graph.arch_graph import ArchGraph, Node
 
+# bump when an edit changes what it makes: cached variants and training checkpoints are keyed by it
+# (2: fewer_blocks; variants retried until `count` apply)
+AUGMENT_VERSION = 2
 ACTIVATIONS = ("relu", "relu6", "silu", "gelu", "hard_swish", "leaky_relu")
 # input sizes authors trace or train at, as a factor of the zoo's 224 px: 32, 64, 128, 384 px
 RESOLUTIONS = (32 / 224, 64 / 224, 128 / 224, 384 / 224)
@@ -155,18 +158,82 @@ def width(graph: ArchGraph, rng: random.Random) -> ArchGraph | None:
     return out if changed else None
 
 
+def identity_blocks(graph: ArchGraph) -> list[tuple[int, int, list[int]]]:
+    """Convolutional residual blocks with an identity shortcut: (block input, the block's last node,
+    the nodes before it), for blocks whose input and output feature maps have one shape. The last
+    node is the add that closes the block, or the activation right after it (a post-activation
+    ResNet), which belongs to the block."""
+    parents, children = graph.parents(), graph.children()
+    out = []
+    for join, node in enumerate(graph.nodes):
+        if node.op != "add" or len(parents[join]) != 2 or node.shape is None or len(node.shape) != 4:
+            continue
+        for start in parents[join]:
+            if graph.nodes[start].shape != node.shape:
+                continue
+            # the nodes on some path start -> join: descendants of start that reach join
+            reach = {join}
+            for i in range(join - 1, start, -1):
+                if any(c in reach for c in children[i]):
+                    reach.add(i)
+            inner = [i for i in range(start + 1, join) if i in reach and _descends(i, start, parents)]
+            if inner and all(set(parents[i]) <= set(inner) | {start} for i in inner):
+                after = children[join]
+                if len(after) == 1 and graph.nodes[after[0]].op in ACTIVATIONS and parents[after[0]] == [join]:
+                    inner, join = [*inner, join], after[0]
+                out.append((start, join, inner))
+                break
+    return out
+
+
+def _descends(node: int, ancestor: int, parents: list[list[int]]) -> bool:
+    stack, seen = [node], set()
+    while stack:
+        i = stack.pop()
+        if i == ancestor:
+            return True
+        if i > ancestor and i not in seen:
+            seen.add(i)
+            stack.extend(parents[i])
+    return False
+
+
+def fewer_blocks(graph: ArchGraph, rng: random.Random) -> ArchGraph | None:
+    """One to three identity residual blocks left out (a ResNet-20 for CIFAR has 3 stages of 3 blocks
+    where timm's ResNet-18 has 4 of 2): the block's input goes straight to what read its output."""
+    blocks = identity_blocks(graph)
+    if len(blocks) < 2:
+        return None
+    chosen = rng.sample(blocks, min(len(blocks) - 1, rng.randint(1, 3)))
+    drop = {i for _, join, inner in chosen for i in [*inner, join]}
+    replace = {join: start for start, join, _ in chosen}
+
+    def source(i: int) -> int:
+        while i in replace:
+            i = replace[i]
+        return i
+
+    kept = [i for i in range(len(graph.nodes)) if i not in drop]
+    index = {old: new for new, old in enumerate(kept)}
+    edges = {(index[source(s)], index[d]) for s, d in graph.edges if d not in drop and source(s) not in drop}
+    out = _copy(graph)
+    return ArchGraph([out.nodes[i] for i in kept], sorted(edges), out.meta)
+
+
 EDITS: dict[str, Callable[[ArchGraph, random.Random], ArchGraph | None]] = {
     "cifar_stem": cifar_stem, "no_stem_pool": no_stem_pool, "swap_activation": swap_activation,
-    "new_head": new_head, "resolution": resolution, "width": width,
+    "new_head": new_head, "resolution": resolution, "width": width, "fewer_blocks": fewer_blocks,
 }
 
 
 def variants(graph: ArchGraph, count: int, seed: int) -> list[ArchGraph]:
     """`count` edited copies of `graph`, each with one to three edits that apply (fewer copies when
-    no edit applies)."""
+    few edits apply: at most 3 × `count` tries)."""
     rng = random.Random(seed)
-    out = []
-    for _ in range(count):
+    out: list[ArchGraph] = []
+    for _ in range(3 * count):
+        if len(out) == count:
+            break
         names = rng.sample(list(EDITS), rng.randint(1, 3))
         edited, applied = graph, 0
         for name in names:

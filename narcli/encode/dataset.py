@@ -78,7 +78,11 @@ def augmented_items(items: list[Item], train: list[int], count: int, seed: int, 
 
     zoo = zoo or Zoo()
     chosen = [items[i] for i in train]
-    digest = hashlib.sha256(json.dumps([sorted(i.graph_hash for i in chosen), count, seed]).encode()).hexdigest()[:16]
+    from narcli.encode.augment import AUGMENT_VERSION
+
+    # the edits' version is part of the key: changed edits must not reuse variants made before
+    digest = hashlib.sha256(json.dumps([sorted(i.graph_hash for i in chosen), count, seed, AUGMENT_VERSION])
+                            .encode()).hexdigest()[:16]
 
     def build() -> list[list[EncodedGraph]]:
         tasks = [(zoo.graph_blob(item.graph_hash), count, _variant_seed(item.graph_hash, seed)) for item in chosen]

@@ -68,14 +68,14 @@ class Embedder:
         """(unit vectors, predictions) of already featurised graphs, batched by node count."""
         import torch
 
-        from narcli.encode.encoder import collate, node_batches
+        from narcli.encode.encoder import node_batches
         from narcli.encode.training import coarse_classes
 
         vectors: list[np.ndarray] = []
         predictions: list[dict] = []
         for group in node_batches(encoded, batch_nodes):
             with torch.no_grad():
-                batch = collate(group, self.model.sketch_labels, self.model.robust_mix > 0).to(self.device)
+                batch = self.model.embedding_batch(group).to(self.device)
                 vector, family, coarse = self.model.embed_and_classify(batch)
                 vector, family, coarse = vector.cpu(), family.cpu(), coarse.cpu()
             vectors.append(vector.numpy().astype(np.float32))

@@ -18,6 +18,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from narcli.encode.features import (
+    DECODER,
     NUMERIC,
     OP_NAMES,
     SKETCH_LABELS,
@@ -43,18 +44,20 @@ class Batch:
     num_graphs: int
     sketch_wl: torch.Tensor | None = None  # (graphs, WL_DIM) the WL features the retrieval sketch reads
     robust_wl: torch.Tensor | None = None  # (graphs, WL_DIM) the coarse-label WL features of the robust sketch
+    decoder_wl: torch.Tensor | None = None  # (graphs, WL_DIM) the decoder part's WL features (decoder sketch)
 
     def to(self, device: str) -> Batch:
         return Batch(*(getattr(self, f).to(device) for f in
                        ("ops", "numeric", "edges", "inner_edges", "motif_of", "macro_edges", "motif_graph",
                         "node_graph", "wl")), self.num_graphs,
-                     *(None if t is None else t.to(device) for t in (self.sketch_wl, self.robust_wl)))
+                     *(None if t is None else t.to(device) for t in (self.sketch_wl, self.robust_wl, self.decoder_wl)))
 
 
-def collate(graphs: list[EncodedGraph], sketch_labels: str | None = None, robust: bool = False) -> Batch:
+def collate(graphs: list[EncodedGraph], sketch_labels: str | None = None, robust: bool = False,
+            decoder: bool = False) -> Batch:
     """One batch of `graphs`; `sketch_labels` ("ops" or "ops+width"): also the WL features that a
-    retrieval embedding's sketch reads, and with `robust` those of its robust sketch (embedding
-    needs them, training does not)."""
+    retrieval embedding's sketch reads, with `robust` those of its robust sketch and with `decoder`
+    those of its decoder sketch (embedding needs them, training does not)."""
     ops, numeric, edges, inner, motif_of, macro, motif_graph, node_graph = ([] for _ in range(8))
     node_offset = motif_offset = 0
     for index, g in enumerate(graphs):
@@ -84,7 +87,7 @@ def collate(graphs: list[EncodedGraph], sketch_labels: str | None = None, robust
                  both_ways(edges), both_ways(inner), torch.from_numpy(np.concatenate(motif_of)),
                  both_ways(macro), torch.from_numpy(np.concatenate(motif_graph)),
                  torch.from_numpy(np.concatenate(node_graph)), op_wl, len(graphs), sketch_wl,
-                 wl("coarse") if robust else None)
+                 wl("coarse") if robust else None, wl(DECODER) if decoder else None)
 
 
 def node_batches(graphs: list[EncodedGraph], batch_nodes: int) -> Iterator[list[EncodedGraph]]:
@@ -167,7 +170,7 @@ class NAREncoder(nn.Module):
     def __init__(self, families: int, coarse: int, hidden: int = 128, dim: int = 256, layers: int = 3,
                  use_motifs: bool = True, kind: str = "gcn", use_wl: bool = True, wl_mix: float = 1.0,
                  sketch_dim: int = 256, full_graph: str = "none", sketch_labels: str = "ops",
-                 robust_mix: float = 0.0):
+                 robust_mix: float = 0.0, decoder_mix: float = 0.0):
         super().__init__()
         self.use_motifs = use_motifs
         # The retrieval embedding joins the learned vector (weight wl_mix) with a fixed random
@@ -183,15 +186,24 @@ class NAREncoder(nn.Module):
         # over coarse labels (`features.coarse_labels`: any activation is "activation", any norm is
         # "normalization", no widths): the near-neighbours it finds survive the edits authors make
         # when they rewrite a design, which the learned part and the width sketch do not (README).
+        # A decoder sketch (weight decoder_mix, also from the learned share) reads coarse-label WL
+        # features of the part after the deepest feature map (`features.decoder_part`): what tells
+        # a U-Net from an FPN over the same backbone, which the whole-graph parts barely see.
         if not 0.0 <= robust_mix <= wl_mix:
             raise ValueError(f"robust_mix must be between 0 and wl_mix ({wl_mix}), not {robust_mix}")
+        if not 0.0 <= decoder_mix <= wl_mix - robust_mix:
+            raise ValueError(f"decoder_mix must be between 0 and wl_mix - robust_mix ({wl_mix - robust_mix:g}), "
+                             f"not {decoder_mix}")
         self.wl_mix = wl_mix
         self.robust_mix = robust_mix
+        self.decoder_mix = decoder_mix
         self.sketch_labels = sketch_labels
         if wl_mix < 1.0:
             self.register_buffer("sketch", _projection(0, sketch_dim), persistent=False)
         if robust_mix > 0.0:
             self.register_buffer("robust_sketch", _projection(1, sketch_dim), persistent=False)
+        # always there (not saved): a read-out may be re-weighted after training (benchmarks/tune_readout.py)
+        self.register_buffer("decoder_sketch", _projection(2, sketch_dim), persistent=False)
         # WL subtree features, projected, beside the pooled graph embedding: the learned model then
         # starts from what hashing already knows (without them it lost to WL hashing)
         self.wl = nn.Linear(WL_DIM, hidden) if use_wl else None
@@ -209,7 +221,7 @@ class NAREncoder(nn.Module):
             self.ff_out = nn.Sequential(nn.Linear(2 * hidden, dim), nn.ELU(), nn.Linear(dim, dim))
         self.branches = 2 if self.ff is not None else 1
         self.embedding_dim = dim * self.branches + (sketch_dim if wl_mix < 1.0 else 0) + \
-            (sketch_dim if robust_mix > 0.0 else 0)
+            (sketch_dim if robust_mix > 0.0 else 0) + (sketch_dim if decoder_mix > 0.0 else 0)
         self.out = nn.Sequential(nn.Linear((3 if use_wl else 2) * hidden, dim), nn.ELU(), nn.Linear(dim, dim))
         self.motif_proj = nn.Linear(hidden, hidden)
         self.family_head = nn.Linear(dim * self.branches, families)
@@ -251,6 +263,21 @@ class NAREncoder(nn.Module):
         """`forward`'s output split into one vector per branch (each has its own contrastive loss)."""
         return z.chunk(self.branches, dim=1)
 
+    def embedding_batch(self, graphs: list[EncodedGraph]) -> Batch:
+        """A batch of `graphs` with the WL features this model's retrieval vector reads."""
+        return collate(graphs, self.sketch_labels, self.robust_mix > 0, self.decoder_mix > 0)
+
+    def retrieval_parts(self, batch: Batch) -> dict[str, torch.Tensor]:
+        """Every part a retrieval vector may join, each of unit length and unweighted (for choosing
+        the weights); the batch must carry every sketch's features."""
+        learned = torch.cat([F.normalize(v, dim=1) for v in self.branch_vectors(self.forward(batch))], dim=1)
+        sketch = self.sketch if self.wl_mix < 1.0 else _projection(0, self.decoder_sketch.shape[1])
+        robust = self.robust_sketch if self.robust_mix > 0.0 else _projection(1, self.decoder_sketch.shape[1])
+        return {"learned": learned / self.branches ** 0.5,
+                "width": F.normalize(batch.sketch_wl @ sketch, dim=1),
+                "robust": F.normalize(batch.robust_wl @ robust, dim=1),
+                "decoder": F.normalize(batch.decoder_wl @ self.decoder_sketch, dim=1)}
+
     def embed(self, batch: Batch, learned_only: bool = False) -> torch.Tensor:
         """Unit-length retrieval embeddings (`learned_only`: the learned part alone, for ablations)."""
         return self._retrieval_vector(self.forward(batch), batch, learned_only)
@@ -262,9 +289,9 @@ class NAREncoder(nn.Module):
 
     def _retrieval_vector(self, z: torch.Tensor, batch: Batch, learned_only: bool) -> torch.Tensor:
         learned = torch.cat([F.normalize(v, dim=1) for v in self.branch_vectors(z)], dim=1) / self.branches ** 0.5
-        if learned_only or (self.wl_mix >= 1.0 and self.robust_mix == 0.0):
+        if learned_only or (self.wl_mix >= 1.0 and self.robust_mix == 0.0 and self.decoder_mix == 0.0):
             return learned
-        parts = [learned * (self.wl_mix - self.robust_mix) ** 0.5]
+        parts = [learned * (self.wl_mix - self.robust_mix - self.decoder_mix) ** 0.5]
         if self.wl_mix < 1.0:
             if batch.sketch_wl is None:
                 raise ValueError("collate the batch with sketch_labels=model.sketch_labels to embed it")
@@ -273,4 +300,8 @@ class NAREncoder(nn.Module):
             if batch.robust_wl is None:
                 raise ValueError("collate the batch with robust=True to embed it with the robust sketch")
             parts.append(F.normalize(batch.robust_wl @ self.robust_sketch, dim=1) * self.robust_mix ** 0.5)
+        if self.decoder_mix > 0.0:
+            if batch.decoder_wl is None:
+                raise ValueError("collate the batch with decoder=True to embed it with the decoder sketch")
+            parts.append(F.normalize(batch.decoder_wl @ self.decoder_sketch, dim=1) * self.decoder_mix ** 0.5)
         return torch.cat(parts, dim=1)

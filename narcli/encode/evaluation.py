@@ -13,9 +13,13 @@ from narcli.encode.features import OP_NAMES, EncodedGraph
 
 
 def retrieval_metrics(embeddings: np.ndarray, labels: list[str], queries: list[int],
-                      ks: tuple[int, ...] = (20, 50, 100)) -> dict[str, float]:
-    """MRR@k, MAP@k, NDCG@k for cosine retrieval over L2-normalised `embeddings`."""
+                      ks: tuple[int, ...] = (20, 50, 100), pool_mask: np.ndarray | None = None,
+                      withheld: list[int] | None = None) -> dict[str, float]:
+    """MRR@k, MAP@k, NDCG@k for cosine retrieval over L2-normalised `embeddings`; `pool_mask`:
+    only those rows are candidates (default: every row but the query); `withheld[j]`: one more row
+    that is no candidate for `queries[j]` (the design an edited copy was made from)."""
     labels_arr = np.array(labels)
+    candidate = np.ones(len(labels_arr), bool) if pool_mask is None else np.asarray(pool_mask, bool)
     top = max(ks)
     sums = {f"{m}@{k}": 0.0 for k in ks for m in ("MRR", "MAP", "NDCG")}
     counted = 0
@@ -23,9 +27,14 @@ def retrieval_metrics(embeddings: np.ndarray, labels: list[str], queries: list[i
         chunk = queries[start:start + 256]
         sims = embeddings[chunk] @ embeddings.T
         sims[np.arange(len(chunk)), chunk] = -np.inf  # the query itself is not a candidate
+        sims[:, ~candidate] = -np.inf
+        if withheld is not None:
+            sims[np.arange(len(chunk)), withheld[start:start + 256]] = -np.inf
         order = np.argsort(-sims, axis=1, kind="stable")[:, :top]
         for row, q in enumerate(chunk):
-            relevant_total = int((labels_arr == labels_arr[q]).sum()) - 1
+            relevant_total = int(((labels_arr == labels_arr[q]) & candidate).sum()) - int(candidate[q])
+            if withheld is not None:
+                relevant_total -= int(candidate[withheld[start + row]] and withheld[start + row] != q)
             if relevant_total == 0:
                 continue
             counted += 1

@@ -117,6 +117,7 @@ def wl_features(labels: np.ndarray, edges: np.ndarray, rounds: int = WL_ROUNDS,
 
 
 SKETCH_LABELS = ("ops", "ops+width", "coarse")  # node labels the WL features of a retrieval sketch may start from
+DECODER = "decoder"  # the decoder sketch's WL features: coarse labels over the part after the deepest feature map
 
 
 def wl_dense(graph: EncodedGraph, labels: str = "ops", dim: int = WL_DIM) -> np.ndarray:
@@ -128,6 +129,8 @@ def wl_dense(graph: EncodedGraph, labels: str = "ops", dim: int = WL_DIM) -> np.
         index, count = wl_features(width_labels(graph), graph.edges, dim=dim)
     elif labels == "coarse":
         index, count = wl_features(coarse_labels(graph), graph.edges, dim=dim)
+    elif labels == DECODER:
+        index, count = decoder_wl(graph, dim)
     else:
         raise ValueError(f"unknown WL labels {labels!r}; use one of {', '.join(SKETCH_LABELS)}")
     out = np.zeros(dim, dtype=np.float32)
@@ -155,6 +158,52 @@ def width_labels(graph: EncodedGraph) -> np.ndarray:
     # a grouped convolution (ResNeXt) is not a plain one of the same width (a wide ResNet)
     grouped = _CONVOLUTIONS[graph.ops] & (np.expm1(numeric[:, 4] * 8) > 1.5)
     return graph.ops * 1000 + np.rint(2 * np.log1p(width)).astype(np.int64) + 500 * grouped
+
+
+MIN_DECODER_NODES = 16  # fewer nodes after the deepest feature map are a classifier's head, not a decoder
+
+
+def decoder_part(graph: EncodedGraph) -> np.ndarray | None:
+    """Which nodes come after the deepest feature map: a mask, or None for a graph with no spatial
+    feature maps or fewer than MIN_DECODER_NODES after them (a classifier's pooled head names no
+    design: there the whole graph stands in, `decoder_wl`).
+
+    A segmentation model is an encoder (most of its nodes) and a decoder that names its family
+    (a U-Net and an FPN over one ResNet share 80-95 % of their graph). The deepest feature map is
+    the last node at the smallest spatial size; the encoder is it and every node it depends on;
+    the rest is the decoder (a U-Net's up-path, an FPN's pyramid, a detector's transformer), found
+    from shapes alone, so it works on code nobody labelled.
+    """
+    numeric = graph.numeric.astype(np.float64)
+    channels, last, size = np.expm1(numeric[:, 0] * 8), np.expm1(numeric[:, 1] * 8), np.expm1(numeric[:, 5] * 16)
+    spatial = size > 1.5 * channels * last  # as in width_labels: more values than channels x last
+    if not spatial.any():
+        return None
+    area = np.where(spatial, size / np.maximum(channels, 1.0), np.inf)
+    deepest = int(np.flatnonzero(area <= area.min() * 1.05).max())  # log-rounded sizes: a tolerance
+    encoder = np.zeros(graph.num_nodes, bool)
+    encoder[deepest] = True
+    source, target = graph.edges
+    # edges run from lower to higher index, so one sweep by falling target finds every ancestor
+    for j in np.argsort(-target, kind="stable"):
+        if encoder[target[j]]:
+            encoder[source[j]] = True
+    return None if (~encoder).sum() < MIN_DECODER_NODES else ~encoder
+
+
+def decoder_wl(graph: EncodedGraph, dim: int = WL_DIM) -> tuple[np.ndarray, np.ndarray]:
+    """WL features (coarse labels) of the decoder part's own subgraph; the whole graph's when
+    `decoder_part` finds none (a classifier, a language model), so every graph has a decoder sketch."""
+    part = decoder_part(graph)
+    if part is None:
+        return wl_features(coarse_labels(graph), graph.edges, dim=dim)
+    kept = np.flatnonzero(part)
+    renumber = np.full(graph.num_nodes, -1, dtype=np.int64)
+    renumber[kept] = np.arange(len(kept))
+    source, target = graph.edges
+    inside = part[source] & part[target]
+    edges = np.stack([renumber[source[inside]], renumber[target[inside]]])
+    return wl_features(coarse_labels(graph)[kept], edges, dim=dim)
 
 
 # Coarse operation classes for the robust sketch: what an author may swap without changing the

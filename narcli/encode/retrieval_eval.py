@@ -45,7 +45,10 @@ def checkpoint_path(tag: str, config: TrainConfig, items: list, train: list[int]
 
     data = hashlib.sha256(json.dumps([[items[i].graph_hash, items[i].family, items[i].coarse] for i in train])
                           .encode()).hexdigest()
-    key = [training_key(config), data, FEATURES_VERSION]
+    from narcli.encode.augment import AUGMENT_VERSION
+
+    # edited variants are named "<hash>~<n>" whatever the edits were: their version keys them
+    key = [training_key(config), data, FEATURES_VERSION] + ([AUGMENT_VERSION] if config.augment else [])
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
     return nar_home() / "checkpoints" / f"{tag}-{digest}.pt"
 

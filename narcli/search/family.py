@@ -27,6 +27,7 @@ class FamilyPrediction:
     alternatives: list[tuple[str, float]]  # other likely families
     design: str | None = None  # the design with the most pooled vote (zoo.lineage), when not the family itself
     design_confidence: float = 0.0  # that design's pooled share of the vote
+    backbone: str = ""  # a composite family's backbone, as its nearest zoo member of that family has it
 
     @property
     def novel(self) -> bool:
@@ -38,7 +39,8 @@ class FamilyPrediction:
                 "nearest_cosine": round(self.nearest_cosine, 4), "novelty_threshold": self.threshold,
                 "novel": self.novel, "alternatives": [[f, round(p, 4)] for f, p in self.alternatives],
                 "design": self.design,  # a confidence only beside a design (no design: no number)
-                "design_confidence": round(self.design_confidence, 4) if self.design else None}
+                "design_confidence": round(self.design_confidence, 4) if self.design else None,
+                "backbone": self.backbone or None}
 
 
 def vote(labels: list[str], cosines: list[float], temperature: float = VOTE_TEMPERATURE) -> dict[str, float]:

@@ -54,9 +54,10 @@ CALIBRATION_VARIANTS = 6
 
 
 def zoo_calibration(db: Path, hashes: list[str], vectors: np.ndarray,
-                    variants: int = CALIBRATION_VARIANTS) -> dict[str, Any]:
-    """The novelty threshold of this zoo's embeddings, on the encoder card's split (see family.py),
-    set on edited copies of the test architectures (`encode.augment`) when `variants` > 0."""
+                    variants: int = CALIBRATION_VARIANTS, split_seed: int | None = None) -> dict[str, Any]:
+    """The novelty threshold of this zoo's embeddings, on the encoder card's split (see family.py;
+    `split_seed`: another split, to see how much the threshold moves with it), set on edited
+    copies of the test architectures (`encode.augment`) when `variants` > 0."""
     from narcli.encode.dataset import Item, augmented_items, split_random, zoo_labels
     from narcli.encode.weights import bundled_weights_path
     from narcli.search.family import calibrate_novelty
@@ -67,12 +68,13 @@ def zoo_calibration(db: Path, hashes: list[str], vectors: np.ndarray,
         labelled = zoo_labels(zoo)
         position = {h: i for i, h in enumerate(hashes)}
         items = [Item(h, *labelled[h], None) for h in labelled if h in position]
-        train, test = split_random(items, seed=card["config"]["seed"])
+        seed = card["config"]["seed"] if split_seed is None else split_seed
+        train, test = split_random(items, seed=seed)
         edited = None
         if variants > 0:
             from narcli.encode.embedder import Embedder
 
-            copies = augmented_items(items, test, variants, card["config"]["seed"] + 1, zoo=zoo)
+            copies = augmented_items(items, test, variants, seed + 1, zoo=zoo)
             if copies:
                 copy_vectors, _ = Embedder().embed_encoded([c.encoded for c in copies])
                 edited = (copy_vectors, [c.family for c in copies])

@@ -41,6 +41,7 @@ class Neighbour:
     aliases: list[str] = field(default_factory=list)  # other zoo models with this architecture
     shared: list[dict[str, Any]] = field(default_factory=list)  # motif types in common with the query
     heads: list[str] = field(default_factory=list)  # other task heads of the same model, folded into this row
+    backbone: str = ""  # what a composite design's decoder (its family) is built over (`zoo.composite`)
 
     def to_json(self) -> dict[str, Any]:
         data = dict(self.__dict__)
@@ -152,6 +153,7 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
             top = max([1.0] + [c for _, _, c in vote_on])
             vote_on.insert(0, (query.zoo_model.family, query.zoo_model.coarse, top + OWN_LABEL_MARGIN))
         prediction = predict_family(query.prediction, vote_on, threshold)
+        prediction.backbone = _backbone(prediction.family, voters, models)
         for key, _ in found:  # a cached neighbour's family, reached the way a query's is (not the head alone)
             if key.startswith("cache:") and "family" not in details[key] and users is not None:
                 details[key]["family"] = _cached_family(key, users, index, zoo, details[key], threshold)
@@ -267,6 +269,17 @@ def fold_heads(neighbours: list[Neighbour], wanted: str | None) -> list[Neighbou
     return sorted(kept, key=lambda n: -n.cosine)
 
 
+def _backbone(family: str | None, voters: list[tuple[str, float]], models: dict) -> str:
+    """The backbone of the nearest voter of the predicted family, when that family is composite."""
+    from narcli.zoo.composite import backbone_of
+
+    for graph_hash, _ in voters:
+        for m in models.get(graph_hash, []):
+            if family and m.family == family:
+                return backbone_of(m.id)
+    return ""
+
+
 def _neighbour(key: str, cosine: float, models: dict, notes: dict, details: dict, query: Query,
                family: str | None, task: str | None, source: str | None, wanted: str | None = None) -> Neighbour | None:
     if key.startswith("cache:"):
@@ -282,5 +295,8 @@ def _neighbour(key: str, cosine: float, models: dict, notes: dict, details: dict
               and (not task or m.task.lower() == task.lower()) and (not source or m.source.lower() == source.lower())]
     m = min(chosen or group, key=lambda x: task_distance(x.task, wanted))  # the query's task first, else the first
     motifs = notes.get(graph_hash, {}).get("motifs", [])
+    from narcli.zoo.composite import backbone_of
+
     return Neighbour(m.id, "zoo", m.family, m.coarse, m.task, m.source, cosine, m.params or 0, m.macs or 0,
-                     graph_hash, [x.id for x in group if x.id != m.id], shared_motifs(query.motifs, motifs))
+                     graph_hash, [x.id for x in group if x.id != m.id], shared_motifs(query.motifs, motifs),
+                     backbone=backbone_of(m.id))

@@ -31,4 +31,5 @@ def prediction_line(prediction: Any) -> str:
     others = ", ".join(f"{f} {c:.0%}" for f, c in p.alternatives[:2])
     tail = f" [dim](then {others})[/]" if others else ""
     design = f"; design [bold]{p.design}[/] ({p.design_confidence:.0%})" if p.design else ""
-    return f"family [bold]{p.family}[/] ({p.family_confidence:.0%}){design}, coarse class {coarse}{tail}"
+    backbone = f" over {p.backbone}" if getattr(p, "backbone", "") else ""
+    return f"family [bold]{p.family}[/]{backbone} ({p.family_confidence:.0%}){design}, coarse class {coarse}{tail}"

@@ -1,0 +1,66 @@
+"""Re-score the shipped encoder on its own random split after its read-out changed.
+
+    python benchmarks/bench_card_readout.py [--write-card]
+
+The read-out (the weights of the learned part and the sketches, `benchmarks/tune_readout.py`) only
+changes how a trained model's vector is read, so the shipped model is scored again on the split it
+was trained on (the card's seed; its test part was never trained on) without retraining: op-type
+histogram, WL subtree hashing, NAR as shipped, NAR's learned part alone, relevance = family,
+@20/50/100, in the protocol of `nar eval retrieval` (every other architecture is a candidate).
+`--write-card` puts these figures in the model card (`narcli/data/encoder.json`) under "metrics",
+keeping the previous ones under "metrics_before_readout". Writes benchmarks/results/card-readout.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from common import machine
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write-card", action="store_true")
+    args = parser.parse_args()
+
+    from narcli.encode.dataset import split_random, zoo_items
+    from narcli.encode.evaluation import op_histogram_embeddings, retrieval_metrics, wl_embeddings
+    from narcli.encode.training import embed_items
+    from narcli.encode.weights import bundled_weights_path, load_encoder
+
+    path = bundled_weights_path()
+    model, card = load_encoder(path)
+    items = zoo_items(progress=True)
+    train, test = split_random(items, seed=card["config"]["seed"])
+    graphs = [item.encoded for item in items]
+    family = [item.family for item in items]
+    coarse = [item.coarse for item in items]
+    ks = (20, 50, 100)
+    methods = {"op-type histogram": op_histogram_embeddings(graphs), "WL subtree hashing": wl_embeddings(graphs),
+               "NAR": embed_items(model, graphs), "NAR, learned part only (no WL sketch)":
+               embed_items(model, graphs, learned_only=True)}
+    metrics = {name: {"family": retrieval_metrics(vectors, family, test, ks),
+                      "coarse": retrieval_metrics(vectors, coarse, test, ks)} for name, vectors in methods.items()}
+    readout = {k: card["config"].get(k) for k in ("wl_mix", "sketch_labels", "robust_mix", "decoder_mix")}
+    for name, row in metrics.items():
+        f = row["family"]
+        print(f"{name:<40} MRR@20 {f['MRR@20']:.3f}  MAP@20 {f['MAP@20']:.3f}  NDCG@20 {f['NDCG@20']:.3f}")
+    out = {"split": f"random, seed {card['config']['seed']}: {len(train)} train, {len(test)} test",
+           "readout": readout, "methods": metrics, "machine": machine()}
+    (ROOT / "benchmarks" / "results" / "card-readout.json").write_text(json.dumps(out, indent=2) + "\n")
+    if args.write_card:
+        card_path = path.with_suffix(".json")
+        data = json.loads(card_path.read_text())
+        data.setdefault("metrics_before_readout", data["metrics"])
+        data["metrics"] = {**{k: v for k, v in data["metrics"].items() if k not in metrics}, **metrics}
+        data["readout"] = {**readout, "chosen_by": "benchmarks/tune_readout.py (validation queries of the "
+                                                   "training part only)"}
+        card_path.write_text(json.dumps(data, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,143 @@
+"""Composite designs: a decoder over a backbone. The decoder part of a graph, the decoder sketch of
+the retrieval vector, and the "unet over resnet34" labels."""
+
+import numpy as np
+import pytest
+
+from narcli.encode.features import decoder_part, encode_graph, wl_dense
+from narcli.graph.arch_graph import ArchGraph, Node
+
+
+class Builder:
+    def __init__(self, channels=3, size=64):
+        self.nodes, self.edges = [Node("input", [1, channels, size, size])], []
+
+    def add(self, op, shape, *parents, **attrs):
+        self.nodes.append(Node(op, list(shape), attrs))
+        self.edges += [(p, len(self.nodes) - 1) for p in parents]
+        return len(self.nodes) - 1
+
+    def graph(self):
+        return ArchGraph(self.nodes, sorted(self.edges))
+
+
+def encoder(b, kind, blocks=4):
+    """Four stages halving the resolution, most of the graph as in a real segmentation model:
+    a strided conv, then `blocks` blocks, "plain" (conv-bn-relu) or "residual" (two convs and a
+    shortcut add)."""
+    x, features, size, channels = 0, [], 64, 16
+    for _ in range(4):
+        size //= 2
+        channels *= 2
+        x = b.add("conv2d", (1, channels, size, size), x, kernel=[3, 3], stride=[2, 2])
+        for _ in range(blocks):
+            shape = (1, channels, size, size)
+            y = b.add("relu", shape, b.add("batch_norm", shape, b.add("conv2d", shape, x, kernel=[3, 3], stride=[1, 1])))
+            if kind == "residual":
+                y = b.add("batch_norm", shape, b.add("conv2d", shape, y, kernel=[3, 3], stride=[1, 1]))
+                y = b.add("relu", shape, b.add("add", shape, y, x))
+            x = y
+        features.append((x, channels, size))
+    return features
+
+
+def segmentation(decoder, backbone):
+    """A U-Net (upsample, concatenate the skip, two convs) or an FPN (lateral 1x1 convs, top-down
+    adds, a 3x3 conv per level, all summed) over one of two encoders."""
+    b = Builder()
+    features = encoder(b, backbone)
+    x, channels, size = features[-1]
+    if decoder == "unet":
+        for skip, skip_channels, skip_size in reversed(features[:-1]):
+            x = b.add("upsample", (1, channels, skip_size, skip_size), x)
+            x = b.add("cat", (1, channels + skip_channels, skip_size, skip_size), x, skip)
+            channels = skip_channels
+            for _ in range(2):
+                x = b.add("conv2d", (1, channels, skip_size, skip_size), x, kernel=[3, 3], stride=[1, 1])
+                x = b.add("relu", (1, channels, skip_size, skip_size), x)
+    else:
+        x = b.add("conv2d", (1, 64, size, size), x, kernel=[1, 1], stride=[1, 1])
+        levels = [x]
+        for skip, _, skip_size in reversed(features[:-1]):
+            up = b.add("upsample", (1, 64, skip_size, skip_size), x)
+            lateral = b.add("conv2d", (1, 64, skip_size, skip_size), skip, kernel=[1, 1], stride=[1, 1])
+            x = b.add("add", (1, 64, skip_size, skip_size), up, lateral)
+            levels.append(x)
+        outs = [b.add("upsample", (1, 64, 32, 32), b.add("conv2d", (1, 64, 8, 8), level, kernel=[3, 3], stride=[1, 1]))
+                for level in levels]
+        x = b.add("add", (1, 64, 32, 32), *outs)
+    x = b.add("conv2d", (1, 2, 32, 32), x, kernel=[1, 1], stride=[1, 1])
+    x = b.add("upsample", (1, 2, 64, 64), x)
+    b.add("output", (1, 2, 64, 64), x)
+    return b.graph()
+
+
+def test_the_decoder_is_what_follows_the_deepest_feature_map():
+    graph = segmentation("unet", "plain")
+    part = decoder_part(encode_graph(graph))
+    deepest = max(i for i, n in enumerate(graph.nodes) if n.shape[-1] == 4)
+    assert part is not None
+    assert not part[: deepest + 1].any()  # the encoder, bottleneck included
+    assert part[deepest + 1:].all()  # every node after it is the U-Net's up-path or head
+
+
+def test_a_classifier_or_a_transformer_has_no_decoder_and_its_sketch_reads_the_whole_graph():
+    from narcli.graph.synthetic import residual_stack
+
+    classifier = encode_graph(residual_stack(40))  # after its last block: a pooled head of three nodes
+    tokens = encode_graph(ArchGraph([Node("input", [1, 16, 64])] + [Node(op, [1, 16, 64]) for op in
+                                                                    ("linear", "gelu", "linear")]
+                                    + [Node("output", [1, 16, 64])], [(i, i + 1) for i in range(4)]))
+    for encoded in (classifier, tokens):
+        assert decoder_part(encoded) is None
+        # every graph has a decoder sketch: the whole graph's coarse WL where there is no decoder
+        assert wl_dense(encoded, "decoder") @ wl_dense(encoded, "coarse") == pytest.approx(1.0)
+
+
+def test_the_decoder_sketch_groups_by_decoder_where_the_whole_graph_groups_by_backbone():
+    graphs = {(d, e): encode_graph(segmentation(d, e)) for d in ("unet", "fpn") for e in ("plain", "residual")}
+
+    def cosine(labels, a, b):
+        return float(wl_dense(graphs[a], labels) @ wl_dense(graphs[b], labels))
+
+    same_decoder, same_backbone = (("unet", "plain"), ("unet", "residual")), (("unet", "residual"), ("fpn", "residual"))
+    assert cosine("decoder", *same_decoder) == pytest.approx(1.0)
+    assert cosine("decoder", *same_backbone) < 0.5
+    assert cosine("coarse", *same_backbone) > cosine("coarse", *same_decoder)  # why the sketch is needed
+
+
+def test_the_decoder_sketch_takes_its_share_from_the_learned_part():
+    pytest.importorskip("torch")
+    from narcli.encode.training import TrainConfig, model_for
+
+    model = model_for(TrainConfig(hidden=8, dim=8, wl_mix=0.9, robust_mix=0.2, decoder_mix=0.3), families=2)
+    graphs = [encode_graph(segmentation(d, "plain")) for d in ("unet", "fpn")]
+    with pytest.raises(ValueError, match="decoder=True"):
+        from narcli.encode.encoder import collate
+
+        model.embed(collate(graphs, model.sketch_labels, robust=True))
+    vectors = model.embed(model.embedding_batch(graphs)).detach().numpy()
+    assert vectors.shape[1] == model.embedding_dim == 2 * 8 + 3 * 256
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert np.linalg.norm(vectors[0, :16]) ** 2 == pytest.approx(0.9 - 0.2 - 0.3, abs=1e-4)
+    assert np.linalg.norm(vectors[0, -256:]) ** 2 == pytest.approx(0.3, abs=1e-4)
+    parts = model.retrieval_parts(model.embedding_batch(graphs))
+    assert np.allclose(parts["decoder"].numpy() * 0.3 ** 0.5, vectors[:, -256:], atol=1e-5)
+    with pytest.raises(ValueError, match="decoder_mix"):
+        model_for(TrainConfig(hidden=8, dim=8, robust_mix=0.3, decoder_mix=0.7), families=2)
+
+
+@pytest.mark.parametrize("model_id, backbone", [
+    ("smp/unet_resnet34", "resnet34"),
+    ("smp/deeplabv3+_timm-efficientnet-b0", "timm-efficientnet-b0"),
+    ("smp/segformer_mit_b0", "mit_b0"),
+    ("monai/flexible_unet_efficientnet-b0_3d", "efficientnet-b0"),
+    ("monai/unet_res2_2d", ""),
+    ("timm/resnet34", ""),
+    ("smp", ""),
+])
+def test_a_composite_zoo_model_names_its_backbone(model_id, backbone):
+    from narcli.zoo.composite import backbone_of, design_label
+
+    assert backbone_of(model_id) == backbone
+    assert design_label("unet", backbone) == (f"unet over {backbone}" if backbone else "unet")
