@@ -141,3 +141,25 @@ def test_a_composite_zoo_model_names_its_backbone(model_id, backbone):
 
     assert backbone_of(model_id) == backbone
     assert design_label("unet", backbone) == (f"unet over {backbone}" if backbone else "unet")
+
+
+def test_similar_names_a_composite_zoo_model_by_decoder_and_backbone(tmp_path, monkeypatch):
+    import json
+
+    from typer.testing import CliRunner
+
+    from narcli.cli.app import app
+    from narcli.search.similar import find_similar
+
+    monkeypatch.setenv("NAR_HOME", str(tmp_path))
+    result = find_similar("smp/unet_resnet34", k=3)[0]
+    assert result.prediction.family == "unet" and result.prediction.backbone == "resnet34"  # its own, not a neighbour's
+    assert all(n.backbone and n.family for n in result.neighbours if n.source == "smp")
+    out = CliRunner().invoke(app, ["similar", "smp/unet_resnet34", "-k", "3", "--json"])
+    data = json.loads(out.stdout)["results"][0]
+    assert data["prediction"]["backbone"] == "resnet34"
+    assert {n["backbone"] for n in data["neighbours"]} >= {"resnet18"}
+    shown = CliRunner().invoke(app, ["similar", "smp/unet_resnet34", "-k", "3"], env={"COLUMNS": "140"})
+    assert "family unet over resnet34" in shown.stdout
+    timm = find_similar("timm/resnet50", k=3)[0]
+    assert timm.prediction.backbone == "" and all(not n.backbone for n in timm.neighbours if n.source == "timm")

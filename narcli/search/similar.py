@@ -19,6 +19,7 @@ from narcli.search.family import (
 )
 from narcli.search.predictions import performance_rows, summary_json, summary_line
 from narcli.search.query import Query, current_encoder, resolve_queries
+from narcli.zoo.composite import backbone_of
 
 MAX_K = 1000
 TWIN_COSINE = 0.9995  # one design to the encoder: the same layers at other sizes (their hashes differ)
@@ -153,7 +154,9 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
             top = max([1.0] + [c for _, _, c in vote_on])
             vote_on.insert(0, (query.zoo_model.family, query.zoo_model.coarse, top + OWN_LABEL_MARGIN))
         prediction = predict_family(query.prediction, vote_on, threshold)
-        prediction.backbone = _backbone(prediction.family, voters, models)
+        own_label = query.zoo_model is not None and prediction.family == query.zoo_model.family
+        prediction.backbone = backbone_of(query.zoo_model.id) if own_label else \
+            _backbone(prediction.family, voters, models)
         for key, _ in found:  # a cached neighbour's family, reached the way a query's is (not the head alone)
             if key.startswith("cache:") and "family" not in details[key] and users is not None:
                 details[key]["family"] = _cached_family(key, users, index, zoo, details[key], threshold)
@@ -271,8 +274,6 @@ def fold_heads(neighbours: list[Neighbour], wanted: str | None) -> list[Neighbou
 
 def _backbone(family: str | None, voters: list[tuple[str, float]], models: dict) -> str:
     """The backbone of the nearest voter of the predicted family, when that family is composite."""
-    from narcli.zoo.composite import backbone_of
-
     for graph_hash, _ in voters:
         for m in models.get(graph_hash, []):
             if family and m.family == family:
@@ -295,8 +296,6 @@ def _neighbour(key: str, cosine: float, models: dict, notes: dict, details: dict
               and (not task or m.task.lower() == task.lower()) and (not source or m.source.lower() == source.lower())]
     m = min(chosen or group, key=lambda x: task_distance(x.task, wanted))  # the query's task first, else the first
     motifs = notes.get(graph_hash, {}).get("motifs", [])
-    from narcli.zoo.composite import backbone_of
-
     return Neighbour(m.id, "zoo", m.family, m.coarse, m.task, m.source, cosine, m.params or 0, m.macs or 0,
                      graph_hash, [x.id for x in group if x.id != m.id], shared_motifs(query.motifs, motifs),
                      backbone=backbone_of(m.id))
