@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 from common import machine
+from tune_wl_mix import validation_split  # the same validation queries as the WL-mix choice
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -39,15 +40,6 @@ PARTS = ("learned", "width", "robust", "decoder")
 STEP = 0.1  # the grid; the best mix's neighbours at half this step are tried after it
 AT = ("MRR@20", "MAP@20")
 QUERIES = ("known families", "unseen families", "rewritten")
-
-
-def validation_split(pool: list, seed: int) -> tuple[list[int], list[int], list[int]]:
-    """(fit, known-family queries, unseen-family queries), as indices into `pool`."""
-    from narcli.encode.dataset import split_ood, split_random
-
-    rest, unseen = split_ood(pool, seed=seed, family_fraction=0.1)
-    fit, known = split_random([pool[i] for i in rest], seed=seed)
-    return [rest[i] for i in fit], [rest[i] for i in known], unseen
 
 
 def part_vectors(model, graphs: list) -> dict[str, np.ndarray]:

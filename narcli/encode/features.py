@@ -139,6 +139,16 @@ def wl_dense(graph: EncodedGraph, labels: str = "ops", dim: int = WL_DIM) -> np.
     return out / norm if norm else out
 
 
+def _feature_maps(graph: EncodedGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per node: channels, last dimension and size, read back from the numeric attributes
+    (ln(1 + value) / 8, and ln(1 + size) / 16), and whether the node is a spatial feature map."""
+    numeric = graph.numeric.astype(np.float64)
+    channels, last = np.expm1(numeric[:, 0] * 8), np.expm1(numeric[:, 1] * 8)
+    size = np.expm1(numeric[:, 5] * 16)
+    # with batch 1, only a tensor with spatial dimensions holds more than channels x last values
+    return channels, last, size, size > 1.5 * channels * last
+
+
 def width_labels(graph: EncodedGraph) -> np.ndarray:
     """One label per node: its operation and its feature width to half a natural-log step.
 
@@ -149,14 +159,10 @@ def width_labels(graph: EncodedGraph) -> np.ndarray:
     the right family first more often on validation (README). A grouped convolution is marked as
     such (depthwise ones are their own operation already).
     """
-    numeric = graph.numeric.astype(np.float64)  # ln(1 + value) / 8, and ln(1 + size) / 16
-    channels, last = np.expm1(numeric[:, 0] * 8), np.expm1(numeric[:, 1] * 8)
-    size = np.expm1(numeric[:, 5] * 16)
-    # with batch 1, only a tensor with spatial dimensions holds more than channels x last values
-    spatial = size > 1.5 * channels * last
+    channels, last, size, spatial = _feature_maps(graph)
     width = np.where(spatial, channels, last)
     # a grouped convolution (ResNeXt) is not a plain one of the same width (a wide ResNet)
-    grouped = _CONVOLUTIONS[graph.ops] & (np.expm1(numeric[:, 4] * 8) > 1.5)
+    grouped = _CONVOLUTIONS[graph.ops] & (np.expm1(graph.numeric[:, 4].astype(np.float64) * 8) > 1.5)
     return graph.ops * 1000 + np.rint(2 * np.log1p(width)).astype(np.int64) + 500 * grouped
 
 
@@ -174,9 +180,7 @@ def decoder_part(graph: EncodedGraph) -> np.ndarray | None:
     the rest is the decoder (a U-Net's up-path, an FPN's pyramid, a detector's transformer), found
     from shapes alone, so it works on code nobody labelled.
     """
-    numeric = graph.numeric.astype(np.float64)
-    channels, last, size = np.expm1(numeric[:, 0] * 8), np.expm1(numeric[:, 1] * 8), np.expm1(numeric[:, 5] * 16)
-    spatial = size > 1.5 * channels * last  # as in width_labels: more values than channels x last
+    channels, _, size, spatial = _feature_maps(graph)
     if not spatial.any():
         return None
     area = np.where(spatial, size / np.maximum(channels, 1.0), np.inf)
