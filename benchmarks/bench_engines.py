@@ -43,7 +43,7 @@ def hashes(db: Path) -> dict[str, str]:
 
 def writer_seconds(db: Path) -> float:
     """What the driver's writes cost: the models re-stored into a copy, one commit each, as a build does."""
-    from narcli.zoo.build import ZooWriter
+    from narcli.zoo.writer import ZooWriter
 
     with sqlite3.connect(db) as conn:
         rows = [dict(zip([d[0] for d in conn.execute("select * from models limit 0").description], row))

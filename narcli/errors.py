@@ -71,6 +71,23 @@ class UsageError(NarError):
     exit_code = 2
 
 
+MAX_SEED = 2**32 - 1  # numpy's seeds
+MAX_EPOCHS = 100_000  # every training recipe's bound: more is a typo
+
+
+def check_range(option: str, value: float | None, low: float, high: float | None = None) -> None:
+    """A usage error (exit 2) unless `low <= value <= high`: every numeric argument, from the command
+    line or from Python, is checked alike before any work starts. None (not given) passes; nan and
+    infinities do not."""
+    import math
+
+    if value is None:
+        return
+    if isinstance(value, float) and not math.isfinite(value) or value < low or (high is not None and value > high):
+        bound = f"between {low:,} and {high:,}" if high is not None else f"at least {low:,}"
+        raise UsageError(f"{option} must be {bound}, not {value!r}")
+
+
 class LoadError(NarError):
     """A model file could not be read, imported or turned into a model."""
 

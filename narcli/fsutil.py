@@ -181,3 +181,15 @@ def connect_sqlite(path: Path | str, **kwargs: Any) -> Any:
             raise UnsafePathError(f"{shorten(name, 160)} is a symlink; nar never writes a database through one: "
                                   "remove it or point nar elsewhere")
     return sqlite3.connect(path, **kwargs)
+
+
+def shown_path(path: str | Path) -> str:
+    """A stored (absolute) path as a user reads it: relative to the current directory when it lies
+    under it, else as stored. Text that is not an absolute path (a zoo source name) is left alone."""
+    text = str(path)
+    if not os.path.isabs(text):
+        return text
+    try:
+        return str(Path(text).relative_to(Path.cwd()))
+    except (ValueError, OSError):
+        return text

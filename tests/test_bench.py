@@ -1,6 +1,6 @@
 """`nar bench`, `nar calibrate` and the calibrated device in `nar predict`: the measuring protocol
-(fake clock), the memory check, stored and reused measurements, bad input, and an interrupted
-calibration that resumes. Tiny models only."""
+(fake clock), the memory check, stored and reused measurements, bad input, an interrupted
+calibration that resumes, and one measurement per device at a time. Tiny models only."""
 
 import importlib.util
 import json
@@ -10,6 +10,9 @@ import pytest
 from narcli.bench import calibrate as cal
 from narcli.bench.measure import check_fits, time_runs
 from narcli.errors import NarError, UsageError
+
+from .conftest import mlp_source
+from .test_bad_input import one_error_line
 
 TINY = """
 from torch import nn
@@ -299,3 +302,42 @@ def test_each_calibrated_device_gets_its_own_line_under_the_predictions():
     text = console.export_text()
     assert "own-1t = calibrated on this machine (AMD EPYC, 1 thread)" in text
     assert "own-2t = calibrated on this machine (AMD EPYC, 2 threads)" in text
+
+
+# one measurement at a time per device on a machine
+def _hold_measurement_lock(ready, release):
+    from narcli.bench.lock import measuring
+
+    with measuring("cpu"):
+        ready.set()
+        release.wait(60)
+
+
+def test_a_second_measurement_on_the_same_device_is_refused(cli, write):
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    ready, release = ctx.Event(), ctx.Event()
+    holder = ctx.Process(target=_hold_measurement_lock, args=(ready, release))
+    holder.start()
+    try:
+        assert ready.wait(60)
+        model = write("tiny.py", mlp_source(4, 8, 2))
+        result = cli("bench", model, "--repeat", "2")
+        assert result.exit_code == 1
+        one_error_line(result, "another nar is measuring on this machine's cpu", f"pid {holder.pid}")
+        result = cli("calibrate", "--models", "3", "--device", "second")
+        assert result.exit_code == 1
+        one_error_line(result, "another nar is measuring")
+    finally:
+        release.set()
+        holder.join(30)
+    assert cli("bench", model, "--repeat", "2").exit_code == 0  # free again once the first is done
+
+
+def test_the_measurement_lock_is_reentrant_in_one_process():
+    from narcli.bench.lock import _held, measuring
+
+    with measuring("cpu"), measuring("cpu"):
+        assert _held["cpu"][1] == 2
+    assert "cpu" not in _held

@@ -1,5 +1,9 @@
+"""The scan cache: what `nar scan` stores and reuses, `nar cache info/list/clear`, cached names and cache hits,
+a damaged or foreign store, and a cache that bad input leaves untouched."""
+
 import json
 import multiprocessing
+import os
 import sqlite3
 import subprocess
 import sys
@@ -10,7 +14,8 @@ from narcli.encode.features import FEATURES_VERSION
 from narcli.graph.arch_graph import ArchGraph, Node
 from narcli.scan.cache import Cache, ModelRecord
 
-from .conftest import FIXTURES, run_nar
+from .conftest import FIXTURES, mlp_source, run_nar
+from .test_bad_input import TINY, one_error_line
 
 TINY_ONNX = FIXTURES / "tiny.onnx"
 
@@ -173,8 +178,6 @@ def _another_programs_database(path):
 
 @pytest.mark.parametrize("store, reader", [("nar.db", ["scan", TINY_ONNX]), ("bench.db", ["predict", "resnet50"])])
 def test_a_store_that_is_a_symlink_is_refused_and_its_target_untouched(cli, nar_home, tmp_path, store, reader):
-    from .test_reliability import one_error_line
-
     before = _another_programs_database(tmp_path / "other.db")
     nar_home.mkdir(parents=True)
     (nar_home / store).symlink_to(tmp_path / "other.db")
@@ -187,8 +190,6 @@ def test_a_store_that_is_a_symlink_is_refused_and_its_target_untouched(cli, nar_
 
 
 def test_another_programs_database_is_not_taken_for_the_cache(cli, nar_home):
-    from .test_reliability import one_error_line
-
     nar_home.mkdir(parents=True)
     before = _another_programs_database(nar_home / "nar.db")
     for command in (["scan", TINY_ONNX], ["cache", "list"], ["cache", "info"], ["cache", "clear", "-y"]):
@@ -317,8 +318,6 @@ class TestEveryDamagedStore:
         return nar_home / name
 
     def test_reading_it_gives_one_line_naming_the_file_and_the_repair(self, cli, store, damaged):
-        from .test_reliability import one_error_line
-
         for command in STORES[store][1]:
             result = cli(*command)
             assert result.exit_code == 1, (command, result.output)
@@ -326,8 +325,6 @@ class TestEveryDamagedStore:
             assert damaged.name in result.stderr
 
     def test_info_names_it_and_clear_repairs_it(self, cli, store, damaged):
-        from .test_reliability import one_error_line
-
         info = cli("cache", "info", "--json")
         assert info.exit_code == 1
         assert str(damaged) in json.loads(info.stdout)["damaged"][0] or \
@@ -355,3 +352,115 @@ def test_a_damaged_feature_cache_is_featurised_again_when_read(populated_home, n
     built = []
     assert cached_features("items", lambda: built.append(1) or good).keys() == good.keys() and built == [1]
     assert file_problem(path) is None
+
+
+def _damage(path):
+    conn = sqlite3.connect(path)
+    conn.execute("pragma wal_checkpoint(truncate)")
+    conn.close()
+    size = path.stat().st_size
+    with open(path, "r+b") as f:  # keep the header page, garble every other one
+        for page in range(1, size // 4096):
+            f.seek(page * 4096)
+            f.write(os.urandom(4096))
+
+
+def test_a_damaged_cache_says_so_and_clear_always_works(cli, write, nar_home):
+    model = write("tiny.py", TINY)
+    assert cli("scan", model).exit_code == 0
+    _damage(nar_home / "nar.db")
+    for command in (["scan", model], ["similar", model], ["compare", model, "resnet50"], ["cache", "info"]):
+        result = cli(*command)
+        assert result.exit_code == 1, command
+        one_error_line(result, "is damaged", "nar cache clear")
+    cleared = cli("cache", "clear", "-y")
+    assert cleared.exit_code == 0 and "was damaged" in cleared.stdout
+    assert cli("cache", "info").exit_code == 0
+    again = cli("scan", model, "--json")
+    assert again.exit_code == 0 and json.loads(again.stdout)["models"][0]["cached"] is False
+
+
+def test_cache_info_reports_health(cli, write):
+    assert cli("scan", write("tiny.py", TINY)).exit_code == 0
+    info = json.loads(cli("cache", "info", "--json").stdout)
+    assert info["health"] == "ok" and info["models"] == 1
+
+
+def test_the_cache_is_untouched_by_every_case_above(cli, write):
+    model = write("tiny.py", TINY)
+    assert cli("scan", model).exit_code == 0
+    before = Cache().info()
+    for args in (["scan", ""], ["scan", model, "--timeout", "nan"], ["scan", model, "--input-shape", "1,²"],
+                 ["zoo", "show", "a" * 5000], ["scan", model, "--model", "system('x')"]):
+        assert cli(*args).exit_code != 0
+    assert Cache().info() == before
+
+
+# a cache hit shows the file that was asked for
+def test_a_cache_hit_shows_the_path_asked_for(cli, write, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "300")  # the whole path on one line
+    import shutil
+
+    from .conftest import FIXTURES
+
+    first = write("models/tiny.py", mlp_source(4, 8, 2))
+    second = write("models/tiny2.py", mlp_source(4, 8, 2))
+    assert json.loads(cli("scan", first, "--json").stdout)["models"][0]["source"] == str(first)
+    [record] = json.loads(cli("scan", second, "--json").stdout)["models"]
+    assert record["cached"] and record["source"] == str(second)
+    shown = "".join(cli("scan", second).output.replace("│", "").split())  # the panel wraps long paths
+    assert "tiny2.py" in shown and "tiny.py" not in shown.replace("tiny2.py", "")
+    a, b = tmp_path / "a.onnx", tmp_path / "b.onnx"
+    shutil.copy(FIXTURES / "tiny.onnx", a)
+    shutil.copy(FIXTURES / "tiny.onnx", b)
+    cli("scan", a)
+    [record] = json.loads(cli("scan", b, "--json").stdout)["models"]
+    assert record["cached"] and (record["source"], record["name"]) == (str(b), "b")
+
+
+def test_a_damaged_cache_is_still_called_damaged(cli, nar_home):
+    from narcli.errors import storage_trouble
+
+    nar_home.mkdir(parents=True)
+    (nar_home / "nar.db").write_bytes(b"not a database at all" * 100)
+    assert storage_trouble(__import__("sqlite3").DatabaseError("file is not a database"), nar_home) is None
+    one_error_line(cli("cache", "info"), "damaged")
+
+
+# a "no" on a pipe is not consent
+def test_cache_clear_without_a_terminal_needs_yes(write, nar_home):
+    env = {**__import__("os").environ, "NAR_HOME": str(nar_home)}
+    model = write("tiny.py", mlp_source(4, 8, 2))
+    subprocess.run([sys.executable, "-m", "narcli", "scan", str(model)], env=env, check=True, capture_output=True)
+    refused = subprocess.run([sys.executable, "-m", "narcli", "cache", "clear"], input="n\n", env=env,
+                             capture_output=True, text=True)
+    assert refused.returncode == 2 and "pass -y" in refused.stderr, refused.stderr
+    info = subprocess.run([sys.executable, "-m", "narcli", "cache", "info", "--json"], env=env, capture_output=True,
+                          text=True, check=True)
+    assert '"scans": 1' in info.stdout  # nothing was deleted
+
+
+# every cached model has a unique name, shown by `nar cache list`; full paths name models too
+def test_cached_models_have_unique_names(cli, write, tmp_path, monkeypatch):
+    import json
+
+    path = write("small_cnn.py", mlp_source(4, 8, 2))
+    for shape in ("1,4", "2,4"):
+        assert cli("scan", path, "-i", shape).exit_code == 0
+    listed = json.loads(cli("cache", "list", "--json").stdout)
+    names = [m["cache_name"] for m in listed]
+    assert len(names) == 2 and len(set(names)) == 2
+    assert names[0] in cli("cache", "list").output
+    ambiguous = cli("similar", "cache:Net")
+    assert ambiguous.exit_code == 2 and names[0] in ambiguous.stderr and "float32[2,4]" in ambiguous.stderr
+    for name in names:
+        result = cli("similar", name, "-k", "3", "--json")
+        assert result.exit_code == 0, result.output
+        neighbours = json.loads(result.stdout)["results"][0]["neighbours"]
+        cached = [n["name"] for n in neighbours if n["source"] == "cache"]
+        assert len(cached) == len(set(cached))  # the other scan of the same file: not twice
+    by_path = cli("similar", f"cache:{path}", "-k", "1")
+    assert "ambiguous" in by_path.stderr  # a full path names the file (here two scans of it)
+    write("other.py", mlp_source(5, 8, 2))
+    cli("scan", tmp_path / "other.py")
+    assert cli("similar", f"cache:{tmp_path / 'other.py'}", "-k", "1").exit_code == 0

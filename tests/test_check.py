@@ -1,4 +1,5 @@
-"""`nar check` for pre-commit: a renamed zoo model is refused, an unrelated model passes."""
+"""`nar check` for pre-commit: a renamed zoo model is refused, an unrelated model passes; files named
+by their path, `[tool.nar] check-paths` that are wrong or leave the project, and the README's hook."""
 
 import json
 import shutil
@@ -10,6 +11,7 @@ import pytest
 import yaml
 
 from tests.conftest import mlp_source
+from tests.test_bad_input import one_error_line
 
 ROOT = Path(__file__).resolve().parent.parent
 # a hand-written ResNet-50 (no torchvision needed), the same graph as the zoo's resnet50
@@ -267,3 +269,51 @@ def test_a_known_design_kept_on_purpose_is_allowed_per_path(cli, write, tmp_path
     write("pyproject.toml", '[tool.nar]\ncheck-paths = ["models/kept/*.py"]\n'
           '[tool.nar.files."models/kept/*.py"]\nallow-known = "yes"\n')
     assert cli("check").exit_code == 2
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("check-paths = 5", "must be a glob or a list of globs"),
+    ("check-paths = [5]", "must be a glob or a list of globs"),
+    ('check-paths = ["nothing/*.py"]', "matched no files"),
+])
+def test_check_paths_that_are_wrong_say_so(cli, tmp_path, monkeypatch, setting, message):
+    (tmp_path / "pyproject.toml").write_text(f"[tool.nar]\n{setting}\n")
+    monkeypatch.chdir(tmp_path)
+    result = cli("check")
+    assert result.exit_code == 2
+    one_error_line(result, message)
+
+
+def test_check_paths_that_leave_the_project_are_refused(cli, tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text('[tool.nar]\ncheck-paths = ["../../../../../**"]\n')
+    monkeypatch.chdir(tmp_path)
+    result = cli("check")
+    assert result.exit_code == 2
+    one_error_line(result, "reach outside the project")
+
+
+# two model.py files in different folders are told apart in check's text output
+def test_check_names_files_by_their_path(cli, write, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write("a/model.py", mlp_source(4, 8, 2))
+    write("b/model.py", mlp_source(5, 9, 2))
+    output = cli("check", "a/model.py", "b/model.py").output
+    assert "ok a/model.py" in output and "ok b/model.py" in output, output
+
+
+# the README's pre-commit snippet works as written (no tag that does not exist) and is the shipped hook
+def test_the_readme_pre_commit_snippet_is_the_shipped_hook():
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text()
+    [block] = [b for b in re.findall(r"```yaml\n(.*?)```", readme, re.S) if "pre-commit-config" in b]
+    [repo] = yaml.safe_load(block)["repos"]
+    assert repo["repo"] == "local" and "rev" not in repo
+    [hook] = repo["hooks"]
+    [shipped] = yaml.safe_load((root / ".pre-commit-hooks.yaml").read_text())
+    for key in ("id", "entry", "files", "types_or", "require_serial"):
+        assert hook[key] == shipped[key], key

@@ -1,3 +1,6 @@
+"""The command line itself: version and help, what `nar scan` prints for files, directories and
+archives, shared model options, number formatting, and output kept clean of prints and library warnings."""
+
 import json
 import subprocess
 import sys
@@ -8,7 +11,7 @@ from torch import nn
 
 from narcli import __version__
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, mlp_source
 
 
 def test_version(cli):
@@ -147,3 +150,24 @@ def test_a_float_input_to_a_token_model_suggests_the_integer_dtype(cli, write):
     assert "pass --input-dtype int64" in result.output
     assert len(result.output.strip().splitlines()) == 1
     assert cli("scan", path, "-i", "1,16", "--input-dtype", "int64").exit_code == 0
+
+
+@pytest.mark.parametrize("n, text", [(2.16e14, "216 T"), (2.16e16, "21.6 P"), (3e19, "30 E"), (2.16e26, "2.16e+26"),
+                                     (1234567, "1.23 M"), (5, "5")])
+def test_huge_counts_read_as_numbers(n, text):
+    from narcli.search.text import human
+
+    assert human(n) == text
+
+
+# nar's output stays clean whatever its dependencies (or the model's imports) warn
+def test_library_warnings_do_not_reach_the_output(write):
+    model = write("noisy.py", "import warnings\nwarnings.warn('jit.script is deprecated', FutureWarning)\n"
+                  + mlp_source(4, 8, 2))
+    result = subprocess.run([sys.executable, "-W", "default", "-m", "narcli", "scan", str(model)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "FutureWarning" not in result.stderr and "deprecated" not in result.stderr, result.stderr
+    debug = subprocess.run([sys.executable, "-m", "narcli", "--debug", "scan", str(model), "--no-cache"],
+                           capture_output=True, text=True)
+    assert "FutureWarning" in debug.stderr  # --debug shows everything

@@ -60,3 +60,29 @@ def test_motif_pairs_name_the_layers_one_side_lacks():
     skipped = {**shifted, "_edges": {(0, 1), (1, 2), (0, 2)}}
     [pair] = pair_motifs([chain], [skipped])
     assert not pair["same_block"] and "connected differently" in pair["difference"] and "_edges" not in pair["b"]
+
+
+# motifs that list the same operations on both sides are paired, with what differs (issue 43:
+# compared by their layers in order, not marked as a look-alike)
+def test_compare_explains_motifs_that_look_alike():
+    import io
+    from types import SimpleNamespace
+
+    from narcli.cli.common import console
+    from narcli.cli.render_search import print_comparison
+
+    side = SimpleNamespace(name="a", params=1, macs=1, depth=1, nodes=1)
+    from narcli.search.compare import pair_motifs
+
+    only_a = [{"type": "1", "ops": {"conv2d": 2, "relu": 2}, "count": 3, "layers": ["conv2d", "conv2d", "relu", "relu"]}]
+    only_b = [{"type": "2", "ops": {"conv2d": 2, "relu": 2}, "count": 4, "layers": ["conv2d", "relu", "conv2d", "relu"]},
+              {"type": "3", "ops": {"add": 1}, "count": 1, "layers": ["add"]}]
+    paired = pair_motifs(only_a, only_b, "a", "b")
+    c = SimpleNamespace(a=side, b=SimpleNamespace(**{**side.__dict__, "name": "b"}), op_difference=[], cosine=0.9,
+                        same_architecture=False, motifs_shared=[], motifs_paired=paired, motifs_only_a=[],
+                        motifs_only_b=[only_b[1]])
+    out = io.StringIO()
+    print_comparison(console(file=out, width=200), c)
+    text = out.getvalue()
+    assert "conv2d×2 relu×2 ×3 ~ conv2d×2 relu×2 ×4: the same layers in another order" in text
+    assert "only in b: add ×1" in text

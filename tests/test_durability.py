@@ -21,6 +21,34 @@ def _nar(*args):
                             stderr=subprocess.PIPE, text=True)
 
 
+def _scans_stored() -> int:
+    path = default_db_path()
+    if not path.exists():
+        return 0
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return conn.execute("select count(*) from scans").fetchone()[0]
+    except sqlite3.Error:  # the schema is being made
+        return 0
+    finally:
+        conn.close()
+
+
+def _children(pid: int) -> bool:
+    from narcli.trace.isolation import descendants
+
+    return bool(descendants(pid))
+
+
+def _wait_for(proc, event, within: float = 120.0) -> None:
+    """Poll until `event()` holds or `proc` ended (then there is nothing left to interrupt);
+    `within` only guards against a hang."""
+    deadline = time.monotonic() + within
+    while proc.poll() is None and not event():
+        assert time.monotonic() < deadline, "the awaited moment never came"
+        time.sleep(0.02)
+
+
 def _sound() -> None:
     path = default_db_path()
     if path.exists():
@@ -69,8 +97,11 @@ def test_kill_9_at_random_moments_of_a_directory_scan(write, tmp_path):
         write(f"proj/m{i}.py", mlp_source(2 + i, 4, 3))
     rng = random.Random(18)
     for _ in range(4):
+        stored = _scans_stored()
         proc = _nar("scan", tmp_path / "proj", "--no-cache" if rng.random() < 0.3 else "--json")
-        time.sleep(rng.uniform(0.3, 6.0))
+        # the moment: as a scan child starts, or just after the n-th new file is stored
+        wanted = rng.randint(0, 3)
+        _wait_for(proc, lambda: _children(proc.pid) if wanted == 0 else _scans_stored() >= stored + wanted)
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=60)
         _sound()
@@ -79,13 +110,15 @@ def test_kill_9_at_random_moments_of_a_directory_scan(write, tmp_path):
     _sound()
 
 
-@pytest.mark.slow  # ~25 s likewise; the index's atomic swap is also tested by test_reliability.py
+@pytest.mark.slow  # ~25 s likewise; the index's atomic swap is also tested by test_storage.py
 def test_kill_9_at_random_moments_of_an_index_build(write, nar_home):
     assert run_nar("scan", write("mine.py", mlp_source(3, 7, 2))).returncode == 0
     rng = random.Random(18)
     for _ in range(3):
         proc = _nar("index", "build")
-        time.sleep(rng.uniform(0.5, 5.0))
+        # the moment: the build has started, or it is writing a temporary index beside the live one
+        writing = rng.random() < 0.5
+        _wait_for(proc, lambda: any((nar_home / "index").glob("*.tmp")) if writing else True)
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=60)
         _sound()

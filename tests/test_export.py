@@ -1,5 +1,6 @@
 """`nar export`: the files it writes, and only those (issue 43: planted symlinks, a destination that is
-a directory, names two models share, an op type holding a NUL, `unet.py.graph.json`)."""
+a directory, names two models share, an op type holding a NUL, `unet.py.graph.json`), and plain UTF-8
+DOT labels."""
 
 import json
 
@@ -109,3 +110,29 @@ def test_an_onnx_op_type_with_a_nul_exports_a_readable_dot(cli, tmp_path):
     assert result.exit_code == 0, result.output
     dot = (tmp_path / "out" / "custom.dot").read_bytes()
     assert b"\x00" not in dot and b"Foo\\\\x00Bar" in dot
+
+
+# DOT labels are readable text
+def test_dot_export_labels_are_plain_utf8():
+    from narcli.graph.synthetic import residual_stack
+    from narcli.tui.data import graph_dot
+
+    dot = graph_dot(residual_stack(2), 'my "net" \\ v2')
+    assert 'label="input\\n1×3×224×224"' in dot and "u00d7" not in dot
+    assert dot.startswith('digraph "my \\"net\\" \\\\ v2" {')
+
+
+# a graph export from the command line, as the browser's `e` writes it
+def test_nar_export_writes_json_and_dot(cli, write, tmp_path):
+    import json
+
+    out = tmp_path / "out"
+    result = cli("export", "resnet18", "-o", out, "--json")
+    assert result.exit_code == 0, result.output
+    written = [p.split("/")[-1] for p in json.loads(result.stdout)]
+    assert written == ["timm_resnet18.graph.json", "timm_resnet18.dot"]
+    assert json.loads((out / "timm_resnet18.graph.json").read_text())["nodes"]
+    assert (out / "timm_resnet18.dot").read_text().startswith('digraph "timm/resnet18" {')
+    model = write("tiny.py", mlp_source(4, 8, 2))
+    assert cli("export", model, "-o", out).exit_code == 0 and (out / "tiny.dot").exists()
+    assert cli("export", "no-such-model", "-o", out).exit_code == 1

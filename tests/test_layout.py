@@ -152,3 +152,18 @@ def test_no_module_is_too_long():
     long = {name: n for name, path in modules(PACKAGE).items()
             if (n := len(path.read_text().splitlines())) > MAX_LINES}
     assert long == {}
+
+
+def test_the_code_map_names_every_module():
+    """ARCHITECTURE.md's code map names each module of a stage in that stage's section, so a
+    newcomer finds every file there."""
+    text = (PACKAGE.parent / "ARCHITECTURE.md").read_text()
+    code_map = text[text.index("## Code map"):text.index("## Scaling out")]
+    sections = {part.split("`", 1)[0].strip("/"): part for part in code_map.split("### `narcli/")[1:]}
+    missing = []
+    for stage in STAGES:
+        section = sections.get(stage, "")
+        for path in sorted((PACKAGE / stage).glob("*.py")):
+            if path.name != "__init__.py" and f"{path.name}" not in section:
+                missing.append(f"{stage}/{path.name}")
+    assert missing == [], "name these in their stage's section of ARCHITECTURE.md"

@@ -7,7 +7,8 @@ import pytest
 from narcli.errors import LoadError, UsageError
 from narcli.scan.cache import Cache
 from narcli.scan.fingerprint import file_fingerprint
-from narcli.scan.scanner import ScanOptions, module_target, scan_file
+from narcli.scan.scanner import ScanOptions, scan_file
+from narcli.scan.targets import CachedName, ModelFile, ZooName, resolve_target
 from narcli.trace.packages import install_hint, package_layout, resolve_module_target
 
 BLOCK = """
@@ -115,16 +116,17 @@ def test_a_lone_script_keeps_its_by_path_import(tmp_path):
 def test_module_targets_name_a_file_and_a_model(tmp_path, monkeypatch):
     root = write_tree(tmp_path / "project", LAYOUTS["relative import"][0])
     monkeypatch.chdir(root)
-    path, options = module_target("pkg.model:Net")
-    assert path == (root / "pkg" / "model.py").resolve() and options.model == "Net"
+    target = resolve_target("pkg.model:Net")
+    assert isinstance(target, ModelFile)
+    assert target.path == (root / "pkg" / "model.py").resolve() and target.options.model == "Net"
     assert resolve_module_target("pkg.model:Net(width=4)")[1] == "Net(width=4)"
     (root / "cache.py").write_text("")
-    assert module_target("cache:Net") is None  # cache:NAME and zoo names are not module targets
-    assert module_target("resnet50") is None
+    assert isinstance(resolve_target("cache:Net"), CachedName)  # cache:NAME and zoo names are not module targets
+    assert isinstance(resolve_target("resnet50"), ZooName)
     with pytest.raises(UsageError, match="no module 'pkg.missing'"):
-        module_target("pkg.missing:Net")
+        resolve_target("pkg.missing:Net")
     with pytest.raises(UsageError, match="names the model already"):
-        module_target("pkg.model:Net", ScanOptions(model="Other"))
+        resolve_target("pkg.model:Net", ScanOptions(model="Other"))
 
 
 def test_nar_scan_takes_a_module_target(tmp_path, monkeypatch, cli):

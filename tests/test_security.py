@@ -243,17 +243,15 @@ def _bomb(path, inflated: int, claimed: int | None = None):
 @pytest.mark.parametrize("claimed", [None, 1000])
 def test_a_pt2_zip_bomb_is_refused_before_it_inflates(tmp_path, claimed):
     import resource
-    import time
 
     from narcli.trace.pt2_archive import load_exported_program
 
     path = _bomb(tmp_path / "bomb.pt2", 300 << 20, claimed)
     assert path.stat().st_size < 1 << 20
-    start, peak = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     # a lying header: zipfile stops at the size it claims, and the CRC then fails
     with pytest.raises(LoadError, match="zip bomb|inflates past|larger than|Bad CRC"):
         load_exported_program(path)
-    assert time.perf_counter() - start < 5
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak < 200 << 10  # KiB: under 200 MB more
 
 

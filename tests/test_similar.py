@@ -1,4 +1,5 @@
-"""`nar similar` on the bundled zoo and on model files; the family prediction; bad input."""
+"""`nar similar` on the bundled zoo and on model files; the family prediction (of cached
+neighbours too, design confidence); structured performance in `--json`; bad input."""
 
 import json
 import subprocess
@@ -341,3 +342,47 @@ def test_a_tiny_gpts_nearest_is_a_causal_lm(cli, write):
     assert zoo[0]["task"] == "causal-lm", [(n["name"], n["task"]) for n in zoo]
     models = [n["name"].removesuffix("/" + n["task"]) for n in zoo]
     assert len(models) == len(set(models))  # one row per model, its other heads folded in
+
+
+# a cached neighbour's family is the one the same graph gets as a query, with no unexplained "(x?)"
+def test_a_cached_neighbour_has_the_family_it_gets_as_a_query(cli, write, tmp_path):
+    import json
+    from pathlib import Path
+
+    models = Path(__file__).with_name("models.py").read_text()
+    first = write("mine/my_resnet.py", models)
+    second = tmp_path / "theirs" / "their_resnet.py"
+    second.parent.mkdir()
+    second.write_text(models + "\n# my own copy\n")  # other bytes (its own cache entry), the same graph
+    alone = json.loads(cli("similar", first, "--model", "SmallResNet", "-k", "3", "--json").stdout)
+    expected = alone["results"][0]["prediction"]["family"] or "new"
+    result = json.loads(cli("similar", second, "--model", "SmallResNet", "-k", "3", "--json").stdout)
+    [cached] = [n for n in result["results"][0]["neighbours"] if n["source"] == "cache"]
+    assert cached["cosine"] > 0.999 and cached["family"] == expected
+    assert "?" not in cached["family"]
+
+
+# no design confidence without a design
+def test_no_design_means_no_design_confidence():
+    from narcli.search.family import predict_family
+
+    novel = predict_family(None, [("resnet", "convolutional", 0.1)], threshold=0.7).to_json()
+    assert novel["design"] is None and novel["design_confidence"] is None
+
+
+# `performance` in `--json` is fields (value, interval, unit, device), not a sentence
+def test_performance_in_json_is_structured(cli, write):
+    import json
+
+    result = cli("similar", "resnet50", "-k", "1", "--json")
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)["results"][0]["performance"]
+    assert [r["kind"] for r in rows] == ["accuracy", "latency", "throughput"]
+    for row in rows:
+        assert isinstance(row["value"], float) and row["low"] <= row["value"] <= row["high"], row
+        assert row["unit"] and row["what"]
+    assert rows[0]["unit"] == "%" and rows[1]["device"] and rows[1]["unit"] == "ms"
+    text = cli("similar", "resnet50", "-k", "1")
+    assert f"top-1 {rows[0]['value']:.1f} %" in text.stdout  # the text line reads the same rows
+    scanned = cli("scan", write("tiny.py", mlp_source(4, 8, 2)), "--json")
+    assert json.loads(scanned.stdout)["models"][0]["performance"] == []  # none applies to an MLP

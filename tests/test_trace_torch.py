@@ -1,3 +1,6 @@
+"""Tracing torch modules into graphs: the tracers agree, fall back in order, run on meta tensors, refuse
+what has no graph, and a nanoGPT-shaped file scans with no options."""
+
 import pytest
 import torch
 from torch import nn
@@ -196,3 +199,99 @@ def test_distribution_argument_checks_do_not_stop_a_meta_trace():
     raw, tracer = trace_module(model, [torch.empty(2, 4, device="meta")])
     assert tracer == "runtime"
     assert torch.distributions.Distribution._validate_args  # the default is restored afterwards
+
+
+# the nanoGPT file shape: a config dataclass passed to the model and to its inner blocks
+NANO_GPT = """import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+from torch.nn import functional as F
+
+
+@dataclass
+class GPTConfig:
+    block_size: int = 64
+    vocab_size: int = 100
+    n_layer: int = 2
+    n_head: int = 2
+    n_embd: int = 32
+    dropout: float = 0.0
+    bias: bool = True
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd, bias=config.bias)
+        self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
+        self.n_head = config.n_head
+        self.n_embd = config.n_embd
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.c_proj(y)
+
+
+class MLP(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias)
+        self.gelu = nn.GELU()
+        self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias)
+
+    def forward(self, x):
+        return self.c_proj(self.gelu(self.c_fc(x)))
+
+
+class Block(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(config.n_embd)
+        self.attn = CausalSelfAttention(config)
+        self.ln_2 = nn.LayerNorm(config.n_embd)
+        self.mlp = MLP(config)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(config.vocab_size, config.n_embd),
+            wpe=nn.Embedding(config.block_size, config.n_embd),
+            h=nn.ModuleList([Block(config) for _ in range(config.n_layer)]),
+            ln_f=nn.LayerNorm(config.n_embd)))
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+
+    def forward(self, idx):
+        b, t = idx.size()
+        pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
+        x = self.transformer.wte(idx) + self.transformer.wpe(pos)
+        for block in self.transformer.h:
+            x = block(x)
+        return self.lm_head(self.transformer.ln_f(x))
+"""
+
+
+def test_a_nanogpt_shaped_file_scans_with_no_options(cli, write):
+    import json
+
+    path = write("model.py", NANO_GPT)
+    result = cli("scan", path, "--json")
+    assert result.exit_code == 0, result.output
+    assert [m["name"] for m in json.loads(result.stdout)["models"]] == ["GPT(GPTConfig())"]
+    named = cli("scan", path, "--model", "GPT", "--json")  # the bare class name fills in the config too
+    assert named.exit_code == 0, named.output
+    assert json.loads(named.stdout)["models"][0]["name"] == "GPT(GPTConfig())"

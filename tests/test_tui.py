@@ -15,6 +15,8 @@ pytest.importorskip("textual")
 
 from narcli.tui.app import NarApp  # noqa: E402
 
+from .conftest import mlp_source  # noqa: E402
+
 SIZE = (120, 34)
 
 
@@ -358,3 +360,196 @@ def test_help_says_that_3_focuses_similar():
 
     text = " ".join(run_app(script).split())
     assert "3 focuses the Similar table" in text
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="a pseudo-terminal")
+def test_sigterm_closes_the_tui_cleanly(tmp_path):
+    import os
+    import pty
+    import select
+    import signal
+    import sys
+    import time
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: nar tui on a terminal of its own
+        os.environ.update({"COLUMNS": "100", "LINES": "30", "NAR_HOME": str(tmp_path / "home")})
+        os.execvp(sys.executable, [sys.executable, "-m", "narcli", "tui", "resnet50"])
+    out = b""
+
+    def read_until(done, within: float) -> bool:
+        """Read the terminal until `done()` or its end; `within` only guards against a hang."""
+        nonlocal out
+        end = time.monotonic() + within
+        while time.monotonic() < end and not done():
+            if select.select([fd], [], [], 0.2)[0]:
+                try:
+                    chunk = os.read(fd, 1 << 16)
+                except OSError:
+                    return True
+                if not chunk:
+                    return True
+                out += chunk
+        return done()
+
+    # the event: the app has drawn the model it opened, and its workers are loading its details
+    assert read_until(lambda: b"resnet50" in out and b"loading" in out, within=120), out[-500:]
+    os.kill(pid, signal.SIGTERM)
+    assert read_until(lambda: False, within=60), "the browser did not end after SIGTERM"
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 143
+    assert b"internal error" not in out and b"Traceback" not in out, out[-500:]
+
+
+# two cache records sharing a graph (the same file scanned under two torch versions)
+def test_the_tui_starts_when_two_scans_share_a_graph(write):
+    import asyncio
+
+    from narcli.scan.cache import Cache
+    from narcli.scan.scanner import scan_file
+    from narcli.tui.app import NarApp
+
+    records, graphs = scan_file(write("tiny.py", mlp_source(4, 8, 2)), want_graphs=True)
+    cache = Cache()
+    cache.store("as-if-another-torch", records[0].source, records, graphs)  # a second scan, one graph
+    assert len({r.graph_key for r in cache.records()}) == 1 and len(cache.records()) == 2
+
+    async def main():
+        app = NarApp(None)
+        async with app.run_test(size=(120, 34)) as pilot:
+            await pilot.pause()
+            return [e for e in app.entries if e.key.startswith("cache:")]
+
+    assert len(asyncio.run(main())) == 1
+
+
+# search + Enter opens the exact name, then a prefix, then any match
+def test_search_and_enter_open_the_exact_name_first():
+    import asyncio
+
+    from narcli.tui.app import NarApp
+
+    async def main():
+        opened = {}
+        app = NarApp(None)
+        async with app.run_test(size=(120, 34)) as pilot:
+            await pilot.pause()
+            for query in ("resnet50", "bert", "vit_base_patch16_224", "convnext_ti"):
+                search = app.query_one("#search")
+                search.focus()
+                search.value = query
+                await pilot.press("enter")
+                await pilot.pause(0.3)
+                opened[query] = app.by_key[app.current].name
+        return opened
+
+    opened = asyncio.run(main())
+    assert opened["resnet50"] == "resnet50" and opened["bert"] == "bert"
+    assert opened["vit_base_patch16_224"] == "vit_base_patch16_224"
+    assert opened["convnext_ti"].startswith("convnext_ti")  # no exact name: a prefix before a substring
+
+
+def test_relevance_orders_exact_then_prefix_then_substring():
+    from narcli.tui.data import Entry, relevance
+
+    def entry(key, name):
+        return Entry(key, name, "", "", "", "", 0, 0, 0, key)
+
+    assert relevance(entry("timm/resnet50", "resnet50"), "resnet50") == 0
+    assert relevance(entry("timm/resnet50d", "resnet50d"), "resnet50") == 1
+    assert relevance(entry("timm/cspresnet50", "cspresnet50"), "resnet50") == 2
+
+
+# the keyboard reaches the Similar rows: `3`, then ↓ and Enter walk the neighbours
+def test_the_keyboard_walks_the_similar_rows():
+    import asyncio
+
+    from narcli.tui.app import NarApp
+
+    async def main():
+        app = NarApp("resnet50")
+        async with app.run_test(size=(120, 34)) as pilot:
+            for _ in range(40):
+                await pilot.pause(0.25)
+                if app.similar_result is not None:
+                    break
+            second = app.similar_result.neighbours[1].name
+            app.query_one("#models").focus()
+            await pilot.press("3", "down", "enter")
+            for _ in range(20):
+                await pilot.pause(0.25)
+                if app.current != "timm/resnet50":
+                    break
+            return second, app.current, app.focused.id
+
+    second, current, focused = asyncio.run(main())
+    assert current == second and focused == "similar-table"
+
+
+# at 80x24 the table shows name and family, names that differ still read apart, and the
+# status bar shows both marked models in full; a wider terminal gets the wide layout back
+def test_the_tui_at_80_by_24_shows_name_family_and_what_is_marked():
+    import asyncio
+
+    from narcli.tui.app import NarApp
+    from narcli.tui.data import fit
+
+    async def main():
+        app = NarApp(None)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            table = app.query_one("#models")
+            room = table.scrollable_content_region.width
+            columns = list(table.columns.values())
+            narrow = [c.get_render_width(table) for c in columns]
+            for key in ("timm/resnet50", "torchvision/resnet50"):
+                app.query_one("#search").value = key
+                await pilot.pause(0.2)
+                app.query_one("#models").focus()
+                await pilot.press("space")
+            status = app.query_one("#status")
+            text = str(status.render())
+            fits = status.region.right <= 80 and status.region.bottom <= 24
+            await pilot.resize_terminal(120, 34)
+            await pilot.pause(0.3)
+            wide = [c.get_render_width(table) for c in table.columns.values()]
+            return room, narrow, [str(c.label) for c in columns[:2]], text, fits, status.size.height, \
+                wide, table.scrollable_content_region.width
+
+    room, narrow, labels, text, fits, height, wide, wide_room = asyncio.run(main())
+    assert labels == ["name", "family"] and sum(narrow[:2]) <= room, (narrow, room)
+    assert "marked: timm/resnet50, torchvision/resnet50" in text and fits and height == 2, text
+    assert wide[0] > narrow[0] and sum(wide[:2]) <= wide_room  # full-width names again at 120 columns
+    assert fit("timm/aimv2_large_patch14_448", 25) != fit("timm/aimv2_huge_patch14_448", 25)
+    assert len(fit("timm/aimv2_large_patch14_448", 25)) == 25 and fit("timm/resnet50", 25) == "timm/resnet50"
+
+
+# the TUI's scan dialog takes an input dtype (token ids for a language model)
+def test_the_tui_scan_dialog_takes_an_input_dtype(write):
+    import asyncio
+
+    from narcli.tui.app import NarApp
+
+    model = write("tiny_lm.py", "from torch import nn\n\n\nclass TinyLM(nn.Module):\n    def __init__(self):\n"
+                  "        super().__init__()\n        self.emb = nn.Embedding(50, 8)\n        self.out = nn.Linear(8, 50)\n\n"
+                  "    def forward(self, ids):\n        return self.out(self.emb(ids))\n")
+
+    async def main():
+        app = NarApp(None)
+        async with app.run_test(size=(120, 34)) as pilot:
+            await pilot.pause()
+            app.query_one("#models").focus()
+            await pilot.press("o")
+            await pilot.pause()
+            app.screen.query_one("#path").value = str(model)
+            app.screen.query_one("#shape").value = "1,16"
+            app.screen.query_one("#dtype").value = "long"
+            await pilot.press("enter")
+            for _ in range(120):
+                await pilot.pause(0.5)
+                if app.current and app.current.startswith("cache:"):
+                    break
+            return app.by_key.get(app.current)
+
+    entry = asyncio.run(main())
+    assert entry is not None and entry.record.inputs[0]["dtype"] == "int64"

@@ -1,4 +1,5 @@
-"""Reading the zoo: name resolution, filters, families, bad databases, and the `nar zoo` commands."""
+"""Reading the zoo: name resolution, filters, families, bad databases, the `nar zoo` commands, and
+zoo-source plugins (`nar plugins`)."""
 
 import json
 import os
@@ -220,3 +221,26 @@ def test_a_source_whose_library_is_missing_names_the_pip_command_with_torch_pinn
     torch = module_version("torch").split("+")[0]
     assert reason == f"needs `no_such_segmentation_library` (pip install no-such-segmentation-library torch=={torch})"
     assert Segmentation().version() == ""
+
+
+# a missing plugin is named, with the one command that installs it and keeps the installed torch
+def test_a_missing_zoo_source_names_its_plugin_and_a_torch_keeping_install(cli, monkeypatch):
+    import json
+
+    from narcli.zoo import plugins
+    from narcli.zoo.sources import module_version
+
+    monkeypatch.setattr(plugins, "zoo_sources", lambda: {})  # as on a machine with no plugins
+    torch = module_version("torch").split("+")[0]
+    line = plugins.missing_source_message("hf/bert", "transformers")
+    assert "plugin nar-transformers" in line and f"plugins/nar-transformers torch=={torch}`" in line
+    listed = {p["name"]: p for p in json.loads(cli("plugins", "--json").stdout)}
+    assert listed["nar-timm"]["installed"] is False and listed["nar-timm"]["sources"] == ["timm"]
+    assert f"plugins/nar-timm torch=={torch}" in listed["nar-timm"]["install"]
+    assert "not installed nar-timm (timm): pip install" in cli("plugins").output.replace("\n", " ")
+
+
+# did-you-mean for zoo list filters
+def test_zoo_list_suggests_close_filter_values(cli):
+    result = cli("zoo", "list", "-t", "image-clasification")
+    assert result.exit_code == 1 and "did you mean image-classification" in result.stderr

@@ -70,20 +70,47 @@ def activations_per_sample(graph: Any) -> int:
 
 def _resolve(text: str, options: Any) -> tuple[_Request, Any, int, int]:
     """(request without batch/device, graph, params, macs) of the single model `text` names."""
-    from narcli.scan.scanner import looks_like_a_name
+    from narcli.scan.targets import CachedName, Checkpoint, Directory, ModelFile, ModelFolder, ZooName, cannot, resolve_target
 
-    path = Path(text)
-    if not path.exists() and looks_like_a_name(text):
-        from narcli.zoo.store import Zoo
+    target = resolve_target(text, options)
+    match target:
+        case ZooName(text=name):
+            from narcli.zoo.store import Zoo
 
-        with Zoo() as zoo:
-            model = zoo.resolve(text)
-            graph = zoo.graph(model)
-        return _Request("zoo", model.id, source=model.source), graph, model.params or 0, model.macs or 0
+            with Zoo() as zoo:
+                return _zoo_request(zoo.resolve(name), zoo)
+        case CachedName(name=name):  # measured from the file it was scanned from, at the inputs it was scanned with
+            from narcli.scan.cache import Cache
+            from narcli.scan.targets import find_cached_record
+
+            cache = Cache()
+            record = find_cached_record(name, cache)
+            graph = cache.graph(record.graph_key)
+            if record.kind not in ("py", "onnx") or not Path(record.source).is_file() or graph is None:
+                raise cannot("bench", target, f"it was scanned from {record.source}, which nar bench cannot run "
+                                              "(gone, or not a .py or .onnx file); name a file to measure")
+            return _Request(record.kind, f"{Path(record.source).name}:{record.name}", path=record.source,
+                            spec=record.name, inputs=list(record.inputs)), graph, record.params, record.macs
+        case ModelFile(path=path, options=file_options):
+            return _file_request(path, file_options)
+        case Checkpoint():
+            raise cannot("bench", target, "weights carry no code to run: `nar scan` on it names the zoo model "
+                                          "they belong to, and `nar bench` takes that name")
+        case ModelFolder() | Directory():
+            raise cannot("bench", target, "it measures one model from code: name a .py or .onnx file, a zoo name "
+                                          "or cache:NAME")
+    raise AssertionError(target)
+
+
+def _zoo_request(model: Any, zoo: Any) -> tuple[_Request, Any, int, int]:
+    return _Request("zoo", model.id, source=model.source), zoo.graph(model), model.params or 0, model.macs or 0
+
+
+def _file_request(path: Path, options: Any) -> tuple[_Request, Any, int, int]:
     if path.suffix.lower() == ".onnx" and importlib.util.find_spec("onnxruntime") is None:
         raise NarError(f"{path.name}: benchmarking an ONNX file needs onnxruntime; pip install onnxruntime")
     if path.suffix.lower() not in (".py", ".onnx"):
-        raise UsageError(f"{text}: nar bench takes a zoo name, a .py or an .onnx file")
+        raise UsageError(f"{path}: nar bench takes a zoo name, a .py or an .onnx file")
     from narcli.scan.scanner import scan_file
 
     records, graphs = scan_file(path, options, want_graphs=True)

@@ -84,34 +84,10 @@ def open_zoo() -> Any:
 
 
 def check_range(option: str, value: float | None, low: float, high: float | None = None) -> None:
-    """A usage error (one line, exit 2) unless `low <= value <= high`: every numeric option is
-    checked alike, before any work starts. None (the option not given) passes; so does nothing else
-    that is not a finite number."""
-    import math
+    """`errors.check_range` as the command line's one-line usage error."""
+    from narcli.errors import check_range as checked
 
-    if value is None:
-        return
-    if isinstance(value, float) and not math.isfinite(value) or value < low or (high is not None and value > high):
-        bound = f"between {low:,} and {high:,}" if high is not None else f"at least {low:,}"
-        fail(f"{option} must be {bound}, not {value!r}", 2)
+    run(checked, option, value, low, high)
 
 
-MAX_SEED = 2**32 - 1  # numpy's seeds
-MAX_TIMEOUT = 86_400.0
 
-
-def check_timeout(timeout: float) -> None:
-    """A usage error unless 0 < timeout <= one day (nan, inf and 1e300 included)."""
-    import math
-
-    if not math.isfinite(timeout) or not 0 < timeout <= MAX_TIMEOUT:
-        fail(f"--timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT:,.0f}, not {timeout!r}", 2)
-
-
-def scan_options(model: str | None, input_shape: list[str] | None, timeout: float, no_cache: bool,
-                 input_dtype: list[str] | None = None) -> Any:
-    from narcli.scan.scanner import ScanOptions
-
-    check_timeout(timeout)
-    return ScanOptions(model=model, input_shapes=input_shape, input_dtypes=input_dtype, timeout=timeout,
-                       use_cache=not no_cache)

@@ -1,4 +1,5 @@
-"""`nar train encoder` and `nar eval retrieval`: train the encoder on the zoo and measure retrieval."""
+"""The `nar train` and `nar eval` groups, and their encoder commands (`nar train encoder`, `nar eval retrieval`);
+the predictor's and the latency head's live in predict_commands.py, calibration's in bench_commands.py."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ from typing import Any
 
 import typer
 
-from narcli.cli.common import MAX_SEED, check_range, fail, run, safe, stderr_console
+from narcli.cli.common import fail, run, stderr_console
+from narcli.cli.options import AugmentOption, CeWeightOption, EpochsOption, JsonOption, MethodsOption, SeedOption, TrainDeviceOption, reporter
 
-eval_app = typer.Typer(help="Measure retrieval quality against baselines.", no_args_is_help=True)
-train_app = typer.Typer(help="Train the encoder.", no_args_is_help=True)
+eval_app = typer.Typer(help="Measure what nar ships against baselines: retrieval, the accuracy/latency predictor, "
+                       "the latency head and this machine's calibration.", no_args_is_help=True)
+train_app = typer.Typer(help="Train what nar ships: the encoder, the accuracy/latency predictor, the latency head.",
+                        no_args_is_help=True)
 
 
 def _ks(text: str) -> tuple[int, ...]:
@@ -24,45 +28,31 @@ def _ks(text: str) -> tuple[int, ...]:
     return ks
 
 
-AUGMENT_HELP = ("Edited variants of each training architecture (CIFAR stem, no stem pool, activation, head, "
-                "resolution, width, fewer residual blocks) added to its family in training (default: 2, the "
-                "shipped recipe).")
-
 
 def _train_config(seed: int, epochs: int, ce_weight: float, device: str, augment: int | None = None) -> Any:
-    """The training recipe that `nar train encoder` and `nar eval retrieval` share, checked."""
-    import math
-
+    """The training recipe that `nar train encoder` and `nar eval retrieval` share (checked by
+    `TrainConfig` itself)."""
     from narcli.encode.training import TrainConfig
 
-    check_range("--seed", seed, 0, MAX_SEED)
-    if epochs < 1:
-        fail("--epochs must be at least 1", 2)
-    if not math.isfinite(ce_weight) or ce_weight < 0:
-        fail(f"--ce-weight must not be negative (and must be a finite number), not {ce_weight!r}", 2)
     if augment is None:
         augment = TrainConfig.augment  # the shipped recipe
-    if not 0 <= augment <= 16:
-        fail("--augment must be between 0 and 16", 2)
-    return TrainConfig(seed=seed, epochs=epochs, ce_weight=ce_weight, device=_device(device), augment=augment)
+    return run(TrainConfig, seed=seed, epochs=epochs, ce_weight=ce_weight, device=_device(device), augment=augment)
 
 
 @eval_app.command("retrieval")
 def eval_retrieval(
     split: str = typer.Option("random", "--split", help="random (90/10 by family) or ood (20 % of families held out)."),
     k: str = typer.Option("20,50,100", "--k", help="Cut-offs, comma-separated."),
-    epochs: int = typer.Option(40, "--epochs", help="Graph-level training epochs of each learned method."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the split and of training."),
+    epochs: EpochsOption = 40,
+    seed: SeedOption = 0,
     ablations: bool = typer.Option(False, "--ablations", help="Also train the ablations of NAR."),
     nas: bool = typer.Option(False, "--nas", help="Use the DARTS 10-class set (30,000 cells) instead of the zoo."),
-    methods: str = typer.Option("GCN,GAT,NAR", "--methods", help="Learned methods to train, comma-separated."),
-    ce_weight: float = typer.Option(0.0, "--ce-weight",
-                                    help="Weight of the family cross-entropy in each learned method's loss (0: contrast only)."),
-    augment: int | None = typer.Option(None, "--augment",
-                                       help=AUGMENT_HELP, show_default=False),
-    device: str = typer.Option("", "--device", help="cpu or cuda (default: cuda when available)."),
+    methods: MethodsOption = "GCN,GAT,NAR",
+    ce_weight: CeWeightOption = 0.0,
+    augment: AugmentOption = None,
+    device: TrainDeviceOption = "",
     out: Path = typer.Option(None, "--out", help="Also write the results as JSON to this file."),
-    as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+    as_json: JsonOption = False,
 ) -> None:
     """Retrieval MRR/MAP/NDCG of NAR and the baselines on one split of the zoo (or of DARTS)."""
     from narcli.encode.retrieval_eval import evaluate_retrieval
@@ -76,7 +66,7 @@ def eval_retrieval(
     chosen = _methods(methods)
     console = stderr_console()
     results = run(evaluate_retrieval, split, ks, config, ablations, seed, "darts" if nas else "zoo",
-                   report=lambda line: console.print(f"[dim]{safe(line)}[/]"), methods=chosen)
+                   report=reporter(console), methods=chosen)
     results.pop("nar_model", None)
     text = json.dumps(results, indent=2, default=str)
     if out:
@@ -123,15 +113,12 @@ def _device(name: str) -> str:
 @train_app.command("encoder")
 def train_encoder_command(
     out: Path = typer.Option(None, "--out", help="Weights file to write (default: the bundled weights)."),
-    epochs: int = typer.Option(40, "--epochs", help="Graph-level training epochs."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the split and of training."),
-    ce_weight: float = typer.Option(0.0, "--ce-weight",
-                                    help="Weight of the family cross-entropy in the encoder's loss (0: contrast only)."),
-    augment: int | None = typer.Option(None, "--augment",
-                                       help=AUGMENT_HELP, show_default=False),
-    device: str = typer.Option("", "--device", help="cpu or cuda (default: cuda when available)."),
-    methods: str = typer.Option("GCN,GAT,NAR", "--methods",
-                                help="Learned methods to train beside NAR for the card's table, comma-separated."),
+    epochs: EpochsOption = 40,
+    seed: SeedOption = 0,
+    ce_weight: CeWeightOption = 0.0,
+    augment: AugmentOption = None,
+    device: TrainDeviceOption = "",
+    methods: MethodsOption = "GCN,GAT,NAR",
 ) -> None:
     """Pretrain the NAR encoder on the zoo (motif InfoNCE, then SupCon, + CE with --ce-weight) and write its weights."""
     from narcli.encode.retrieval_eval import train_and_save
@@ -141,6 +128,6 @@ def train_encoder_command(
     path = out or bundled_weights_path()
     chosen = _methods(methods)
     console = stderr_console()
-    results = run(train_and_save, path, config, report=lambda line: console.print(f"[dim]{safe(line)}[/]"), methods=chosen)
+    results = run(train_and_save, path, config, report=reporter(console), methods=chosen)
     nar = results["methods"]["NAR"]["family"]
     print(f"wrote {path}: test MRR@20 {nar['MRR@20']:.3f}, MAP@20 {nar['MAP@20']:.3f}, NDCG@20 {nar['NDCG@20']:.3f}")

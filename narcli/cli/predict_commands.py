@@ -7,26 +7,26 @@ from pathlib import Path
 
 import typer
 
-from narcli.cli.common import MAX_SEED, check_range, fail, run, safe, scan_options, stderr_console, stdout
+from narcli.cli.common import check_range, run, stderr_console, stdout
+from narcli.cli.options import EpochsOption, GraphsDbOption, InputDtypeOption, InputShapeOption, JobsOption, JsonOption, ModelOption, Nb201Option, OptionalEpochsOption, PredictorKindOption, PredictorWeightsOption, ReferenceOption, SeedOption, TargetArgument, TimeoutOption, TimmOption, TrainDeviceOption, reporter, scan_options
 from narcli.cli.learn_commands import _device, eval_app, train_app
 
 
 def predict_command(
-    target: str = typer.Argument(..., help="A zoo name (resnet50), a .py/.onnx/.pt2 file, or cache:NAME."),
+    target: TargetArgument,
     device: str | None = typer.Option(None, "--device", "-d",
-                                      help="Only this device's timings (`nar predict x --device ?` lists them)."),
-    model: str | None = typer.Option(None, "--model", "-m", help="Model class or factory in a .py file."),
-    input_shape: list[str] | None = typer.Option(None, "--input-shape", "-i", help="Example input shape of a .py model."),
-    input_dtype: list[str] | None = typer.Option(None, "--input-dtype",
-                                                    help="Input dtype of a .py model: float32 (default), long for token ids, ..."),
-    timeout: float = typer.Option(120.0, "--timeout", help="Seconds to allow importing and tracing one file."),
-    weights: Path | None = typer.Option(None, "--weights", help="Predictor folder (default: the bundled one)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the predictions as JSON."),
+                                      help="Only this device's timings (an unknown name lists the known ones)."),
+    model: ModelOption = None,
+    input_shape: InputShapeOption = None,
+    input_dtype: InputDtypeOption = None,
+    timeout: TimeoutOption = 120.0,
+    weights: PredictorWeightsOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """How accurate and how fast a model is likely to be: every prediction that applies, with its interval."""
     from narcli.search.predictions import predictions_for
 
-    options = scan_options(model, input_shape, timeout, False, input_dtype)
+    options = run(scan_options, model, input_shape, timeout, False, input_dtype)
     results = run(predictions_for, target, options, device, weights)
     if as_json:
         print(json.dumps({"target": target, "results": [p.to_json() for p in results]}, indent=2))
@@ -37,14 +37,10 @@ def predict_command(
 
 
 def _net_config(epochs: int | None, seed: int, device: str, default_epochs: int, kind: str = "graph"):
-    check_range("--seed", seed, 0, MAX_SEED)
-    from narcli.predict.training import KINDS, NetConfig, config_for
+    """The predictor network's recipe (`NetConfig` checks epochs, seed and kind)."""
+    from narcli.predict.training import config_for
 
-    if epochs is not None and not 1 <= epochs <= 10_000:
-        fail(f"--epochs must be between 1 and 10,000, not {epochs}", 2)
-    if kind not in KINDS:
-        fail(f"--kind is one of {', '.join(KINDS)}, not {kind!r}", 2)
-    return config_for(kind, epochs=epochs or default_epochs, seed=seed, device=_device(device))
+    return run(config_for, kind, epochs=epochs or default_epochs, seed=seed, device=_device(device))
 
 
 def _progress_reporter(console):
@@ -54,18 +50,16 @@ def _progress_reporter(console):
 
 @train_app.command("predictor")
 def train_predictor_command(
-    nb201: Path | None = typer.Option(None, "--nb201", help="Folder with NAS-Bench-201 accuracy.csv and latency_ms.csv."),
-    timm: Path | None = typer.Option(None, "--timm", help="Folder with timm results-imagenet.csv and benchmark-*.csv."),
+    nb201: Nb201Option = None,
+    timm: TimmOption = None,
     out: Path | None = typer.Option(None, "--out", help="Folder to write predictor.safetensors + predictor.json "
                                                           "(default: the bundled predictor)."),
-    epochs: int | None = typer.Option(None, "--epochs", help="Epochs per head (default: 20 for NAS-Bench-201, 60 for timm)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the calibration split and of training."),
-    kind: str = typer.Option("graph", "--kind", help="graph (message passing over every node, the bundled kind) or "
-                                                     "former (NAR-Former-style transformer over folded tokens)."),
-    device: str = typer.Option("", "--device", help="cpu or cuda (default: cuda when available)."),
-    graphs_db: Path | None = typer.Option(None, "--graphs-db", help="Zoo database of the NAS-Bench-201 cells "
-                                                                    "(default: built under $NAR_HOME/predictor)."),
-    jobs: int = typer.Option(2, "--jobs", "-j", help="Processes for building NAS-Bench-201 graphs."),
+    epochs: OptionalEpochsOption = None,
+    seed: SeedOption = 0,
+    kind: PredictorKindOption = "graph",
+    device: TrainDeviceOption = "",
+    graphs_db: GraphsDbOption = None,
+    jobs: JobsOption = 2,
 ) -> None:
     """Train the accuracy/latency predictor (one head per data folder); resumes an interrupted run."""
     from narcli.predict.build import train_from_folders
@@ -74,29 +68,28 @@ def train_predictor_command(
     config = _net_config(epochs, seed, device, 0, kind)
     check_range("--jobs", jobs, 1, 256)
     card = run(train_from_folders, nb201, timm, out, config, epochs, graphs_db, jobs,
-               report=lambda line: console.print(f"[dim]{safe(line)}[/]"), on_epoch=_progress_reporter(console))
+               report=reporter(console), on_epoch=_progress_reporter(console))
     print(f"wrote {card} and its weights")
 
 
 @eval_app.command("predictor")
 def eval_predictor_command(
-    nb201: Path | None = typer.Option(None, "--nb201", help="Folder with NAS-Bench-201 accuracy.csv (+ latency_ms.csv)."),
-    timm: Path | None = typer.Option(None, "--timm", help="Folder with timm results-imagenet.csv and benchmark-*.csv."),
+    nb201: Nb201Option = None,
+    timm: TimmOption = None,
     train_size: str | None = typer.Option(None, "--train-size", help="Train a fresh network on N rows or a share "
                                                                      "(781, 5%) and test on the rest (default: "
                                                                      "evaluate the bundled one)."),
     protocol: str = typer.Option("held-out", "--protocol", help="held-out: test on rows never trained on; "
                                                                  "nar-former: NAR-Former's (first N rows, -val "
                                                                  "labels, tau on all rows against -test)."),
-    kind: str = typer.Option("graph", "--kind", help="Network with --train-size: graph (message passing over "
-                                                     "every node) or former (transformer over folded tokens)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the split and of training."),
-    epochs: int | None = typer.Option(None, "--epochs", help="Epochs with --train-size (default 60)."),
-    device: str = typer.Option("", "--device", help="cpu or cuda, with --train-size (default: cuda when available)."),
-    weights: Path | None = typer.Option(None, "--weights", help="Predictor folder (default: the bundled one)."),
-    graphs_db: Path | None = typer.Option(None, "--graphs-db", help="Zoo database of the NAS-Bench-201 cells."),
-    jobs: int = typer.Option(2, "--jobs", "-j", help="Processes for building NAS-Bench-201 graphs."),
-    as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
+    kind: PredictorKindOption = "graph",
+    seed: SeedOption = 0,
+    epochs: OptionalEpochsOption = None,
+    device: TrainDeviceOption = "",
+    weights: PredictorWeightsOption = None,
+    graphs_db: GraphsDbOption = None,
+    jobs: JobsOption = 2,
+    as_json: JsonOption = False,
 ) -> None:
     """Kendall tau, MAE, MAPE and within-10 % of the predictor per column, beside boosted-tree baselines."""
     from narcli.predict.evaluation import evaluate_folders
@@ -105,7 +98,7 @@ def eval_predictor_command(
     config = _net_config(epochs, seed, device, 60, kind) if train_size is not None else None
     check_range("--jobs", jobs, 1, 256)
     results = run(evaluate_folders, nb201, timm, weights, train_size, seed, config, graphs_db, jobs,
-                  report=lambda line: console.print(f"[dim]{safe(line)}[/]"), on_epoch=_progress_reporter(console),
+                  report=reporter(console), on_epoch=_progress_reporter(console),
                   protocol=protocol)
     if as_json:
         print(json.dumps(results, indent=2))
@@ -117,40 +110,37 @@ def eval_predictor_command(
 
 @train_app.command("latency")
 def train_latency_command(
-    reference: Path | None = typer.Option(None, "--reference", help="Reference dataset folder (reference-latency.csv "
-                                                                    "+ .json; default: the bundled one)."),
+    reference: ReferenceOption = None,
     out: Path | None = typer.Option(None, "--out", help="Folder to write latency.safetensors + latency.json "
                                                       "(default: beside the bundled predictor)."),
-    epochs: int = typer.Option(200, "--epochs", help="Training epochs."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the family split and of training."),
-    device: str = typer.Option("", "--device", help="cpu or cuda (default: cuda when available)."),
+    epochs: EpochsOption = 200,
+    seed: SeedOption = 0,
+    device: TrainDeviceOption = "",
 ) -> None:
     """Train the reference-CPU latency head on the reference dataset (held-out families set its interval)."""
     from narcli.predict.latency_training import Config, train
 
-    check_range("--epochs", epochs, 1, 100_000)
     console = stderr_console()
-    card = run(train, reference, out, Config(epochs=epochs, seed=seed, device=_device(device)), seed,
-               report=lambda line: console.print(f"[dim]{safe(line)}[/]"))
+    card = run(train, reference, out, run(Config, epochs=epochs, seed=seed, device=_device(device)), seed,
+               report=reporter(console))
     print(f"wrote {card} and its weights")
 
 
 @eval_app.command("latency")
 def eval_latency_command(
-    reference: Path | None = typer.Option(None, "--reference", help="Reference dataset folder (default: the bundled one)."),
-    epochs: int = typer.Option(200, "--epochs", help="Training epochs."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the family split and of training."),
-    device: str = typer.Option("", "--device", help="cpu or cuda (default: cuda when available)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
+    reference: ReferenceOption = None,
+    epochs: EpochsOption = 200,
+    seed: SeedOption = 0,
+    device: TrainDeviceOption = "",
+    as_json: JsonOption = False,
 ) -> None:
     """The latency head on families held out from training: MAPE, within 10 %, interval coverage, by coarse
     class and by source, beside a MACs-only fit and a boosted-tree baseline."""
     from narcli.predict.latency_training import Config, evaluate
 
-    check_range("--epochs", epochs, 1, 100_000)
     console = stderr_console()
-    result = run(evaluate, reference, Config(epochs=epochs, seed=seed, device=_device(device)), seed,
-                 report=lambda line: console.print(f"[dim]{safe(line)}[/]"))
+    result = run(evaluate, reference, run(Config, epochs=epochs, seed=seed, device=_device(device)), seed,
+                 report=reporter(console))
     if as_json:
         print(json.dumps(result, indent=2))
         return

@@ -11,7 +11,9 @@ from rich.text import Text
 
 from narcli.cli.common import safe
 from narcli.errors import printable
+from narcli.fsutil import shown_path
 from narcli.scan.cache import ModelRecord
+from narcli.scan.targets import cache_name
 from narcli.search.text import human, human_params
 from narcli.trace.inputs import InputSpec
 
@@ -28,7 +30,7 @@ def record_panel(record: ModelRecord, performance: str | None = None) -> Panel:
     grid.add_column(style="bold cyan", no_wrap=True)
     grid.add_column()
     inputs = ", ".join(str(InputSpec.from_json(i)) for i in record.inputs)
-    grid.add_row("source", safe(record.source))
+    grid.add_row("source", safe(shown_path(record.source)))
     origin = "  [dim](from the zoo)[/dim]" if record.kind == "zoo" else "  [dim](from cache)[/dim]"
     how = f"{record.tracer}" + (origin if record.cached else f"  [dim]({record.seconds:.2f} s)[/dim]")
     grid.add_row("tracer", how)
@@ -100,7 +102,7 @@ def print_cached(console: Console, records: list[ModelRecord]) -> None:
                          no_wrap=column == "name")
     for r in records:
         inputs = ", ".join(str(InputSpec.from_json(i)) for i in r.inputs)
-        table.add_row(f"cache:{short_id(r.id)}", safe(r.name), safe(r.source), safe(inputs), human_params(r.params),
+        table.add_row(cache_name(short_id(r.id)), safe(r.name), safe(shown_path(r.source)), safe(inputs), human_params(r.params),
                       human(r.macs))
     console.print(table)
 
@@ -168,3 +170,41 @@ def print_identification(console: Console, found: Any) -> None:
         table.add_row(str(i), safe(m.id) + (f" [dim](+{len(m.same_as)})[/]" if m.same_as else ""), safe(m.family),
                       f"{m.share:.0%}", f"{m.matched}/{m.zoo_tensors}", human_params(m.params))
     console.print(table)
+
+
+def print_scan_report(console: Console, report: Any) -> None:
+    """Whatever `nar scan` found: models (traced, stored or cached), a directory's rows, or what a
+    checkpoint's tensors identify."""
+    from narcli.search.scan_report import ScannedDirectory, ScannedModels
+
+    if isinstance(report, ScannedModels):
+        print_records(console, report.records, report.summaries() or None)
+    elif isinstance(report, ScannedDirectory):
+        print_directory(console, report.results)
+    else:
+        print_identification(console, report)
+
+
+class DirectoryProgress:
+    """A progress bar on stderr for a directory scan, started by the first file it reports (a
+    single model's scan reports none, and shows none)."""
+
+    def __init__(self, console: Console):
+        self.console, self.progress, self.task = console, None, None
+
+    def __enter__(self) -> "DirectoryProgress":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+    def on_file(self, current: Any, done: int, total: int) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        if self.progress is None:
+            self.progress = Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
+                                     MofNCompleteColumn(), TimeRemainingColumn(), transient=True, console=self.console)
+            self.progress.start()
+            self.task = self.progress.add_task("scanning", total=None)
+        self.progress.update(self.task, total=total, completed=done, description=f"scanning {safe(current.name)}")

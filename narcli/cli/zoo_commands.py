@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import typer
 
-from narcli.cli.common import check_range, check_timeout, fail, open_zoo, run, safe, stderr_console, stdout
+from narcli.cli.common import check_range, fail, open_zoo, run, stderr_console, stdout
+from narcli.cli.options import FamilyFilterOption, JobsOption, JsonOption, PredictorWeightsOption, RetryFailedOption, SourceFilterOption, SourcesOption, TaskFilterOption, TimeoutOption, ZooDbOption, reporter
 from narcli.errors import printable
 
 zoo_app = typer.Typer(help="Browse the zoo of known architectures, or build it.", no_args_is_help=True)
 
-ENGINE_OPTION = typer.Option("local", "--engine", help="local (worker processes here) or ray (pip install 'nar[ray]').")
+ENGINE_OPTION = typer.Option("local", "--engine", help="local (worker processes here) or ray (pip install 'nar\\[ray]').")
 ADDRESS_OPTION = typer.Option(None, "--address", help="Ray cluster to join, e.g. ray://head:10001 or auto "
                                                        "(default: start a local Ray).")
 
@@ -25,17 +25,15 @@ def _split(values: list[str] | None) -> list[str] | None:
 
 @zoo_app.command("build")
 def zoo_build(
-    source: list[str] | None = typer.Option(None, "--source", "-s",
-                                               help="Source(s) to build (repeat or comma-separate); default: all bundled."),
+    source: SourcesOption = None,
     names: list[str] | None = typer.Option(None, "--name", "-n", help="Only models whose name matches this glob."),
     limit: int | None = typer.Option(None, "--limit", help="At most this many new models per source."),
-    jobs: int | None = typer.Option(None, "--jobs", "-j", help="Worker processes (default: 1; with --engine ray, "
-                                                                "one per CPU of the cluster)."),
-    timeout: float = typer.Option(300.0, "--timeout", help="Seconds to allow building and tracing one model."),
-    retry_failed: bool = typer.Option(False, "--retry-failed", help="Try the models that failed last time again."),
+    jobs: JobsOption = None,
+    timeout: TimeoutOption = 300.0,
+    retry_failed: RetryFailedOption = False,
     refresh: bool = typer.Option(False, "--refresh", help="Trace the chosen models again even when the zoo has "
                                                           "them (after nar's tracer changed); with --name, only those."),
-    db: Path | None = typer.Option(None, "--db", help="Zoo database to write (default: your zoo in NAR_HOME)."),
+    db: ZooDbOption = None,
     engine: str = ENGINE_OPTION,
     address: str | None = ADDRESS_OPTION,
 ) -> None:
@@ -44,7 +42,6 @@ def zoo_build(
     With --engine ray the models are traced on a Ray cluster (--address) or a local Ray; this
     process stays the one writer of the database.
     """
-    check_timeout(timeout)
     from narcli.zoo.build import BuildOptions, build_zoo
     from narcli.zoo.store import user_zoo_path
 
@@ -61,7 +58,7 @@ def zoo_build(
 
 
 @zoo_app.command("relabel")
-def zoo_relabel(db: Path | None = typer.Option(None, "--db", help="Zoo database to relabel (default: your zoo).")) -> None:
+def zoo_relabel(db: ZooDbOption = None) -> None:
     """Apply the family table (narcli/data/families.csv) to a built zoo, without tracing again."""
     from narcli.zoo.upgrade import relabel_zoo
     from narcli.zoo.store import user_zoo_path
@@ -71,7 +68,7 @@ def zoo_relabel(db: Path | None = typer.Option(None, "--db", help="Zoo database 
 
 
 @zoo_app.command("upgrade")
-def zoo_upgrade(db: Path | None = typer.Option(None, "--db", help="Zoo database to upgrade (default: your zoo).")) -> None:
+def zoo_upgrade(db: ZooDbOption = None) -> None:
     """Bring stored graphs to the current canonical form (after a nar upgrade), without tracing again.
 
     Then run `nar zoo embed` to embed what changed.
@@ -81,7 +78,7 @@ def zoo_upgrade(db: Path | None = typer.Option(None, "--db", help="Zoo database 
 
     path = db or user_zoo_path()
     console = stderr_console()
-    counts = run(upgrade_zoo, path, report=lambda line: console.print(f"[dim]{safe(line)}[/]"))
+    counts = run(upgrade_zoo, path, report=reporter(console))
     print(f"{printable(path)}: {counts['rewritten']} of {counts['graphs']} graphs rewritten ({counts['models']} models moved, "
           f"{counts['merged']} merged with an existing graph), {counts['reordered']} reordered; "
           f"run `nar zoo embed --db {path}` next")
@@ -89,14 +86,13 @@ def zoo_upgrade(db: Path | None = typer.Option(None, "--db", help="Zoo database 
 
 @zoo_app.command("embed")
 def zoo_embed(
-    db: Path | None = typer.Option(None, "--db", help="Zoo database to embed (default: your zoo)."),
-    weights: Path | None = typer.Option(None, "--weights", help="Encoder weights (default: the bundled ones)."),
+    db: ZooDbOption = None,
+    weights: PredictorWeightsOption = None,
     force: bool = typer.Option(False, "--force", help="Embed everything again, even what is current."),
-    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    as_json: JsonOption = False,
     engine: str = ENGINE_OPTION,
     address: str | None = ADDRESS_OPTION,
-    jobs: int | None = typer.Option(None, "--jobs", "-j", help="Encoder actors with --engine ray (default: one per "
-                                                                "GPU of the cluster, else one per CPU)."),
+    jobs: JobsOption = None,
 ) -> None:
     """Store the encoder's embedding and the predictor's predictions of every model in a zoo (only what changed)."""
     from narcli.predict.zoo_predictions import embed_and_predict
@@ -110,7 +106,7 @@ def zoo_embed(
         check_range("--jobs", jobs, 1)
     run(check_engine, engine, address)
     console = stderr_console()
-    summary = run(embed_and_predict, path, weights, force, report=lambda line: console.print(f"[dim]{safe(line)}[/]"),
+    summary = run(embed_and_predict, path, weights, force, report=reporter(console),
                   engine=engine, address=address, jobs=jobs)
     if as_json:
         print(json.dumps(summary, indent=2))
@@ -122,17 +118,16 @@ def zoo_embed(
 
 @zoo_app.command("signatures")
 def zoo_signatures(
-    source: list[str] | None = typer.Option(None, "--source", "-s", help="Only these source(s)."),
+    source: SourcesOption = None,
     limit: int | None = typer.Option(None, "--limit", help="At most this many models per source."),
-    jobs: int = typer.Option(1, "--jobs", "-j", help="Worker processes."),
-    timeout: float = typer.Option(300.0, "--timeout", help="Seconds to allow building one model."),
-    db: Path | None = typer.Option(None, "--db", help="Zoo database to complete (default: your zoo)."),
+    jobs: JobsOption = 1,
+    timeout: TimeoutOption = 300.0,
+    db: ZooDbOption = None,
 ) -> None:
     """Store each zoo model's checkpoint signature (tensor names and shapes), for `nar scan x.safetensors`.
 
     Builds the models on the meta device (no weights) and skips those that have one: resumable.
     """
-    check_timeout(timeout)
     from narcli.cli.render_zoo import BuildProgress
     from narcli.zoo.build import compute_signatures
     from narcli.zoo.store import user_zoo_path
@@ -151,43 +146,30 @@ def zoo_signatures(
 @zoo_app.command("list")
 def zoo_list(
     pattern: str | None = typer.Argument(None, help="Glob on model names, e.g. 'resnet*' or 'hf/bert/*'."),
-    family: str | None = typer.Option(None, "--family", "-f", help="Only this family."),
-    source: str | None = typer.Option(None, "--source", "-s", help="Only this source."),
-    task: str | None = typer.Option(None, "--task", "-t", help="Only this task."),
+    family: FamilyFilterOption = None,
+    source: SourceFilterOption = None,
+    task: TaskFilterOption = None,
     coarse: str | None = typer.Option(None, "--coarse", "-c", help="Only this coarse class."),
     failed: bool = typer.Option(False, "--failed", help="List the models that failed to build, with why."),
     limit: int = typer.Option(0, "--limit", help="Show at most this many (0: all)."),
-    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+    as_json: JsonOption = False,
 ) -> None:
     """List zoo models, filtered."""
     from narcli.cli.render_zoo import print_model_list
+    from narcli.search.listing import list_zoo
 
     check_range("--limit", limit, 0)
-    zoo = open_zoo()
-    models = run(zoo.models, pattern, family=family, source=source, task=task, coarse=coarse, failed=failed)
-    if not models:
-        filters = ", ".join(f"{k}={v}" for k, v in (("pattern", pattern), ("family", family), ("source", source),
-                                                     ("task", task), ("coarse", coarse)) if v)
-        from narcli.errors import UsageError
-        from narcli.search.similar import check_filters
-
-        try:  # a filter value no zoo model has: say which, with the close ones
-            check_filters(zoo, family, task, source)
-            hint = ""
-        except UsageError as exc:
-            hint = f" ({exc})"
-        fail(f"no {'failed ' if failed else ''}zoo models match {filters or 'at all'}{hint}", 1)
-    shown = models[:limit] if limit > 0 else models
+    listing = run(list_zoo, open_zoo(), pattern, family, source, task, coarse, failed, limit)
     if as_json:
-        print(json.dumps([m.to_json() for m in shown], indent=2))
+        print(json.dumps(listing.to_json(), indent=2))
         return
-    print_model_list(stdout(), shown, len(models), failed)
+    print_model_list(stdout(), listing.models, listing.total, listing.failed)
 
 
 @zoo_app.command("show")
 def zoo_show(
     name: str = typer.Argument(..., help="A zoo id (timm/resnet50) or a bare name (resnet50)."),
-    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+    as_json: JsonOption = False,
 ) -> None:
     """Show one zoo model's record."""
     zoo = open_zoo()
@@ -203,8 +185,8 @@ def zoo_show(
 
 @zoo_app.command("families")
 def zoo_families(
-    source: str | None = typer.Option(None, "--source", "-s", help="Only this source."),
-    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+    source: SourceFilterOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Families in the zoo with their coarse class and counts."""
     families = run(open_zoo().families, source)
@@ -219,7 +201,7 @@ def zoo_families(
 
 
 @zoo_app.command("stats")
-def zoo_stats(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
+def zoo_stats(as_json: JsonOption = False) -> None:
     """Counts by source, coarse class and task, and failures by reason."""
     stats = run(open_zoo().stats)
     if as_json:
@@ -230,7 +212,7 @@ def zoo_stats(as_json: bool = typer.Option(False, "--json", help="Print as JSON.
     print_stats(stdout(), stats)
 
 
-def plugins_command(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
+def plugins_command(as_json: JsonOption = False) -> None:
     """List the installed nar plugins and the zoo sources they provide."""
     from narcli.zoo.plugins import plugin_list, uninstalled_plugins
 

@@ -3,6 +3,7 @@ cross-entropy on family and coarse class (Eq. 5-7). Seeded, resumable from a che
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from torch.nn import functional as F
 
 from narcli.encode.dataset import Item
 from narcli.encode.encoder import NAREncoder, collate, node_batches
+from narcli.errors import MAX_EPOCHS, MAX_SEED, UsageError, check_range
 from narcli.fsutil import atomic_writer
 from narcli.zoo.labels import COARSE, COARSE_BEFORE_GRAPH
 
@@ -58,6 +60,13 @@ class TrainConfig:
     # edited variants (`encode.augment`) of each training architecture added to its family in
     # training: the shipped encoder uses 2 (README: real-client retrieval against zoo MAP)
     augment: int = 2
+
+    def __post_init__(self) -> None:  # the command line's checks, for Python callers too
+        check_range("--seed", self.seed, 0, MAX_SEED)
+        check_range("--epochs", self.epochs, 1, MAX_EPOCHS)
+        if not math.isfinite(self.ce_weight) or self.ce_weight < 0:
+            raise UsageError(f"--ce-weight must not be negative (and must be a finite number), not {self.ce_weight!r}")
+        check_range("--augment", self.augment, 0, 16)
 
 
 # read-out settings: they change how a trained model's vector is read, not the training itself

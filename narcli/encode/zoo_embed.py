@@ -25,13 +25,12 @@ def embed_zoo(db: Path, weights: Path | None = None, force: bool = False, jobs: 
         return embed_zoo_on_ray(db, weights, force, report, address, actors)
     from narcli.encode.dataset import map_in_processes, zoo_items
     from narcli.encode.embedder import Embedder
-    from narcli.zoo.build import ZooWriter
+    from narcli.zoo.writer import writing
     from narcli.zoo.store import Zoo, open_readonly
 
     open_readonly(Path(db)).close()  # a missing or foreign database: say how to build it, create nothing
     embedder = Embedder(weights)
-    writer = ZooWriter(db)
-    try:
+    with writing(db) as writer:
         done = set() if force else writer.embedded(embedder.encoder_id)
         with Zoo([db]) as zoo:
             report("featurising the zoo (cached after the first run)")
@@ -45,9 +44,6 @@ def embed_zoo(db: Path, weights: Path | None = None, force: bool = False, jobs: 
             (item.graph_hash, vector.tobytes(), prediction, summary)
             for item, vector, prediction, summary in zip(todo, vectors, predictions, summaries)])
         writer.set_meta(embedding_encoder=embedder.encoder_id)
-        writer.compact()
-    finally:
-        writer.close()
     return {"database": str(db), "encoder": embedder.encoder_id, "embedded": len(todo), "unchanged": len(done),
             "architectures": len(items)}
 
@@ -107,16 +103,15 @@ def embed_zoo_on_ray(db: Path, weights: Path | None, force: bool, report: Callab
                      address: str | None, actors: int | None) -> dict[str, Any]:
     from narcli.encode.dataset import zoo_labels
     from narcli.encode.weights import bundled_weights_path, encoder_id
-    from narcli.zoo.build import ZooWriter
+    from narcli.zoo.writer import writing
     from narcli.zoo.store import Zoo, open_readonly
 
     open_readonly(Path(db)).close()
     weights = Path(weights or bundled_weights_path())
     wanted = encoder_id(weights)
     payload = (weights.read_bytes(), weights.with_suffix(".json").read_bytes())
-    writer = ZooWriter(db)
     embedded, count, devices = 0, 0, []
-    try:
+    with writing(db) as writer:
         done = set() if force else writer.embedded(wanted)
         with Zoo([db]) as zoo:
             hashes = list(zoo_labels(zoo))
@@ -125,9 +120,6 @@ def embed_zoo_on_ray(db: Path, weights: Path | None, force: bool, report: Callab
                 embedded, count, devices = _embed_on_actors(zoo, todo, writer, wanted, payload, address, actors,
                                                             report)
         writer.set_meta(embedding_encoder=wanted)
-        writer.compact()
-    finally:
-        writer.close()
     return {"database": str(db), "encoder": wanted, "embedded": embedded, "unchanged": len(done),
             "architectures": len(hashes), "engine": "ray", "encoders": count, "devices": devices}
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from narcli.errors import MAX_EPOCHS, MAX_SEED, UsageError, check_range
 from narcli.fsutil import atomic_writer
 from narcli.predict.inputs import GraphInput
 
@@ -37,6 +38,12 @@ class NetConfig:
     ac_weight: float = 0.0  # NAR-Former's architecture-consistency loss (former only)
     seed: int = 0
     device: str = "cpu"
+
+    def __post_init__(self) -> None:  # the command line's checks, for Python callers too
+        check_range("--seed", self.seed, 0, MAX_SEED)
+        check_range("--epochs", self.epochs, 1, MAX_EPOCHS)
+        if self.kind not in KINDS:
+            raise UsageError(f"--kind is one of {', '.join(KINDS)}, not {self.kind!r}")
 
     def to_dict(self) -> dict:
         return {k: v for k, v in asdict(self).items() if k != "device"}

@@ -23,7 +23,6 @@ from narcli.scan import sqlite_files
 
 BUSY_TIMEOUT_MS = 30_000
 TABLES = ("scans", "models", "graphs")
-CACHE_PREFIX = "cache:"  # `cache:NAME` names a model in this cache on the command line
 
 
 def nar_home() -> Path:
@@ -200,6 +199,23 @@ class Cache:
                 record.cached = True
                 records.append(record)
             return records
+        finally:
+            conn.close()
+
+    @_guarded
+    def scans_at(self, path: str) -> list[list[ModelRecord]]:
+        """The records of every scan of the file at `path` (absolute), newest first."""
+        conn = self._read()
+        if conn is None:
+            return []
+        try:
+            rows = conn.execute("select model_ids from scans where path = ? order by created desc", (path,)).fetchall()
+            scans = []
+            for (ids,) in rows:
+                found = [conn.execute("select record from models where id = ?", (i,)).fetchone() for i in json.loads(ids)]
+                if all(found):
+                    scans.append([_record(row[0]) for row in found])
+            return scans
         finally:
             conn.close()
 

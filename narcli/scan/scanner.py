@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import time
 from collections.abc import Callable
@@ -13,7 +14,7 @@ from typing import Any
 
 from narcli import IR_VERSION
 from narcli.errors import CacheError, LoadError, NarError, NoModelError, TraceError, UsageError, shorten
-from narcli.scan.cache import CACHE_PREFIX, Cache, ModelRecord
+from narcli.scan.cache import Cache, ModelRecord
 from narcli.scan.fingerprint import file_fingerprint
 from narcli.trace.inputs import InputSpec, describe, parse_inputs, token_ids_hint
 
@@ -35,13 +36,31 @@ TOP_OPS = 8
 Annotate = Callable[[list[Any]], list[Any]]
 
 
+MAX_TIMEOUT = 86_400.0  # a day: longer is a typo, and nan or inf would never end
+
+
 @dataclass
 class ScanOptions:
+    """How to scan a model file: which model in it, its example inputs, how long to allow. Checked
+    here, so Python callers get the same one-line errors as the command line."""
+
     model: str | None = None
     input_shapes: list[str] | None = None
     input_dtypes: list[str] | None = None
     timeout: float = 120.0
     use_cache: bool = True
+
+    def __post_init__(self) -> None:
+        check_timeout(self.timeout)
+        if self.model is not None and not self.model.strip():
+            raise UsageError("--model is empty; name a class or factory in the file, e.g. 'resnet(depth=18)'")
+
+
+def check_timeout(timeout: float) -> None:
+    """A usage error unless 0 < timeout <= one day (nan, inf and 1e300 included)."""
+    if not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or not 0 < timeout <= MAX_TIMEOUT:
+        raise UsageError(f"--timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT:,.0f}, "
+                         f"not {timeout!r}")
 
 
 @dataclass
@@ -240,31 +259,6 @@ def _check_file(path: Path) -> str:
     return kind
 
 
-def module_target(text: str, options: ScanOptions | None = None) -> tuple[Path, ScanOptions] | None:
-    """`pkg.module:Class(args)` -> (the module's file, options whose model is `Class(args)`); None
-    when `text` is a path, a zoo name or `cache:NAME`. Naming the model twice is a usage error.
-    Every command's target passes through here first, so unusable text (`check_target_text`) is
-    refused here, before `Path('')` can mean the current directory."""
-    from dataclasses import replace
-
-    from narcli.trace.packages import resolve_module_target
-
-    check_target_text(text)
-    if text.startswith(CACHE_PREFIX):  # a cached model's name, even where a cache.py exists
-        return None
-    try:
-        found = resolve_module_target(text)
-    except FileNotFoundError as exc:
-        raise UsageError(f"{text}: {exc}") from None
-    if found is None:
-        return None
-    path, spec = found
-    options = options or ScanOptions()
-    if options.model:
-        raise UsageError(f"{text} names the model already; drop --model {options.model!r}")
-    return path, replace(options, model=spec)
-
-
 def scan_file(path: Path, options: ScanOptions | None = None, cache: Cache | None = None,
               want_graphs: bool = False) -> tuple[list[ModelRecord], list[Any]]:
     """Records (and, with `want_graphs`, ArchGraphs) of the models in one file.
@@ -299,11 +293,13 @@ def scan_file_annotated(path: Path, options: ScanOptions | None = None, cache: C
     key = cache_key(path, kind, options, inputs)
     if options.use_cache:
         records = cache.lookup(key)
+        if records is None and not options.model and not inputs and kind in ("py", "folder"):
+            records = _remembered_scan(path, kind, options, cache)
         if records is not None:
             # the key is the content: the same bytes under another name hit this entry, so show the
             # file that was asked for (and, for one-graph files, the model named after it)
             for record in records:
-                record.source = str(path)
+                record.source = os.path.abspath(path)  # absolute, through the links the user named
                 if kind in ("onnx", "pt2"):
                     record.name = path.stem
             graphs = [cache.graph(r.graph_key) for r in records] if want_graphs else []
@@ -328,7 +324,7 @@ def scan_file_annotated(path: Path, options: ScanOptions | None = None, cache: C
     for payload in payloads:
         graph = ArchGraph.from_dict(payload["graph"])
         records.append(ModelRecord(
-            name=payload["name"], source=str(path), kind=kind, tracer=payload["tracer"],
+            name=payload["name"], source=os.path.abspath(path), kind=kind, tracer=payload["tracer"],
             inputs=payload["inputs"], assumed=payload["assumed"], params=graph.params,
             macs=graph.macs, depth=graph.depth, nodes=graph.num_nodes, edges=len(graph.edges),
             graph_hash=graph.content_hash(), top_ops=graph.top_ops(TOP_OPS),
@@ -337,6 +333,27 @@ def scan_file_annotated(path: Path, options: ScanOptions | None = None, cache: C
     if options.use_cache:
         cache.store(key, str(path.resolve()), records, graphs)
     return records, graphs, [payload.get("note") for payload in payloads]
+
+
+def _remembered_scan(path: Path, kind: str, options: ScanOptions, cache: Cache) -> list[ModelRecord] | None:
+    """The newest cached scan of this file, as it is now, made with the inputs (and the `--model`
+    class) the user gave then: naming the file again without them means the same model, not a fresh
+    trace at the default size (which may not even run)."""
+    from dataclasses import replace
+
+    for records in cache.scans_at(str(path.resolve())):
+        if not records:
+            continue
+        given = None if any(r.assumed for r in records) else [InputSpec.from_json(i) for i in records[0].inputs]
+        # the scan was made with those inputs, or with `--model NAME` (a class picked from several)
+        tries = [(options, given)] + ([(replace(options, model=records[0].name), given)] if len(records) == 1 else [])
+        for tried, inputs in tries:
+            if tried is options and inputs is None:
+                continue  # the plain scan: looked up already
+            found = cache.lookup(cache_key(path, kind, tried, inputs))
+            if found is not None:
+                return found
+    return None
 
 
 def model_targets(root: Path) -> list[tuple[Path, str | None]]:

@@ -126,7 +126,8 @@ def _threshold(value: Any, where: str) -> float:
 def check_models(paths: list[Path], threshold: float | None = None, on_error: str | None = None, options: Any = None,
                  root: Path | None = None) -> CheckReport:
     """Scan each file, find its nearest zoo architectures; flag those that are known (`known.py`)."""
-    from narcli.scan.scanner import mentions_torch
+    from narcli.scan.scanner import mentions_torch, model_targets
+    from narcli.scan.targets import CachedName, Checkpoint, Directory, ModelFile, ZooName, cannot, resolve_target
     from narcli.search.neighbours import zoo_index
     from narcli.search.project_paths import check_patterns, expand_globs, file_settings, settings_for
     from narcli.trace.model_folders import enclosing_model_folder, folder_code_refusal
@@ -143,7 +144,24 @@ def check_models(paths: list[Path], threshold: float | None = None, on_error: st
         chosen, origin = DEFAULT_THRESHOLD, "default"
     rules = file_settings(config, config_path)
     refused: list[tuple[Path, str]] = []
-    if not paths:
+    named, paths = list(paths), []
+    for path in named:  # what a user typed: a zoo or cached name is not a file to check
+        target = resolve_target(str(path))
+        if isinstance(target, Directory):  # every model file under it, as `nar scan DIR` finds them
+            found = model_targets(path)
+            refused += [(p, why) for p, why in found if why is not None]
+            paths += [p for p, why in found if why is None]
+            continue
+        paths.append(path)
+        if isinstance(target, (ZooName, CachedName)):
+            raise cannot("check", target, "it checks model files before they are committed: name .py, .onnx or "
+                                          ".pt2 files (`nar similar` answers for a known model)")
+        if isinstance(target, Checkpoint):
+            raise cannot("check", target, "weights carry no code to check: `nar scan` on it names the zoo model "
+                                          "they belong to")
+        if isinstance(target, ModelFile) and target.options.model:  # pkg.module:Class
+            raise cannot("check", target, f"it checks files as they are committed: name {target.path}")
+    if not named:
         if not config.get("check-paths"):
             raise UsageError(f"no files to check: {CONFIG_HELP}")
         patterns = check_patterns(config["check-paths"], config_path)

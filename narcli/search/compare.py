@@ -48,14 +48,19 @@ class Comparison:
                 "motifs_shared": self.motifs_shared, "motifs_paired": self.motifs_paired}
 
 
-def _one(target: str, options: Any, zoo: Any) -> tuple[Any, Any]:
-    """(query, graph) of the single architecture `target` names."""
+def _one(text: str, options: Any, zoo: Any) -> tuple[Any, Any]:
+    """(query, graph) of the single architecture `text` names; the scan options reach it only when it
+    is something scanned (a zoo name or a cached scan beside a file keeps its own inputs)."""
+    from narcli.scan.targets import CachedName, ZooName, resolve_target
     from narcli.search.query import resolve_queries
 
-    queries = resolve_queries(target, options, zoo)
+    target = resolve_target(text)
+    if not isinstance(target, (ZooName, CachedName)):
+        target = resolve_target(text, options)
+    queries = resolve_queries(target, None, zoo, command="compare")
     if len(queries) != 1:
         names = ", ".join(q.name for q in queries)
-        raise UsageError(f"{target} defines {len(queries)} models ({names}); pick one with --model")
+        raise UsageError(f"{text} defines {len(queries)} models ({names}); pick one with --model")
     query = queries[0]
     if query.zoo_model is not None:
         graph = zoo.graph(query.zoo_model)
@@ -66,11 +71,12 @@ def _one(target: str, options: Any, zoo: Any) -> tuple[Any, Any]:
     return query, graph
 
 
-def compare(a: str, b: str, options: Any = None) -> Comparison:
+def compare(a: str, b: str, options: Any = None, options_b: Any = None) -> Comparison:
+    """`a` beside `b`; `options` scan `a` (and `b`, unless `options_b` are given for it)."""
     from narcli.zoo.store import Zoo
 
     zoo = Zoo()
-    (qa, ga), (qb, gb) = _one(a, options, zoo), _one(b, options, zoo)
+    (qa, ga), (qb, gb) = _one(a, options, zoo), _one(b, options if options_b is None else options_b, zoo)
     sides = []
     for q, g in ((qa, ga), (qb, gb)):
         ops = Counter(n.op for n in g.nodes) if g is not None else Counter()

@@ -19,7 +19,7 @@ def export_graphs(target: str, folder: Path, options: Any = None) -> list[Path]:
 
     graphs: list[tuple[Any, str]] = []
     with Zoo() as zoo:
-        for query in resolve_queries(target, options, zoo):
+        for query in resolve_queries(target, options, zoo, command="export"):
             if query.zoo_model is not None:
                 graph = zoo.graph(query.zoo_model)
             elif query.graph_key:

@@ -121,11 +121,12 @@ def zoo_index(db: Path | None = None, report: Callable[[str], None] = lambda lin
 def user_entries(encoder: str) -> tuple[list[str], list[bytes], dict[str, dict[str, Any]]]:
     """(keys, vectors, details) of the user's scanned models and user-zoo architectures."""
     from narcli.scan.cache import Cache
+    from narcli.scan.targets import cache_name, zoo_key
     from narcli.zoo.store import Zoo, user_zoo_path
 
     keys, blobs, details = [], [], {}
     for item in Cache().embeddings(encoder):
-        key = f"cache:{item['model_id']}"
+        key = cache_name(item['model_id'])
         keys.append(key)
         blobs.append(item.pop("vector"))
         details[key] = item
@@ -133,7 +134,7 @@ def user_entries(encoder: str) -> tuple[list[str], list[bytes], dict[str, dict[s
         with Zoo([user_zoo_path()]) as zoo:
             hashes, vectors, _ = zoo.embeddings()
         for graph_hash, blob in zip(hashes, vectors):
-            keys.append(f"zoo:{graph_hash}")
+            keys.append(zoo_key(graph_hash))
             blobs.append(blob)
     return keys, blobs, details
 

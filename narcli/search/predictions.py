@@ -87,7 +87,7 @@ def predictions_for(text: str, options: Any = None, device: str | None = None,
                     weights: Path | None = None) -> list[Predictions]:
     """Predictions for each model `text` names; UsageError for an unknown `device`."""
     from narcli.errors import UsageError
-    from narcli.search.targets import resolve_targets
+    from narcli.search.targets import resolve_graphs
 
     from narcli.bench.calibrate import calibrated_devices, device_rows
 
@@ -98,19 +98,7 @@ def predictions_for(text: str, options: Any = None, device: str | None = None,
         raise UsageError(f"unknown device {device!r}; known: {', '.join(known)}"
                          + ("" if calibrated else " (calibrate this machine with `nar calibrate`)"))
     out = []
-    if text.startswith("cache:"):  # a model scanned before: its stored graph
-        from narcli.scan.cache import Cache
-        from narcli.search.query import resolve_queries
-
-        for query in resolve_queries(text, options):
-            graph = Cache().graph(query.graph_key)
-            rows = predict_graph(graph, bundle) if graph is not None else []
-            rows += device_rows(rows, graph.macs if graph is not None else 0, calibrated,
-                                lambda graph=graph: latency_parts(bundle, graph))
-            rows = measured_rows(graph.content_hash() if graph is not None else "") + rows
-            out.append(Predictions(query.name, _for_device(rows, device), known))
-        return out
-    for target in resolve_targets(text, options):
+    for target in resolve_graphs(text, options, command="predict"):
         rows = None
         model = target.zoo_model
         if model is not None:

@@ -1,4 +1,4 @@
-"""A target named on the command line (zoo name, `cache:NAME`, or model file) as what a search
+"""A target named on the command line (see `narcli.scan.targets`) as what a search
 reads: its embedding, the encoder's family prediction, its repeated motifs and headline figures.
 
 A zoo name or a file whose embedding is cached needs no torch; a new file is scanned (cached) and
@@ -7,7 +7,6 @@ embedded once, and its embedding is stored in the cache for the next time.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -15,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from narcli.errors import UsageError, ZooError
-from narcli.scan.cache import CACHE_PREFIX
+from narcli.errors import ZooError
+from narcli.scan.targets import (CachedCandidate, CachedName, Checkpoint, Directory, ModelFile, ModelFolder,
+                                 Target, ZooName, cannot, find_cached, resolve_target)
 
 
 @dataclass
@@ -53,25 +53,25 @@ def _embedder() -> Any:
     return Embedder()
 
 
-def resolve_queries(target: str, options: Any = None, zoo: Any = None) -> list[Query]:
+def resolve_queries(target: str | Target, options: Any = None, zoo: Any = None, command: str = "similar") -> list[Query]:
     """The architectures `target` names, each with its embedding (one per model a file defines)."""
-    from narcli.scan.scanner import module_target
-    from narcli.search.targets import looks_like_a_name
+    resolved = resolve_target(target, options) if isinstance(target, str) else target
+    match resolved:
+        case CachedName(name=name):
+            return [_cached_query(name)]
+        case ZooName(text=text):
+            from narcli.zoo.store import Zoo
 
-    found = module_target(target, options)  # refuses an empty or unusable target first
-    if target.startswith(CACHE_PREFIX):
-        return [_cached_query(target[len(CACHE_PREFIX):])]
-    if found is not None:  # pkg.module:Class
-        return file_queries(*found)
-    from narcli.trace.checkpoint import is_checkpoint_path
-
-    if is_checkpoint_path(Path(target)):
-        return [checkpoint_query(Path(target), zoo)]
-    if not Path(target).exists() and looks_like_a_name(target):
-        from narcli.zoo.store import Zoo
-
-        return [zoo_query((zoo or Zoo()).resolve(target), zoo or Zoo())]
-    return file_queries(Path(target), options)
+            zoo = zoo or Zoo()
+            return [zoo_query(zoo.resolve(text), zoo)]
+        case Checkpoint(path=path):
+            return [checkpoint_query(path, zoo)]
+        case ModelFile(path=path, options=file_options) | ModelFolder(path=path, options=file_options):
+            return file_queries(path, file_options)
+        case Directory():
+            raise cannot(command, resolved, "it answers for one model at a time: name a file in it, or "
+                                            "`nar scan DIR` / `nar check DIR` for every model under it")
+    raise AssertionError(resolved)
 
 
 def zoo_query(model: Any, zoo: Any) -> Query:
@@ -160,50 +160,18 @@ def _file_query(path: Path, record: Any, count: int, vector: np.ndarray, predict
 
 
 def _cached_query(name: str) -> Query:
-    """`cache:NAME`: a model scanned before (by `nar scan` or a search), by model name, file name,
-    `file:model` or graph key prefix; an exact match first (case-sensitive, then not); a model not yet
-    embedded is embedded now and stored."""
-    from narcli.scan.cache import Cache, short_id
+    """`cache:NAME`: a model scanned before (by `nar scan` or a search), found as `find_cached` says;
+    a model not yet embedded is embedded now and stored."""
+    from narcli.scan.cache import Cache
+    from narcli.scan.targets import cached_candidates
 
     cache = Cache()
     encoder = current_encoder()
-    text = name.strip()
-    if not text:
-        raise UsageError("empty name after cache:")
     entries = {e["model_id"]: e for e in cache.embeddings(encoder)}
-    # (model id, model name, file name, graph key, full path, inputs)
-    candidates = [(r.id, r.name, Path(r.source).name, r.graph_key, str(Path(r.source).resolve()), r.inputs)
-                  for r in cache.records() if r.graph_key]
-    seen = {c[0] for c in candidates}
-    candidates += [(i, e["name"], Path(e["path"]).name, e["graph_key"], e["path"], [])
-                   for i, e in entries.items() if i not in seen]
-
-    def names(candidate: tuple) -> tuple[str, ...]:
-        return (candidate[1], candidate[2], f"{candidate[2]}:{candidate[1]}", candidate[4],
-                f"{candidate[4]}:{candidate[1]}")
-
-    wanted = str(Path(text).expanduser().resolve()) if text.startswith(("/", "~", ".")) else text
-    found = [c for c in candidates if wanted in names(c) or text in names(c)]
-    found = found or [c for c in candidates if text.lower() in (n.lower() for n in names(c))]
-    # the unique name `nar cache list` shows (a model id prefix), then a graph key prefix
-    found = found or [c for c in candidates if short_id(c[0]) == text.lower() or c[0].startswith(text.lower())]
-    found = found or [c for c in candidates if c[3].startswith(text.lower())]
-    if not found:
-        known = sorted({n.lower() for c in candidates for n in names(c)[:2]})
-        close = difflib.get_close_matches(text.lower(), known, n=5, cutoff=0.5)
-        hint = f"; did you mean {', '.join('cache:' + c for c in close)}?" if close else \
-            "; `nar scan FILE` or `nar similar FILE` caches a model first"
-        raise UsageError(f"no cached model {name!r}{hint}")
-    if len(found) > 1:
-        from narcli.trace.inputs import InputSpec
-
-        def described(c: tuple) -> str:
-            inputs = ", ".join(str(InputSpec.from_json(i)) for i in c[5]) if c[5] else "?"
-            return f"cache:{short_id(c[0])} ({c[4]}:{c[1]}, input {inputs})"
-
-        shown = "; ".join(described(c) for c in found[:8])
-        raise UsageError(f"cache:{name} is ambiguous: {shown} (`nar cache list` shows every cached model)")
-    model_id = found[0][0]
+    candidates = cached_candidates(cache)
+    seen = {c.model_id for c in candidates}
+    candidates += [CachedCandidate(i, e["name"], e["path"], e["graph_key"]) for i, e in entries.items() if i not in seen]
+    model_id = find_cached(name, candidates).model_id
     if model_id not in entries:
         _embed_cached(cache, model_id, encoder)
         entries = {e["model_id"]: e for e in cache.embeddings(encoder)}

@@ -18,6 +18,7 @@ from narcli.search.family import (
     predict_family,
 )
 from narcli.search.predictions import performance_rows, summary_json, summary_line
+from narcli.scan.targets import is_cache_name, zoo_hash
 from narcli.search.query import Query, current_encoder, resolve_queries
 from narcli.zoo.composite import backbone_of
 
@@ -87,9 +88,16 @@ def check_k(k: int) -> None:
 
 def check_filters(zoo: Any, family: str | None, task: str | None, source: str | None) -> None:
     """A filter value that no zoo model has is a usage error, with the close values."""
+    problem = filter_problem(zoo, family, task, source)
+    if problem:
+        raise UsageError(problem)
+
+
+def filter_problem(zoo: Any, family: str | None, task: str | None, source: str | None) -> str | None:
+    """Why a filter cannot match (a value no zoo model has, with the close values), or None."""
     if source and source.lower() == "cache":
-        return
-    known = {"family": set(), "task": set(), "source": set()}
+        return None
+    known: dict[str, set] = {"family": set(), "task": set(), "source": set()}
     for m in zoo.models():
         known["family"].add(m.family)
         known["task"].add(m.task)
@@ -101,7 +109,8 @@ def check_filters(zoo: Any, family: str | None, task: str | None, source: str | 
             hint = f"; did you mean {', '.join(close)}?" if close else \
                 "; see `nar zoo families`" if column == "family" else \
                 f"; known: {', '.join(sorted(v for v in known[column] if v))}{extra}"
-            raise UsageError(f"no zoo model has {column} {value!r}{hint}")
+            return f"no zoo model has {column} {value!r}{hint}"
+    return None
 
 
 def find_similar(target: str, k: int = 10, family: str | None = None, task: str | None = None,
@@ -140,13 +149,12 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
             for key, c in users.query(query.vector, k + 5):
                 e = details.get(key, {})
                 same = (e.get("graph_hash"), e.get("path"), e.get("name"))  # one file scanned twice: one row
-                if _is_query_itself(key, details, query) or (key.startswith("cache:") and same in seen):
+                if _is_query_itself(key, details, query) or (is_cache_name(key) and same in seen):
                     continue
                 seen.add(same)
                 mine.append((key, c))
             found = sorted(found + mine, key=lambda kc: -kc[1])[:3 * k]
-        hashes = list({h for h, _ in voters} | {h for h, _ in found if not h.startswith(("cache:", "zoo:"))}
-                      | {h[4:] for h, _ in found if h.startswith("zoo:")})
+        hashes = list({h for h, _ in voters} | {zoo_hash(h) or h for h, _ in found if not is_cache_name(h)})
         models = zoo.models_by_hash(hashes)
         notes = zoo.annotations(hashes)
         vote_on = [(models[h][0].family, models[h][0].coarse, c) for h, c in voters if h in models]
@@ -158,7 +166,7 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
         prediction.backbone = backbone_of(query.zoo_model.id) if own_label else \
             _backbone(prediction.family, voters, models)
         for key, _ in found:  # a cached neighbour's family, reached the way a query's is (not the head alone)
-            if key.startswith("cache:") and "family" not in details[key] and users is not None:
+            if is_cache_name(key) and "family" not in details[key] and users is not None:
                 details[key]["family"] = _cached_family(key, users, index, zoo, details[key], threshold)
         wanted = query_task(query)
         neighbours = [n for n in (_neighbour(key, c, models, notes, details, query, family, task, source, wanted)
@@ -283,12 +291,12 @@ def _backbone(family: str | None, voters: list[tuple[str, float]], models: dict)
 
 def _neighbour(key: str, cosine: float, models: dict, notes: dict, details: dict, query: Query,
                family: str | None, task: str | None, source: str | None, wanted: str | None = None) -> Neighbour | None:
-    if key.startswith("cache:"):
+    if is_cache_name(key):
         e = details[key]
         return Neighbour(f"{Path(e['path']).name}:{e['name']}", "cache", e.get("family", ""),
                          "", "", "cache", cosine, e["params"] or 0, e["macs"] or 0, e["graph_hash"],
                          shared=shared_motifs(query.motifs, e.get("motifs") or []))
-    graph_hash = key.removeprefix("zoo:")
+    graph_hash = zoo_hash(key) or key
     group = models.get(graph_hash)
     if not group:
         return None  # an embedding left from a model no longer in the zoo

@@ -1,53 +1,64 @@
-"""Turn what a user names on the command line (a zoo model or a model file) into canonical graphs."""
+"""The canonical graphs a target names (`narcli.scan.targets` says what kind of target it is)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from narcli.scan.scanner import ScanOptions, looks_like_a_name
+from narcli.scan.scanner import ScanOptions
+from narcli.scan.targets import (CachedName, Checkpoint, Directory, ModelFile, ModelFolder, Target, ZooName, cannot,
+                                 resolve_target)
 
 
 @dataclass
-class Target:
+class NamedGraph:
     """One architecture a command works on: its display name, its graph, and its zoo record if any."""
 
     name: str
     graph: Any  # ArchGraph
-    zoo_model: Any = None  # ZooModel when the target is a zoo name
+    zoo_model: Any = None  # ZooModel when the target is a zoo name (or a checkpoint of one)
 
 
-def _is_checkpoint(path: Path) -> bool:
-    from narcli.trace.checkpoint import is_checkpoint_path
+def resolve_graphs(text: str | Target, options: ScanOptions | None = None, zoo: Any = None,
+                   command: str = "motifs") -> list[NamedGraph]:
+    """The graphs `text` names: one zoo model, one cached scan, or every model a file defines
+    (scanned, cached). A directory is refused in `command`'s name."""
+    target = resolve_target(text, options) if isinstance(text, str) else text
+    match target:
+        case ZooName(text=name):
+            from narcli.zoo.store import Zoo
 
-    return is_checkpoint_path(path)
+            zoo = zoo or Zoo()
+            model = zoo.resolve(name)
+            return [NamedGraph(model.id, zoo.graph(model), model)]
+        case CachedName(name=name):
+            from narcli.errors import ZooError
+            from narcli.scan.cache import Cache
+            from narcli.scan.targets import find_cached_record
 
+            cache = Cache()
+            record = find_cached_record(name, cache)
+            graph = cache.graph(record.graph_key)
+            if graph is None:
+                raise ZooError(f"the cached graph of {record.name} is missing; scan {record.source} again")
+            from pathlib import Path
 
-def resolve_targets(text: str, options: ScanOptions | None = None, zoo: Any = None) -> list[Target]:
-    """The graphs `text` names: one zoo model, or every model a file defines (scanned, cached)."""
-    from narcli.scan.scanner import module_target
+            return [NamedGraph(f"{Path(record.source).name}:{record.name}", graph)]
+        case Checkpoint(path=path):  # no code: the zoo architecture its tensors identify
+            from narcli.search.identify import SAME_MODEL, identified_model
+            from narcli.zoo.store import Zoo
 
-    path = Path(text)
-    found = module_target(text, options)
-    if found is not None:  # pkg.module:Class
-        path, options = found
-    elif _is_checkpoint(path):  # no code: the zoo architecture its tensors identify
-        from narcli.search.identify import SAME_MODEL, identified_model
-        from narcli.zoo.store import Zoo
+            zoo = zoo or Zoo()
+            model, best = identified_model(path, zoo)
+            sign = "=" if best.share >= SAME_MODEL else "≈"  # ≈: a resized variant
+            return [NamedGraph(f"{path.name} {sign} {best.id}", zoo.graph(model), model)]
+        case ModelFile(path=path, options=file_options) | ModelFolder(path=path, options=file_options):
+            from narcli.scan.scanner import scan_file
 
-        zoo = zoo or Zoo()
-        model, best = identified_model(path, zoo)
-        sign = "=" if best.share >= SAME_MODEL else "≈"  # ≈: a resized variant
-        return [Target(f"{path.name} {sign} {best.id}", zoo.graph(model), model)]
-    elif not path.exists() and looks_like_a_name(text):
-        from narcli.zoo.store import Zoo
-
-        zoo = zoo or Zoo()
-        model = zoo.resolve(text)
-        return [Target(model.id, zoo.graph(model), model)]
-    from narcli.scan.scanner import scan_file
-
-    records, graphs = scan_file(path, options, want_graphs=True)
-    return [Target(f"{path.name}:{r.name}" if len(records) > 1 else path.name, g)
-            for r, g in zip(records, graphs)]
+            records, graphs = scan_file(path, file_options, want_graphs=True)
+            return [NamedGraph(f"{path.name}:{r.name}" if len(records) > 1 else path.name, g)
+                    for r, g in zip(records, graphs)]
+        case Directory():
+            raise cannot(command, target, "it answers for one model at a time: name a file in it, or "
+                                          "`nar scan DIR` for every model under it")
+    raise AssertionError(target)

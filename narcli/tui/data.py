@@ -49,7 +49,7 @@ def fit(name: str, width: int) -> str:
 
 @dataclass
 class Entry:
-    key: str  # zoo model id, or "cache:<graph key>"
+    key: str  # zoo model id, or a cached graph's `cache_name` (scan/targets.py)
     name: str
     family: str
     coarse: str
@@ -136,8 +136,10 @@ def load_entries() -> list[Entry]:
 
 def cache_entry(record: Any) -> Entry:
     name = f"{Path(record.source).name}:{record.name}"
-    return Entry(f"cache:{record.graph_key}", name, "", "", "", "cache", record.params, record.macs, record.nodes,
-                 f"cache:{record.graph_key}", record=record)
+    from narcli.scan.targets import cache_name
+
+    return Entry(cache_name(record.graph_key), name, "", "", "", "cache", record.params, record.macs, record.nodes,
+                 cache_name(record.graph_key), record=record)
 
 
 def matches(entry: Entry, text: str, filters: dict[str, str]) -> bool:
@@ -264,6 +266,31 @@ def export_similar(result: Any, folder: Path, stem: str) -> list[Path]:
     write_text(as_csv, buffer.getvalue())
     write_text(as_json, json.dumps(result.to_json(), indent=2) + "\n")
     return [as_csv, as_json]
+
+
+def scan_request(request: dict) -> list[Any] | str:
+    """What the scan dialog names, as the command line resolves it: the records of a model file or
+    folder (scanned, cached), of a cached scan, or a zoo model's id (to open its row)."""
+    from narcli.scan.targets import CachedName, ModelFile, ModelFolder, ZooName, cannot, resolve_target
+
+    target = resolve_target(str(request["path"]).strip(), scan_options(request))
+    match target:
+        case ModelFile(path=path, options=options) | ModelFolder(path=path, options=options):
+            from narcli.scan.scanner import scan_file
+
+            records, _ = scan_file(path, options)
+            return records
+        case CachedName(name=name):
+            from narcli.scan.cache import Cache
+            from narcli.scan.targets import find_cached_record
+
+            return [find_cached_record(name, Cache())]
+        case ZooName(text=name):
+            from narcli.zoo.store import Zoo
+
+            with Zoo() as zoo:
+                return zoo.resolve(name).id
+    raise cannot("tui", target, "the browser opens one model: name a model file or folder, a zoo name or cache:NAME")
 
 
 def scan_options(request: dict) -> Any:

@@ -33,17 +33,18 @@ class FileActions:
     @work(thread=True, exclusive=True, group="scan")
     def scan_in_background(self, request: dict) -> None:
         from narcli.errors import NarError
-        from narcli.scan.scanner import scan_file
 
         try:
-            options = data.scan_options(request)
-            records, _ = scan_file(Path(request["path"]).expanduser(), options)
+            records = data.scan_request(request)
         except NarError as exc:
             self.call_from_thread(self.tell, exc, title="scan failed", severity="error")
             return
         except Exception as exc:  # noqa: BLE001
             self.call_from_thread(self.tell, f"internal error: {type(exc).__name__}: {exc}", title="scan failed",
                                   severity="error")
+            return
+        if isinstance(records, str):  # a zoo model: it is in the table already
+            self.call_from_thread(self.open_key, records)
             return
         self.call_from_thread(self.add_scanned, records)
 

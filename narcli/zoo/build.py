@@ -1,36 +1,34 @@
 """`nar zoo build`: trace every model of the chosen sources into a zoo database, resumably.
 
-One process owns the database (a lock file keeps a second build out); models are built and traced
-in worker processes (`pool.py`, or on Ray with `engine="ray"`: `ray_engine.py`), and each result
-is committed as it arrives, so an interrupted build loses only the models in flight and the next
-run picks up where it stopped.
+Three parts: `plan_source` decides what one source's build does (what the zoo holds already is not
+traced again), `writing` (writer.py) holds the database for the build (one writer, a lock file keeps
+a second build out), and `SourceRun` traces the plan in worker processes (`pool.py`, or on Ray with
+`engine="ray"`: `ray_engine.py`) and stores each result as it arrives, so an interrupted build loses
+only the models in flight and the next run picks up where it stopped.
 """
 
 from __future__ import annotations
 
-import fcntl
 import fnmatch
 import json
-import os
 import signal
-import sqlite3
 import time
-import zlib
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
-from narcli import IR_VERSION
-from narcli.errors import NarError, UsageError, ZooError
-from narcli.fsutil import connect_sqlite, open_lock_file
+from narcli.errors import UsageError, ZooError
+from narcli.scan.scanner import check_timeout
 from narcli.trace.engines import check_engine, engine_session, run_tasks
 from narcli.trace.pool import TaskResult, run_pool
 from narcli.zoo.labels import label
-from narcli.zoo.signatures import add_name_sketches, signature_entry, store_signature
+from narcli.zoo.signatures import signature_entry, store_signature
 from narcli.zoo.sources import ZooEntry, ZooSource
-from narcli.zoo.store import SCHEMA, SCHEMA_VERSION, pack_vector, rebuild_hint
+from narcli.zoo.writer import ZooWriter, now, writing
+
 
 TOP_OPS = 8
 # torch.export rescues few zoo models and takes minutes on the largest; the zoo does without it
@@ -51,6 +49,15 @@ class BuildOptions:
     engine: str = "local"  # or "ray"
     address: str | None = None  # a Ray cluster to join (default: start a local Ray)
 
+    def check(self) -> None:
+        """Usage errors before any work: the same lines as the command line's."""
+        if self.limit is not None and self.limit < 0:
+            raise UsageError("--limit must be at least 0")
+        check_timeout(self.timeout)
+        if self.jobs is not None and self.jobs < 1:
+            raise UsageError("--jobs must be at least 1")
+        check_engine(self.engine, self.address)
+
 
 @dataclass
 class SourceReport:
@@ -68,10 +75,6 @@ class SourceReport:
 class Progress(Protocol):
     def start(self, source: str, total: int) -> None: ...
     def advance(self, source: str, result: TaskResult) -> None: ...
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 # -- work done in the worker processes ------------------------------------------------------------
@@ -121,138 +124,13 @@ def _signature(built: Any) -> list | None:
         return None
 
 
-# -- the database ---------------------------------------------------------------------------------
-class ZooWriter:
-    """The zoo database opened for writing by one build."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = open_lock_file(f"{path}.lock")  # never through a symlink planted at its name
-        try:
-            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(self._lock)
-            raise ZooError(f"another `nar zoo build` is writing {path}; wait for it to finish") from None
-        try:
-            self.conn = connect_sqlite(path, timeout=30, isolation_level=None)
-            self.conn.execute("pragma journal_mode = wal")
-            self.conn.executescript(SCHEMA)
-            add_name_sketches(self.conn)  # a zoo from before name sketches: one column more
-            found = self.conn.execute("select value from meta where key = 'schema_version'").fetchone()
-            if found is not None and int(found[0]) != SCHEMA_VERSION:
-                raise ZooError(f"zoo database {path} has schema {found[0]}, this nar writes {SCHEMA_VERSION}; "
-                               "remove it and build again")
-            self.set_meta(schema_version=SCHEMA_VERSION, ir_version=IR_VERSION)
-        except sqlite3.DatabaseError as exc:
-            self.close()
-            raise ZooError(f"zoo database {path} is unreadable ({exc}); {rebuild_hint(path)}") from None
-        except BaseException:
-            self.close()
-            raise
-
-    def close(self) -> None:
-        if hasattr(self, "conn"):
-            self.conn.close()
-        if self._lock >= 0:  # closing twice could close a descriptor opened since
-            os.close(self._lock)
-            self._lock = -1
-
-    def set_meta(self, **values: Any) -> None:
-        with self.conn:
-            for key, value in values.items():
-                self.conn.execute("insert or replace into meta values (?, ?)", (key, str(value)))
-
-    def add_source(self, source: ZooSource) -> None:
-        with self.conn:
-            self.conn.execute("insert or replace into sources values (?, ?, ?, ?, ?, ?)",
-                              (source.name, source.id_prefix, source.rank, source.description,
-                               source.version(), int(source.bundled)))
-
-    def statuses(self, source: str) -> dict[str, str]:
-        return dict(self.conn.execute("select id, status from models where source = ?", (source,)))
-
-    def store(self, row: dict[str, Any], graph_json: str | None = None) -> bool:
-        """Store a model's row and its trace; True when the architecture is new to the zoo. One graph
-        serves each architecture; a model traced at another input than that graph keeps its own trace
-        (`model_graphs`), so its shapes and predictions are its own. A row stored again drops the
-        predictions made from the old one."""
-        columns = ", ".join(row)
-        marks = ", ".join("?" for _ in row)
-        new = False
-        with self.conn:
-            self.conn.execute("delete from model_graphs where id = ?", (row["id"],))
-            if self.conn.execute("select 1 from sqlite_master where name = 'predictions'").fetchone():
-                self.conn.execute("delete from predictions where id = ?", (row["id"],))
-            if graph_json is not None:
-                found = self.conn.execute("select data from graphs where hash = ?", (row["graph_hash"],)).fetchone()
-                if found is None:
-                    self.conn.execute("insert into graphs values (?, ?)",
-                                      (row["graph_hash"], zlib.compress(graph_json.encode(), 9)))
-                    new = True
-                elif json.loads(zlib.decompress(found[0]))["nodes"] != json.loads(graph_json)["nodes"]:
-                    self.conn.execute("insert into model_graphs values (?, ?)",
-                                      (row["id"], zlib.compress(graph_json.encode(), 9)))
-            self.conn.execute(f"insert or replace into models ({columns}) values ({marks})", tuple(row.values()))
-        return new
-
-    def drop_unused_graphs(self) -> None:
-        """Graphs, embeddings and annotations no model points at any more (after models were traced again)."""
-        with self.conn:
-            for table in ("graphs", "embeddings", "annotations"):
-                self.conn.execute(f"delete from {table} where hash not in "
-                                  "(select graph_hash from models where graph_hash is not null)")
-
-    def store_embeddings(self, encoder: str, rows: list[tuple[str, bytes, Any, Any]]) -> None:
-        """Store `rows` (graph hash, float32 vector, family prediction, motif summary) from
-        `encoder`; drop those of other encoders."""
-        with self.conn:
-            self.conn.execute("delete from embeddings where encoder != ?", (encoder,))
-            self.conn.execute("delete from annotations where encoder != ?", (encoder,))
-            self.conn.executemany("insert or replace into embeddings values (?, ?, ?)",
-                                  [(h, encoder, pack_vector(vector)) for h, vector, _, _ in rows])
-            self.conn.executemany("insert or replace into annotations values (?, ?, ?, ?)",
-                                  [(h, encoder, json.dumps(prediction), json.dumps(motifs))
-                                   for h, _, prediction, motifs in rows])
-
-    def embedded(self, encoder: str) -> set[str]:
-        """Hashes with an embedding and annotations from `encoder`."""
-        return {h for (h,) in self.conn.execute("select e.hash from embeddings e join annotations a on a.hash = e.hash "
-                                                "where e.encoder = ? and a.encoder = ?", (encoder, encoder))}
-
-    def record_build(self, started: str, options: BuildOptions, reports: list[SourceReport]) -> None:
-        summary = [{**{k: v for k, v in r.__dict__.items() if k != "reasons"}, "reasons": dict(r.reasons)}
-                   for r in reports]
-        opts = {"limit": options.limit, "jobs": options.jobs, "timeout": options.timeout,
-                "patterns": options.patterns, "retry_failed": options.retry_failed, "refresh": options.refresh, "engine": options.engine}
-        with self.conn:
-            self.conn.execute("insert into builds (started, finished, sources, options, summary) values (?, ?, ?, ?, ?)",
-                              (started, _now(), json.dumps([r.source for r in reports]), json.dumps(opts),
-                               json.dumps(summary)))
-
-    def compact(self) -> None:
-        """Fold the WAL in, shrink the file (it ships read-only); skipped while another process reads it."""
-        try:  # leaving WAL mode needs the only connection
-            self.conn.execute("pragma wal_checkpoint(truncate)")
-            self.conn.execute("pragma journal_mode = delete")
-            # 16 KB pages hold a ~6 KB compressed graph in the leaf (bundled zoo: 65 MB -> 56 MB)
-            self.conn.execute(f"pragma page_size = {COMPACT_PAGE_SIZE}")
-            self.conn.execute("vacuum")
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc):
-                raise
-
-
-COMPACT_PAGE_SIZE = 16384
-
-
 # -- the build ------------------------------------------------------------------------------------
 def _result_row(source: ZooSource, entry: ZooEntry, result: TaskResult) -> tuple[dict[str, Any], str | None]:
     from narcli.graph.arch_graph import ArchGraph
 
     row: dict[str, Any] = {"id": f"{source.id_prefix}/{entry.name}", "source": source.name, "name": entry.name,
                            "source_family": entry.family, "task": entry.task, "seconds": round(result.seconds, 3),
-                           "built_at": _now()}
+                           "built_at": now()}
     if not result.ok:
         family, coarse, reviewed = label(source.name, entry.family, {})
         row.update(family=family, coarse=coarse, labelled_by="table" if reviewed else "structure",
@@ -279,84 +157,104 @@ def _selected(entries: list[ZooEntry], patterns: list[str] | None) -> list[ZooEn
     return [e for e in entries if any(fnmatch.fnmatchcase(e.name.lower(), p.lower()) for p in patterns)]
 
 
-def build_zoo(options: BuildOptions, progress: Progress | None = None) -> list[SourceReport]:
-    """Trace the models of `options.sources` that the database at `options.db` lacks."""
+@dataclass
+class SourcePlan:
+    """What one build does for one source: the listed models it selected, those the zoo holds
+    already, those it cannot build (stored as skipped), and those to trace."""
+
+    listed: int
+    already: int
+    unsupported: list[ZooEntry]
+    todo: list[ZooEntry]
+
+
+def plan_source(source: ZooSource, options: BuildOptions, statuses: dict[str, str]) -> SourcePlan:
+    """Plan `source`'s part of a build from its model list and the zoo's `statuses` (id -> status):
+    resumable, since a model stored ok, skipped (or failed, unless retrying) is not traced again."""
     from narcli.trace.isolation import run_isolated
+
+    entries = _selected(run_isolated(list_entries, (source,), 900, f"listing the {source.name} models"),
+                        options.patterns)
+    finished = ("ok", "skipped") if options.retry_failed else ("ok", "skipped", "failed")
+    todo = [e for e in entries if options.refresh or statuses.get(f"{source.id_prefix}/{e.name}") not in finished]
+    already = len(entries) - len(todo)
+    if options.limit is not None:
+        todo = todo[:options.limit]
+    return SourcePlan(len(entries), already, [e for e in todo if e.unsupported], [e for e in todo if not e.unsupported])
+
+
+class SourceRun:
+    """One source's part of a build: each result stored as it arrives, counted in `report`."""
+
+    def __init__(self, source: ZooSource, writer: ZooWriter, progress: Progress | None):
+        self.source, self.writer, self.progress = source, writer, progress
+        self.report = SourceReport(source.name)
+        self.by_key: dict[str, ZooEntry] = {}
+
+    def execute(self, options: BuildOptions, log: str) -> None:
+        clock = time.perf_counter()
+        plan = plan_source(self.source, options, self.writer.statuses(self.source.name))
+        self.writer.add_source(self.source)
+        self.report.listed, self.report.already = plan.listed, plan.already
+        for entry in plan.unsupported:
+            self._skip(entry)
+        self.by_key = {e.name: e for e in plan.todo}
+        if self.progress:
+            self.progress.start(self.source.name, len(plan.todo))
+        run_tasks(trace_entry, [(e.name, (self.source, e)) for e in plan.todo], self.on_result,
+                  engine=options.engine, address=options.address, jobs=options.jobs, timeout=options.timeout,
+                  log_path=log)
+        self.report.seconds = time.perf_counter() - clock
+
+    def _skip(self, entry: ZooEntry) -> None:
+        family, coarse, reviewed = label(self.source.name, entry.family, {})
+        self.writer.store({"id": f"{self.source.id_prefix}/{entry.name}", "source": self.source.name,
+                           "name": entry.name, "family": family, "source_family": entry.family, "coarse": coarse,
+                           "task": entry.task, "labelled_by": "table" if reviewed else "structure",
+                           "status": "skipped", "reason": entry.unsupported, "built_at": now()})
+        self.report.skipped += 1
+
+    def on_result(self, result: TaskResult) -> None:
+        row, graph_json = _result_row(self.source, self.by_key[result.key], result)
+        self.report.new_architectures += self.writer.store(row, graph_json)
+        if result.ok and result.value.get("signature") is not None:
+            with self.writer.conn:
+                store_signature(self.writer.conn, row["id"], result.value["signature"])
+        if result.ok:
+            self.report.ok += 1
+        else:
+            self.report.failed += 1
+            self.report.reasons[result.reason] += 1
+        if self.progress:
+            self.progress.advance(self.source.name, result)
+
+
+def runnable_sources(names: list[str] | None) -> list[ZooSource]:
+    """The bundled sources `names` picks, each able to build here (else a usage error naming why)."""
     from narcli.zoo.plugins import get_sources
 
-    if options.limit is not None and options.limit < 0:
-        raise UsageError("--limit must be at least 0")
-    if options.timeout <= 0:
-        raise UsageError("--timeout must be positive")
-    if options.jobs is not None and options.jobs < 1:
-        raise UsageError("--jobs must be at least 1")
-    check_engine(options.engine, options.address)
-    sources = get_sources(options.sources, bundled_only=True)
+    sources = get_sources(names, bundled_only=True)
     for source in sources:
         reason = source.missing()
         if reason:
             raise UsageError(f"zoo source {source.name!r} cannot run here: {reason}")
-    writer = ZooWriter(options.db)
-    started = _now()
-    previous = _stop_on_sigterm()
-    reports: list[SourceReport] = []
+    return sources
+
+
+def build_zoo(options: BuildOptions, progress: Progress | None = None) -> list[SourceReport]:
+    """Trace the models of `options.sources` that the database at `options.db` lacks."""
+    options.check()
+    sources = runnable_sources(options.sources)
+    started, reports = now(), []
     log = str(options.log or f"{options.db}.log")
-    try:
-        with engine_session(options.engine, options.address, options.jobs):
-            for source in sources:
-                report = SourceReport(source.name)
-                reports.append(report)
-                clock = time.perf_counter()
-                entries = _selected(run_isolated(list_entries, (source,), 900, f"listing the {source.name} models"),
-                                    options.patterns)
-                writer.add_source(source)
-                report.listed = len(entries)
-                done = writer.statuses(source.name)
-                finished = ("ok", "skipped") if options.retry_failed else ("ok", "skipped", "failed")
-                todo = [e for e in entries if options.refresh or done.get(f"{source.id_prefix}/{e.name}") not in finished]
-                report.already = len(entries) - len(todo)
-                if options.limit is not None:
-                    todo = todo[:options.limit]
-                for entry in [e for e in todo if e.unsupported]:
-                    family, coarse, reviewed = label(source.name, entry.family, {})
-                    writer.store({"id": f"{source.id_prefix}/{entry.name}", "source": source.name, "name": entry.name,
-                                  "family": family, "source_family": entry.family, "coarse": coarse,
-                                  "task": entry.task, "labelled_by": "table" if reviewed else "structure",
-                                  "status": "skipped", "reason": entry.unsupported, "built_at": _now()})
-                    report.skipped += 1
-                todo = [e for e in todo if not e.unsupported]
-                by_key = {e.name: e for e in todo}
-                if progress:
-                    progress.start(source.name, len(todo))
-
-                def on_result(result: TaskResult, source: ZooSource = source, report: SourceReport = report,
-                              by_key: dict[str, ZooEntry] = by_key) -> None:
-                    row, graph_json = _result_row(source, by_key[result.key], result)
-                    report.new_architectures += writer.store(row, graph_json)
-                    if result.ok and result.value.get("signature") is not None:
-                        with writer.conn:
-                            store_signature(writer.conn, row["id"], result.value["signature"])
-                    if result.ok:
-                        report.ok += 1
-                    else:
-                        report.failed += 1
-                        report.reasons[result.reason] += 1
-                    if progress:
-                        progress.advance(source.name, result)
-
-                run_tasks(trace_entry, [(e.name, (source, e)) for e in todo], on_result, engine=options.engine,
-                          address=options.address, jobs=options.jobs, timeout=options.timeout, log_path=log)
-                report.seconds = time.perf_counter() - clock
+    with writing(options.db) as writer, _sigterm_stops(), engine_session(options.engine, options.address, options.jobs):
+        for source in sources:
+            run = SourceRun(source, writer, progress)
+            reports.append(run.report)
+            run.execute(options, log)
         if options.refresh:
             writer.drop_unused_graphs()
         writer.record_build(started, options, reports)
-        writer.compact()
-    except sqlite3.DatabaseError as exc:
-        raise NarError(f"writing the zoo {options.db} failed: {exc}") from None
-    finally:
-        writer.close()
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
     return reports
 
 
@@ -376,15 +274,15 @@ def compute_signatures(db: Path, sources: list[str] | None = None, jobs: int = 1
     from narcli.trace.isolation import run_isolated
     from narcli.zoo.plugins import get_sources
 
+    check_timeout(timeout)
     if jobs < 1:
         raise UsageError("--jobs must be at least 1")
     if limit is not None and limit < 0:
         raise UsageError("--limit must be at least 0")
     if not Path(db).exists():
         raise ZooError(f"zoo database {db} is missing; build it with `nar zoo build --db {db}`")
-    writer = ZooWriter(Path(db))
     reports = []
-    try:
+    with writing(Path(db)) as writer:
         for source in get_sources(sources, bundled_only=False):
             done = {i for (i,) in writer.conn.execute("select id from signatures")}
             wanted = {name for (name,) in writer.conn.execute(
@@ -418,22 +316,23 @@ def compute_signatures(db: Path, sources: list[str] | None = None, jobs: int = 1
             run_pool(signature_entry, [(e.name, (source, e)) for e in entries], stored, jobs=jobs, timeout=timeout,
                      log_path=f"{db}.log")
             report.seconds = time.perf_counter() - clock
-        writer.compact()
-    except sqlite3.DatabaseError as exc:
-        raise NarError(f"writing the zoo {db} failed: {exc}") from None
-    finally:
-        writer.close()
     return reports
 
 
-def _stop_on_sigterm() -> Any:
-    """Let `kill` stop a build as Ctrl-C does (workers stopped, finished results kept)."""
+@contextmanager
+def _sigterm_stops() -> Iterator[None]:
+    """While a build runs, `kill` stops it as Ctrl-C does (workers stopped, finished results kept)."""
     import threading
 
     if threading.current_thread() is not threading.main_thread():
-        return None
+        yield
+        return
 
     def stop(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
-    return signal.signal(signal.SIGTERM, stop)
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

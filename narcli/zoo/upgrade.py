@@ -10,14 +10,13 @@ so `nar zoo embed` then embeds exactly what a fresh trace would give.
 from __future__ import annotations
 
 import json
-import sqlite3
 import zlib
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from narcli.errors import NarError, ZooError
+from narcli.errors import ZooError
 
 TOP_OPS = 8
 
@@ -33,15 +32,14 @@ def current_form(graph: Any) -> Any:
 def upgrade_zoo(db: Path, report: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
     """Rewrite the graphs of `db` in the current canonical form; counts of what changed."""
     from narcli.graph.arch_graph import ArchGraph
-    from narcli.zoo.build import ZooWriter
+    from narcli.zoo.writer import writing
     from narcli.zoo.store import open_readonly
 
     if not Path(db).exists():
         raise ZooError(f"zoo database {db} is missing; build it with `nar zoo build --db {db}`")
     open_readonly(Path(db)).close()
-    writer = ZooWriter(Path(db))
     counts = {"graphs": 0, "rewritten": 0, "reordered": 0, "merged": 0, "models": 0}
-    try:
+    with writing(Path(db)) as writer:
         conn = writer.conn
         rows = conn.execute("select hash, data from graphs").fetchall()
         counts["graphs"] = len(rows)
@@ -77,11 +75,6 @@ def upgrade_zoo(db: Path, report: Callable[[str], None] = lambda line: None) -> 
                 if new_text != text:  # a model's own trace follows its architecture's graph
                     conn.execute("update model_graphs set data = ? where id = ?",
                                  (zlib.compress(new_text.encode(), 9), model_id))
-        writer.compact()
-    except sqlite3.DatabaseError as exc:
-        raise NarError(f"upgrading the zoo {db} failed: {exc}") from None
-    finally:
-        writer.close()
     return counts
 
 
@@ -117,14 +110,13 @@ def _move_models(conn: Any, old_hash: str, old: Any, new: Any) -> int:
 def relabel_zoo(db: Path) -> Counter:
     """Apply the current family table to every model of `db` without tracing again."""
     from narcli.graph.arch_graph import ArchGraph
-    from narcli.zoo.build import ZooWriter
+    from narcli.zoo.writer import writing
     from narcli.zoo.labels import label
 
     if not db.exists():
         raise ZooError(f"zoo database {db} is missing; build it with `nar zoo build --db {db}`")
-    writer = ZooWriter(db)
     changed: Counter = Counter()
-    try:
+    with writing(db) as writer:
         rows = writer.conn.execute("select id, source, source_family, graph_hash, family, coarse from models").fetchall()
         counts: dict[str, Counter] = {}
         with writer.conn:
@@ -138,8 +130,5 @@ def relabel_zoo(db: Path) -> Counter:
                 changed["table" if reviewed else "structure"] += 1
                 writer.conn.execute("update models set family = ?, coarse = ?, labelled_by = ? where id = ?",
                                     (family, coarse, "table" if reviewed else "structure", model_id))
-        writer.compact()
-    finally:
-        writer.close()
     return changed
 

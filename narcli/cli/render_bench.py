@@ -1,0 +1,63 @@
+"""Plain-text output of `nar bench`, `nar bench --zoo`, `nar calibrate` and `nar eval calibration`."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from narcli.cli.common import safe
+from narcli.errors import printable
+
+
+def print_bench(result: Any, warnings: Any) -> None:
+    """One measurement: median and IQR, the machine, whether it was stored, and how quiet the machine
+    was (on `warnings`, the stderr console, when it was busy)."""
+    from narcli.bench.runner import describe_device
+
+    print(f"{printable(result.name)}: median {result.median_ms:.3g} ms (IQR {result.iqr_ms:.2g} ms) at batch {result.batch}, "
+          f"{result.runs} runs after {result.warmup} warm-up runs")
+    pinned = f", pinned to CPU {','.join(map(str, result.pinned))}" if 0 < len(result.pinned) < (os.cpu_count() or 1) else ""
+    print(f"on {describe_device(result)}{pinned}; "
+          + (f"stored under graph {result.graph_hash[:12]}" if result.stored else "not stored"))
+    if result.quiet:
+        verdict = bench_verdict(result.quiet, result.stored)
+        (warnings.print(f"[yellow]warning:[/] {safe(verdict)}") if result.busy else print(verdict))
+
+
+def bench_verdict(quiet: dict, stored: bool) -> str:
+    """One line on the machine while timing: quiet, or busy and why (and what to do)."""
+    from narcli.bench.quiet import Quietness
+
+    line = Quietness(**quiet).describe()
+    if quiet.get("busy"):
+        line += (" — stored anyway (--allow-busy)" if stored else
+                 " — this timing is not to be trusted and was not stored; close what runs beside it and "
+                 "measure again (--allow-busy keeps it)")
+    return line
+
+
+def print_reference_summary(summary: dict[str, Any]) -> None:
+    busy = f", {summary['busy']:,} timings not stored (machine busy)" if summary.get("busy") else ""
+    print(f"measured {summary['measured']:,}, failed {summary['failed']:,}, skipped for memory {summary['skipped']:,}{busy} "
+          f"in {summary['seconds']:.0f} s; {summary['stored']:,} of {summary['candidates']:,} reference models stored")
+
+
+def print_calibrated(name: str, head: dict[str, Any]) -> None:
+    device = head["device"]
+    print(f"calibrated {name!r} on {len(head['models'])} zoo models at {device['threads']} thread"
+          f"{'s' * (device['threads'] != 1)}; wrote {head['path']}; 90 % interval ±{head['half_width_pct']:.0f} %; "
+          f"use `nar predict MODEL --device {name}`")
+
+
+def print_calibration_evaluation(result: dict[str, Any]) -> None:
+    kinds = ", ".join(f"{n} {k}" for k, n in sorted(result["kinds"].items(), key=lambda kv: -kv[1]))
+    print(f"held-out: {len(result['held_out'])} zoo models ({kinds}; {result['new_families']} of families the "
+          f"reference head never fitted), {result['gmacs_range'][0]}–{result['gmacs_range'][1]} GMACs, "
+          f"{result['device']['threads']} thread{'s' * (result['device']['threads'] != 1)}")
+    print(f"{'K':>3}  {'calibrated MAPE / ±10 %':>24}  {'Spearman':>8}  {'coverage':>8}  {'±interval':>9}"
+          f"  {'previous head':>14}  {'MACs-only':>10}  {'rescaled':>9}")
+    for row in result["results"]:
+        c, p, m, n = row["calibrated"], row["previous_head"], row["macs_linear"], row["reference_rescaled"]
+        print(f"{row['k']:>3}  {c['mape']:>11.1f} % / {c['within10']:>5.1f} %  {c['spearman']:>8.3f}  "
+              f"{c['coverage90']:>6.0f} %  {c['half_width_pct']:>7.0f} %  {p['mape']:>12.1f} %  {m['mape']:>8.1f} %"
+              f"  {n['mape']:>7.1f} %")
