@@ -79,6 +79,8 @@ def test_each_kind_of_text_resolves_to_its_type(project):
         assert target.text == text
     assert resolve_target("pkgmod.layers:Net").options.model == "Net"
     assert resolve_target("cache:  net.py ").name == "net.py"
+    assert isinstance(resolve_target("missing.safetensors"), Checkpoint)  # its reader says it is missing
+    assert isinstance(resolve_target("missing.py"), ModelFile)
 
 
 def test_unusable_text_is_a_usage_error(project):

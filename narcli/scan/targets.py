@@ -101,7 +101,7 @@ KINDS = (ZooName, CachedName, ModelFile, ModelFolder, Checkpoint, Directory)
 def resolve_target(text: str, options: ScanOptions | None = None) -> Target:
     """The kind of thing `text` names. Unusable text (empty, a NUL byte) and `pkg.module:Class` with
     `--model` as well are usage errors; whether a file exists is for the stage that reads it to say."""
-    from narcli.trace.checkpoint import is_checkpoint_path
+    from narcli.trace.checkpoint import CHECKPOINT_SUFFIXES, is_checkpoint_path
     from narcli.trace.model_folders import is_model_folder
     from narcli.trace.packages import resolve_module_target
 
@@ -123,8 +123,8 @@ def resolve_target(text: str, options: ScanOptions | None = None) -> Target:
             raise UsageError(f"{text} names the model already; drop --model {options.model!r}")
         return ModelFile(text, path, replace(options, model=spec))
     path = Path(text).expanduser()
-    if is_checkpoint_path(path):
-        return Checkpoint(text, path, options)
+    if is_checkpoint_path(path) or (not path.exists() and path.suffix.lower() in CHECKPOINT_SUFFIXES):
+        return Checkpoint(text, path, options)  # a missing one too: its reader says so, not the zoo
     if not path.exists() and looks_like_a_name(text):
         _refuse_scan_options(text, options, "a zoo model is stored traced")
         return ZooName(text)

@@ -111,7 +111,7 @@ class OpenScreen(Modal):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label("[b]scan a model file[/b]  (Enter scans, Esc cancels)")
-            yield Input(placeholder="path to a .py, .onnx or .pt2 file", id="path")
+            yield Input(placeholder="a .py, .onnx or .pt2 file, a model folder, pkg.module:Class, cache:NAME or a zoo name", id="path")
             yield Input(placeholder="--model: class or factory in a .py file (optional)", id="model")
             yield Input(placeholder="input shape, e.g. 1,3,224,224 (optional)", id="shape")
             yield Input(placeholder="input dtype: float32 (default), long for token ids (optional)", id="dtype")
