@@ -1,5 +1,8 @@
 """Tracing torch modules into graphs: the tracers agree, fall back in order, run on meta tensors, refuse
-what has no graph, and a nanoGPT-shaped file scans with no options."""
+what has no graph, a nanoGPT-shaped file scans with no options, and (slow) a 7B config and the ResNet-50
+fixture reach their published sizes."""
+
+import json
 
 import pytest
 import torch
@@ -8,6 +11,7 @@ from torch import nn
 from narcli.graph.canonical import build_graph
 from narcli.trace.torch_tracer import TRACERS, trace_module
 
+from .conftest import FIXTURES
 from .models import SmallResNet, SmallTransformer
 
 
@@ -295,3 +299,24 @@ def test_a_nanogpt_shaped_file_scans_with_no_options(cli, write):
     named = cli("scan", path, "--model", "GPT", "--json")  # the bare class name fills in the config too
     assert named.exit_code == 0, named.output
     assert json.loads(named.stdout)["models"][0]["name"] == "GPT(GPTConfig())"
+
+
+@pytest.mark.slow  # a 7B-parameter config built on meta: the opt-in job (`pytest -m slow`)
+def test_llama_7b_traces_on_meta_with_the_published_parameter_count(cli):
+    result = cli("scan", FIXTURES / "llama7b.py", "--model", "llama_7b", "--input-shape", "1,128",
+                 "--input-dtype", "long", "--json")
+    assert result.exit_code == 0, result.output
+    [model] = json.loads(result.stdout)["models"]
+    assert model["params"] == 6_738_415_616
+    ops = dict(model["top_ops"])
+    assert ops["linear"] == 32 * 7 + 1
+
+
+@pytest.mark.slow
+def test_resnet50_fixture_matches_torchvision_figures(cli):
+    result = cli("scan", FIXTURES / "resnet50.py", "--json")
+    assert result.exit_code == 0, result.output
+    [model] = json.loads(result.stdout)["models"]
+    assert model["params"] == 25_557_032
+    assert abs(model["macs"] - 4.09e9) < 0.01e9
+    assert dict(model["top_ops"])["conv2d"] == 53
