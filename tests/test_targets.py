@@ -205,3 +205,14 @@ def test_check_takes_a_directory_as_scan_finds_its_files(project, cli):
     result = cli("check", "models", "--json")
     assert result.exit_code == 0, result.output
     assert [Path(r["path"]).name for r in json.loads(result.stdout)["results"]] == ["other.py"]
+
+
+def test_the_newest_scan_of_a_file_is_the_one_reused(project, cli):
+    write_file(project / "sized.py", NET)
+    for shape in ("1,3,32,32", "1,3,64,64"):
+        assert cli("scan", "sized.py", "-i", shape).exit_code == 0
+    [model] = json.loads(cli("scan", "sized.py", "--json").stdout)["models"]
+    assert model["inputs"][0]["shape"] == [1, 3, 64, 64]
+    compared = json.loads(cli("compare", "sized.py", "resnet18", "--json").stdout)
+    assert compared["a"]["macs"] == model["macs"]  # not traced again at 224
+

@@ -292,9 +292,10 @@ def scan_file_annotated(path: Path, options: ScanOptions | None = None, cache: C
     cache = cache or Cache()
     key = cache_key(path, kind, options, inputs)
     if options.use_cache:
-        records = cache.lookup(key)
-        if records is None and not options.model and not inputs and kind in ("py", "folder"):
+        records = None
+        if not inputs and kind in ("py", "folder"):  # the newest scan of this file, whatever its inputs
             records = _remembered_scan(path, kind, options, cache)
+        records = records if records is not None else cache.lookup(key)
         if records is not None:
             # the key is the content: the same bytes under another name hit this entry, so show the
             # file that was asked for (and, for one-graph files, the model named after it)
@@ -336,8 +337,8 @@ def scan_file_annotated(path: Path, options: ScanOptions | None = None, cache: C
 
 
 def _remembered_scan(path: Path, kind: str, options: ScanOptions, cache: Cache) -> list[ModelRecord] | None:
-    """The newest cached scan of this file, as it is now, made with the inputs (and the `--model`
-    class) the user gave then: naming the file again without them means the same model, not a fresh
+    """The newest cached scan of this file, as it is now, with the inputs (and the `--model` class)
+    it was made with: naming the file again without them means the model last scanned, not a fresh
     trace at the default size (which may not even run)."""
     from dataclasses import replace
 
@@ -346,10 +347,9 @@ def _remembered_scan(path: Path, kind: str, options: ScanOptions, cache: Cache) 
             continue
         given = None if any(r.assumed for r in records) else [InputSpec.from_json(i) for i in records[0].inputs]
         # the scan was made with those inputs, or with `--model NAME` (a class picked from several)
-        tries = [(options, given)] + ([(replace(options, model=records[0].name), given)] if len(records) == 1 else [])
+        tries = [(options, given)] + ([(replace(options, model=records[0].name), given)]
+                                      if len(records) == 1 and not options.model else [])
         for tried, inputs in tries:
-            if tried is options and inputs is None:
-                continue  # the plain scan: looked up already
             found = cache.lookup(cache_key(path, kind, tried, inputs))
             if found is not None:
                 return found
