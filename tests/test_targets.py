@@ -216,3 +216,10 @@ def test_the_newest_scan_of_a_file_is_the_one_reused(project, cli):
     compared = json.loads(cli("compare", "sized.py", "resnet18", "--json").stdout)
     assert compared["a"]["macs"] == model["macs"]  # not traced again at 224
 
+
+
+def test_a_class_named_now_is_found_in_a_scan_of_its_whole_file(project, cli):
+    assert cli("scan", "pkgmod/layers.py", "-i", "1,3,48,48").exit_code == 0
+    for args in (["pkgmod.layers:Net"], ["pkgmod/layers.py", "-m", "Net"]):
+        [model] = json.loads(cli("scan", *args, "--json").stdout)["models"]
+        assert model["cached"] and model["inputs"][0]["shape"] == [1, 3, 48, 48], args

@@ -339,19 +339,27 @@ def scan_file_annotated(path: Path, options: ScanOptions | None = None, cache: C
 def _remembered_scan(path: Path, kind: str, options: ScanOptions, cache: Cache) -> list[ModelRecord] | None:
     """The newest cached scan of this file, as it is now, with the inputs (and the `--model` class)
     it was made with: naming the file again without them means the model last scanned, not a fresh
-    trace at the default size (which may not even run)."""
+    trace at the default size (which may not even run). A class named now (`--model Net`,
+    `pkg.module:Net`) is also found in a scan of the whole file."""
     from dataclasses import replace
 
+    wanted = (options.model or "").strip()
     for records in cache.scans_at(str(path.resolve())):
         if not records:
             continue
         given = None if any(r.assumed for r in records) else [InputSpec.from_json(i) for i in records[0].inputs]
-        # the scan was made with those inputs, or with `--model NAME` (a class picked from several)
-        tries = [(options, given)] + ([(replace(options, model=records[0].name), given)]
-                                      if len(records) == 1 and not options.model else [])
-        for tried, inputs in tries:
+        # (options, inputs, the records to keep): made like this, or with `--model NAME` picked from
+        # several classes, or as a whole-file scan that holds the class asked for now
+        tries = [(options, given, None)]
+        if not wanted and len(records) == 1:
+            tries.append((replace(options, model=records[0].name), given, None))
+        if wanted and wanted in {r.name for r in records}:
+            tries.append((replace(options, model=None), given, wanted))
+        for tried, inputs, keep in tries:
             found = cache.lookup(cache_key(path, kind, tried, inputs))
-            if found is not None:
+            if found is not None and keep is not None:
+                found = [r for r in found if r.name == keep]
+            if found:
                 return found
     return None
 

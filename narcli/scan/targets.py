@@ -95,7 +95,6 @@ class Directory:
 
 
 Target = ZooName | CachedName | ModelFile | ModelFolder | Checkpoint | Directory
-KINDS = (ZooName, CachedName, ModelFile, ModelFolder, Checkpoint, Directory)
 
 
 def resolve_target(text: str, options: ScanOptions | None = None) -> Target:
