@@ -54,6 +54,8 @@ KINDS = ("graph", "former")
 
 def config_for(kind: str, **overrides) -> NetConfig:
     """The recipe of each network kind (the former: narrower, 4 blocks, NAR-Former's AC loss)."""
+    if kind not in KINDS:
+        raise UsageError(f"--kind is one of {', '.join(KINDS)}, not {kind!r}")
     base = NetConfig() if kind == "graph" else NetConfig(kind="former", dim=64, layers=4, ac_weight=0.5)
     return replace(base, **overrides)
 
