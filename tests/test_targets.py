@@ -154,7 +154,7 @@ def test_the_browser_opens_every_kind_it_can(project, cli):
     from narcli.tui.data import scan_request
 
     ensure_cached(cli)
-    assert scan_request({"path": "resnet18"}) == "timm/resnet18" or scan_request({"path": "resnet18"})
+    assert scan_request({"path": "resnet18"}) == Zoo().resolve("resnet18").id
     assert scan_request({"path": "cache:net.py"})[0].name == "Net"
     assert scan_request({"path": "net.py", "shape": "1,3,32,32"})[0].name == "Net"
     assert scan_request({"path": "pkgmod.layers:Net", "shape": "1,3,32,32"})[0].name == "Net"
@@ -195,7 +195,7 @@ def test_compare_takes_inputs_per_side(project, cli):
 
 
 def test_a_model_picked_with_model_is_remembered_with_its_inputs(project, cli):
-    write_file(project / "two.py", NET + NET.replace("class Net", "class Other").replace("8, 10", "8, 3"))
+    write_file(project / "two.py", "# two\n" + NET + NET.replace("class Net", "class Other").replace("8, 10", "8, 3"))
     first = cli("scan", "two.py", "-m", "Other", "-i", "1,3,32,32")
     assert first.exit_code == 0, first.output
     again = json.loads(cli("scan", "two.py", "--json").stdout)["models"]
@@ -224,3 +224,36 @@ def test_a_class_named_now_is_found_in_a_scan_of_its_whole_file(project, cli):
     for args in (["pkgmod.layers:Net"], ["pkgmod/layers.py", "-m", "Net"]):
         [model] = json.loads(cli("scan", *args, "--json").stdout)["models"]
         assert model["cached"] and model["inputs"][0]["shape"] == [1, 3, 48, 48], args
+
+
+def test_bench_refuses_a_cached_scan_whose_file_changed(project, cli):
+    original = NET.replace("nn.ReLU()", "nn.GELU()")  # content of its own: the cache is keyed by content
+    write_file(project / "edited.py", original)
+    assert cli("scan", "edited.py", "-i", "1,3,32,32").exit_code == 0
+    write_file(project / "edited.py", original.replace("3, 8, 3", "3, 12, 3").replace("Linear(8", "Linear(12"))
+    line = refused_in_one_line(cli("bench", "cache:edited.py", "--repeat", "2"), "bench", "cache")
+    assert "is not as it was scanned" in line
+
+
+def test_check_sees_every_model_of_a_file_whatever_was_scanned_before(project, cli):
+    write_file(project / "pair.py", "# pair\n" + NET + NET.replace("class Net", "class Other").replace("8, 10", "8, 3"))
+    assert cli("scan", "pair.py", "-m", "Other", "-i", "1,3,32,32").exit_code == 0
+    checked = json.loads(cli("check", "pair.py", "-i", "1,3,32,32", "--json").stdout)
+    assert sorted(r["name"].rpartition(":")[2] for r in checked["results"]) == ["Net", "Other"]
+
+
+def test_a_class_named_now_gets_its_own_newest_scan(project, cli):
+    write_file(project / "history.py", "# history\n" + NET + NET.replace("class Net", "class Other").replace("8, 10", "8, 3"))
+    for model, shape in (("Net", "1,3,32,32"), ("Net", "1,3,40,40"), ("Other", "1,3,32,32")):
+        assert cli("scan", "history.py", "-m", model, "-i", shape).exit_code == 0
+    [model] = json.loads(cli("scan", "history.py", "-m", "Net", "--json").stdout)["models"]
+    assert model["inputs"][0]["shape"] == [1, 3, 40, 40]
+
+
+def test_a_plain_train_predictor_keeps_each_heads_epochs():
+    from narcli.cli.predict_commands import _net_config
+    from narcli.predict.training import NetConfig
+
+    assert _net_config(None, 0, "cpu", 0).epochs == NetConfig().epochs  # no --epochs: not a usage error
+    assert _net_config(7, 0, "cpu", 0).epochs == 7
+

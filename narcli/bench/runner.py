@@ -83,12 +83,18 @@ def _resolve(text: str, options: Any) -> tuple[_Request, Any, int, int]:
             from narcli.scan.cache import Cache
             from narcli.scan.targets import find_cached_record
 
+            from narcli.scan.scanner import scan_is_current
+
             cache = Cache()
             record = find_cached_record(name, cache)
             graph = cache.graph(record.graph_key)
             if record.kind not in ("py", "onnx") or not Path(record.source).is_file() or graph is None:
                 raise cannot("bench", target, f"it was scanned from {record.source}, which nar bench cannot run "
                                               "(gone, or not a .py or .onnx file); name a file to measure")
+            if not scan_is_current(record):  # its timing would be stored under a graph the file no longer has
+                raise cannot("bench", target, f"{record.source} is not as it was scanned (changed since, or scanned "
+                                              "with a --model call); name the file to measure it as it is now")
+            _check_runnable(Path(record.source))
             return _Request(record.kind, f"{Path(record.source).name}:{record.name}", path=record.source,
                             spec=record.name, inputs=list(record.inputs)), graph, record.params, record.macs
         case ModelFile(path=path, options=file_options):
@@ -106,11 +112,15 @@ def _zoo_request(model: Any, zoo: Any) -> tuple[_Request, Any, int, int]:
     return _Request("zoo", model.id, source=model.source), zoo.graph(model), model.params or 0, model.macs or 0
 
 
-def _file_request(path: Path, options: Any) -> tuple[_Request, Any, int, int]:
+def _check_runnable(path: Path) -> None:
     if path.suffix.lower() == ".onnx" and importlib.util.find_spec("onnxruntime") is None:
         raise NarError(f"{path.name}: benchmarking an ONNX file needs onnxruntime; pip install onnxruntime")
     if path.suffix.lower() not in (".py", ".onnx"):
-        raise UsageError(f"{path}: nar bench takes a zoo name, a .py or an .onnx file")
+        raise UsageError(f"{path}: nar bench takes a zoo name, cache:NAME, a .py or an .onnx file")
+
+
+def _file_request(path: Path, options: Any) -> tuple[_Request, Any, int, int]:
+    _check_runnable(path)
     from narcli.scan.scanner import scan_file
 
     records, graphs = scan_file(path, options, want_graphs=True)

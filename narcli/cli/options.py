@@ -31,9 +31,13 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JS
 
 SeedOption = Annotated[int, typer.Option("--seed", help="Seed of the split and of training.")]
 EpochsOption = Annotated[int, typer.Option("--epochs", help="Training epochs.")]
-OptionalEpochsOption = Annotated[int | None, typer.Option("--epochs", help="Training epochs (default: see below).")]
+OptionalEpochsOption = Annotated[int | None, typer.Option(
+    "--epochs", help="Training epochs (default: each head's recipe: 20 for NAS-Bench-201, 60 for timm and with "
+                     "--train-size).")]
 TrainDeviceOption = Annotated[str, typer.Option("--device", help="cpu or cuda (default: cuda when available).")]
-JobsOption = Annotated[int | None, typer.Option("--jobs", "-j", help="Worker processes.")]
+JobsOption = Annotated[int | None, typer.Option(
+    "--jobs", "-j", help="Worker processes (with --engine ray: Ray workers, by default one per CPU of the cluster; "
+                         "for nar zoo embed, encoder actors, one per GPU).")]
 ThreadsOption = Annotated[int | None, typer.Option(
     "--threads", help="CPU threads (default: every core this process may use).")]
 RepeatOption = Annotated[int, typer.Option("--repeat", "-r", help="Timed runs per model, after a warm-up.")]
@@ -95,4 +99,5 @@ EXPLAINED_REUSE = {  # flags that more than one command declares because they me
     "--k": "similar: how many neighbours; eval retrieval: the cut-offs",
     "--limit": "at most N of what each command lists or builds (motif types, models per source, rows)",
     "--out": "each command's own output file or folder",
+    "--weights": "predict and the predictor commands: the predictor folder; zoo embed: the encoder's weights",
 }

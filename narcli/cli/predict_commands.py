@@ -40,7 +40,8 @@ def _net_config(epochs: int | None, seed: int, device: str, default_epochs: int,
     """The predictor network's recipe (`NetConfig` checks epochs, seed and kind)."""
     from narcli.predict.training import config_for
 
-    return run(config_for, kind, epochs=epochs or default_epochs, seed=seed, device=_device(device))
+    chosen = epochs or default_epochs  # 0: each head's own recipe (`nar train predictor`)
+    return run(config_for, kind, **({"epochs": chosen} if chosen else {}), seed=seed, device=_device(device))
 
 
 def _progress_reporter(console):

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
 from narcli.cli.common import check_range, fail, open_zoo, run, stderr_console, stdout
-from narcli.cli.options import FamilyFilterOption, JobsOption, JsonOption, PredictorWeightsOption, RetryFailedOption, SourceFilterOption, SourcesOption, TaskFilterOption, TimeoutOption, ZooDbOption, reporter
+from narcli.cli.options import FamilyFilterOption, JobsOption, JsonOption, RetryFailedOption, SourceFilterOption, SourcesOption, TaskFilterOption, TimeoutOption, ZooDbOption, reporter
 from narcli.errors import printable
 
 zoo_app = typer.Typer(help="Browse the zoo of known architectures, or build it.", no_args_is_help=True)
@@ -87,7 +90,7 @@ def zoo_upgrade(db: ZooDbOption = None) -> None:
 @zoo_app.command("embed")
 def zoo_embed(
     db: ZooDbOption = None,
-    weights: PredictorWeightsOption = None,
+    weights: Annotated[Path | None, typer.Option("--weights", help="Encoder weights (default: the bundled ones).")] = None,
     force: bool = typer.Option(False, "--force", help="Embed everything again, even what is current."),
     as_json: JsonOption = False,
     engine: str = ENGINE_OPTION,

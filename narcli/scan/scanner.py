@@ -49,6 +49,9 @@ class ScanOptions:
     input_dtypes: list[str] | None = None
     timeout: float = 120.0
     use_cache: bool = True
+    # a file named without inputs reuses its newest scan (`_remembered_scan`); commands that must see
+    # every model a file defines as it is named (`nar check`, a directory scan) turn it off
+    remember: bool = True
 
     def __post_init__(self) -> None:
         check_timeout(self.timeout)
@@ -181,14 +184,15 @@ def trace_onnx_file(path: Path, annotate: Annotate | None = None) -> list[dict]:
 
 
 # -- the library entry points ---------------------------------------------------------------------
-def cache_key(path: Path, kind: str, options: ScanOptions, inputs: list[InputSpec] | None) -> str:
+def cache_key(path: Path, kind: str, options: ScanOptions, inputs: list[InputSpec] | None,
+              fingerprint: str | None = None) -> str:
     if kind == "folder":  # the config and the library that builds from it decide the model
         from narcli.trace.model_folders import CONFIG, folder_kind, library_version
 
         library = folder_kind(path)
         fingerprint = hashlib.sha256((path / CONFIG).read_bytes()).hexdigest() + f" {library} {library_version(library)}"
     else:
-        fingerprint = file_fingerprint(path)
+        fingerprint = fingerprint or file_fingerprint(path)
     parts = {"file": fingerprint, "kind": kind, "model": (options.model or "").strip(),
              "inputs": [s.to_json() for s in inputs] if inputs else None, "ir": IR_VERSION}
     if kind != "onnx":
@@ -293,7 +297,7 @@ def scan_file_annotated(path: Path, options: ScanOptions | None = None, cache: C
     key = cache_key(path, kind, options, inputs)
     if options.use_cache:
         records = None
-        if not inputs and kind in ("py", "folder"):  # the newest scan of this file, whatever its inputs
+        if options.remember and not inputs and kind in ("py", "folder"):  # the newest scan, whatever its inputs
             records = _remembered_scan(path, kind, options, cache)
         records = records if records is not None else cache.lookup(key)
         if records is not None:
@@ -336,16 +340,38 @@ def scan_file_annotated(path: Path, options: ScanOptions | None = None, cache: C
     return records, graphs, [payload.get("note") for payload in payloads]
 
 
+def scan_is_current(record: ModelRecord) -> bool:
+    """Whether the cached `record` is still what its file holds: the file (and the local modules it
+    imports) unchanged since the scan, so a cache key made now is the one it was stored under."""
+    path = Path(record.source)
+    if not path.is_file() or not record.id:
+        return False
+    kind = path.suffix.lower().lstrip(".")
+    inputs = None if record.assumed else [InputSpec.from_json(i) for i in record.inputs]
+    stored = record.id.rpartition(":")[0]
+    for model, given in ((None, inputs), (record.name, inputs), (None, None)):
+        try:
+            if cache_key(path, kind, ScanOptions(model=model), given) == stored:
+                return True
+        except OSError:
+            return False
+    return False
+
+
+REMEMBERED_SCANS = 20  # the newest scans of a file looked at: older ones are history, not intent
+
+
 def _remembered_scan(path: Path, kind: str, options: ScanOptions, cache: Cache) -> list[ModelRecord] | None:
     """The newest cached scan of this file, as it is now, with the inputs (and the `--model` class)
     it was made with: naming the file again without them means the model last scanned, not a fresh
     trace at the default size (which may not even run). A class named now (`--model Net`,
-    `pkg.module:Net`) is also found in a scan of the whole file."""
+    `pkg.module:Net`) is found in the newest scan that holds it, a whole-file scan included."""
     from dataclasses import replace
 
     wanted = (options.model or "").strip()
-    for records in cache.scans_at(str(path.resolve())):
-        if not records:
+    fingerprint = None if kind == "folder" else file_fingerprint(path)
+    for records in cache.scans_at(str(path.resolve()))[:REMEMBERED_SCANS]:
+        if not records or (wanted and wanted not in {r.name for r in records}):
             continue
         given = None if any(r.assumed for r in records) else [InputSpec.from_json(i) for i in records[0].inputs]
         # (options, inputs, the records to keep): made like this, or with `--model NAME` picked from
@@ -353,10 +379,10 @@ def _remembered_scan(path: Path, kind: str, options: ScanOptions, cache: Cache) 
         tries = [(options, given, None)]
         if not wanted and len(records) == 1:
             tries.append((replace(options, model=records[0].name), given, None))
-        if wanted and wanted in {r.name for r in records}:
+        if wanted:
             tries.append((replace(options, model=None), given, wanted))
         for tried, inputs, keep in tries:
-            found = cache.lookup(cache_key(path, kind, tried, inputs))
+            found = cache.lookup(cache_key(path, kind, tried, inputs, fingerprint))
             if found is not None and keep is not None:
                 found = [r for r in found if r.name == keep]
             if found:
@@ -421,6 +447,9 @@ def mentions_torch(path: Path) -> bool:
 def scan_directory(root: Path, options: ScanOptions | None = None, cache: Cache | None = None,
                    on_file: Callable[[Path, int, int], None] | None = None) -> list[FileResult]:
     """Scan every model file under `root`; one file's failure is recorded, not raised."""
+    from dataclasses import replace
+
+    options = options or ScanOptions()
     files = model_targets(root)
     if not files:
         raise LoadError(f"{root}: no model files under it (.py, .onnx, .pt2), no model config "
@@ -436,7 +465,7 @@ def scan_directory(root: Path, options: ScanOptions | None = None, cache: Cache 
             results.append(FileResult(path, skipped="does not use torch"))
             continue
         try:
-            records, _ = scan_file(path, options, cache)
+            records, _ = scan_file(path, replace(options, remember=False), cache)  # every model, as named
             results.append(FileResult(path, records))
         except NoModelError:
             results.append(FileResult(path, skipped="no models"))

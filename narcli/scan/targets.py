@@ -8,6 +8,7 @@ The stages that answer for a kind (scanning, the zoo, the cache) do the work.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -121,7 +122,7 @@ def resolve_target(text: str, options: ScanOptions | None = None) -> Target:
         if options.model:
             raise UsageError(f"{text} names the model already; drop --model {options.model!r}")
         return ModelFile(text, path, replace(options, model=spec))
-    path = Path(text).expanduser()
+    path = Path(os.path.expanduser(text))  # `~nobody/x` stays a path that does not exist
     if is_checkpoint_path(path) or (not path.exists() and path.suffix.lower() in CHECKPOINT_SUFFIXES):
         return Checkpoint(text, path, options)  # a missing one too: its reader says so, not the zoo
     if not path.exists() and looks_like_a_name(text):
@@ -173,7 +174,7 @@ def find_cached(name: str, candidates: list[CachedCandidate]) -> CachedCandidate
     from narcli.scan.cache import short_id
 
     text = name.strip()
-    wanted = str(Path(text).expanduser().resolve()) if text.startswith(("/", "~", ".")) else text
+    wanted = str(Path(os.path.expanduser(text)).resolve()) if text.startswith(("/", "~", ".")) else text
     found = [c for c in candidates if wanted in c.names() or text in c.names()]
     found = found or [c for c in candidates if text.lower() in (n.lower() for n in c.names())]
     found = found or [c for c in candidates if short_id(c.model_id) == text.lower() or c.model_id.startswith(text.lower())]

@@ -215,7 +215,7 @@ def _file_queries(path: Path, options: Any, overrides: dict[str, Any]) -> list[A
     from narcli.scan.scanner import ScanOptions
     from narcli.search.query import file_queries
 
-    options = options or ScanOptions()
+    options = replace(options or ScanOptions(), remember=False)  # every model of the file as it is named
     if overrides:
         if "input_dtypes" in overrides and "input_shapes" not in overrides and not options.input_shapes:
             raise UsageError(f"{path}: [tool.nar.files] gives input-dtype without input-shape")

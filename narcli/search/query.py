@@ -163,15 +163,11 @@ def _cached_query(name: str) -> Query:
     """`cache:NAME`: a model scanned before (by `nar scan` or a search), found as `find_cached` says;
     a model not yet embedded is embedded now and stored."""
     from narcli.scan.cache import Cache
-    from narcli.scan.targets import cached_candidates
 
     cache = Cache()
     encoder = current_encoder()
     entries = {e["model_id"]: e for e in cache.embeddings(encoder)}
-    candidates = cached_candidates(cache)
-    seen = {c.model_id for c in candidates}
-    candidates += [CachedCandidate(i, e["name"], e["path"], e["graph_key"]) for i, e in entries.items() if i not in seen]
-    model_id = find_cached(name, candidates).model_id
+    model_id = cached_candidate(name, cache, entries).model_id
     if model_id not in entries:
         _embed_cached(cache, model_id, encoder)
         entries = {e["model_id"]: e for e in cache.embeddings(encoder)}
@@ -179,6 +175,19 @@ def _cached_query(name: str) -> Query:
     return Query(f"{Path(e['path']).name}:{e['name']}", "cache", e["graph_hash"],
                  np.frombuffer(e["vector"], dtype=np.float32), e["prediction"], e["motifs"], e["params"] or 0,
                  e["macs"] or 0, graph_key=e["graph_key"], path=e["path"], extra={"model_id": e["model_id"]})
+
+
+def cached_candidate(name: str, cache: Any, entries: dict[str, dict] | None = None) -> CachedCandidate:
+    """The cached model `cache:NAME` means, among the scanned records and the embeddings kept for
+    models (by the current encoder) whose record is gone."""
+    from narcli.scan.targets import cached_candidates
+
+    if entries is None:
+        entries = {e["model_id"]: e for e in cache.embeddings(current_encoder())}
+    candidates = cached_candidates(cache)
+    seen = {c.model_id for c in candidates}
+    candidates += [CachedCandidate(i, e["name"], e["path"], e["graph_key"]) for i, e in entries.items() if i not in seen]
+    return find_cached(name, candidates)
 
 
 def _embed_cached(cache: Any, model_id: str, encoder: str) -> None:

@@ -32,18 +32,18 @@ def resolve_graphs(text: str | Target, options: ScanOptions | None = None, zoo: 
             model = zoo.resolve(name)
             return [NamedGraph(model.id, zoo.graph(model), model)]
         case CachedName(name=name):
-            from narcli.errors import ZooError
-            from narcli.scan.cache import Cache
-            from narcli.scan.targets import find_cached_record
-
-            cache = Cache()
-            record = find_cached_record(name, cache)
-            graph = cache.graph(record.graph_key)
-            if graph is None:
-                raise ZooError(f"the cached graph of {record.name} is missing; scan {record.source} again")
             from pathlib import Path
 
-            return [NamedGraph(f"{Path(record.source).name}:{record.name}", graph)]
+            from narcli.errors import ZooError
+            from narcli.scan.cache import Cache
+            from narcli.search.query import cached_candidate
+
+            cache = Cache()
+            found = cached_candidate(name, cache)
+            graph = cache.graph(found.graph_key)
+            if graph is None:
+                raise ZooError(f"the cached graph of {found.name} is missing; scan {found.path} again")
+            return [NamedGraph(f"{Path(found.path).name}:{found.name}", graph)]
         case Checkpoint(path=path):  # no code: the zoo architecture its tensors identify
             from narcli.search.identify import SAME_MODEL, identified_model
             from narcli.zoo.store import Zoo
