@@ -29,9 +29,8 @@ def similar_command(
     as_json: JsonOption = False,
 ) -> None:
     """The known architectures nearest to a model, and the family it most likely belongs to."""
-    from narcli.search.similar import check_k, find_similar
+    from narcli.search.similar import find_similar
 
-    run(check_k, k)
     options = run(scan_options, model, input_shape, timeout, no_cache, input_dtype)
     console = stderr_console()
     results = run(find_similar, target, k, family, task, source, options,
