@@ -205,7 +205,7 @@ def test_check_never_imports_a_model_folders_code(cli, tmp_path, monkeypatch):
 
 
 def test_a_training_config_beside_a_model_is_not_a_model_folder(cli, write, tmp_path):
-    from narcli.scan.scanner import model_targets
+    from narcli.scan.walk import model_targets
 
     write("proj/train/config.json", json.dumps({"lr": 0.1, "epochs": 3}))
     model = write("proj/train/net.py", "from torch import nn\nclass Net(nn.Module):\n    pass\n")

@@ -126,7 +126,7 @@ def _threshold(value: Any, where: str) -> float:
 def check_models(paths: list[Path], threshold: float | None = None, on_error: str | None = None, options: Any = None,
                  root: Path | None = None) -> CheckReport:
     """Scan each file, find its nearest zoo architectures; flag those that are known (`known.py`)."""
-    from narcli.scan.scanner import mentions_torch, model_targets
+    from narcli.scan.walk import mentions_torch, model_targets
     from narcli.scan.targets import CachedName, Checkpoint, Directory, ModelFile, ZooName, cannot, resolve_target
     from narcli.search.neighbours import zoo_index
     from narcli.search.project_paths import check_patterns, expand_globs, file_settings, settings_for

@@ -47,7 +47,7 @@ class ScannedModels:
 @dataclass
 class ScannedDirectory:
     path: str
-    results: list[Any]  # scanner.FileResult
+    results: list[Any]  # walk.FileResult
 
     @property
     def failed(self) -> bool:
@@ -91,7 +91,7 @@ def scan_target(text: str, options: Any = None, want_graphs: bool = False,
                 raise UsageError(f"{path}: --model and --input-shape apply to .py files only")
             return identify_checkpoint(path, 5)
         case Directory(path=path, options=given):
-            from narcli.scan.scanner import scan_directory
+            from narcli.scan.walk import scan_directory
 
             return ScannedDirectory(str(path), scan_directory(path, given, on_file=on_file))
         case ModelFile(path=path, options=given) | ModelFolder(path=path, options=given):
