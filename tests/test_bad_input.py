@@ -271,13 +271,13 @@ def test_a_parameter_count_beyond_any_model_is_refused_naming_the_tensor(cli, tm
 def test_one_file_that_breaks_a_reader_is_one_failed_row_of_a_directory_scan(cli, tmp_path, monkeypatch):
     import shutil
 
-    from narcli.scan import scanner
+    from narcli.scan import walk  # the directory walk calls scan_file once per file
 
     folder = tmp_path / "models"
     folder.mkdir()
     for name in ("a_deep", "b_good", "c_overflow"):
         shutil.copy(FIXTURES / "tiny.onnx", folder / f"{name}.onnx")
-    real = scanner.scan_file
+    real = walk.scan_file
 
     def hostile(path, *args, **kwargs):  # what a reader deep inside may raise on a hostile file
         if path.name == "a_deep.onnx":
@@ -286,7 +286,7 @@ def test_one_file_that_breaks_a_reader_is_one_failed_row_of_a_directory_scan(cli
             raise OverflowError("Python int too large to convert to SQLite INTEGER")
         return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(scanner, "scan_file", hostile)
+    monkeypatch.setattr(walk, "scan_file", hostile)
     result = cli("scan", folder, "--json")
     assert result.exit_code == 1 and "Traceback" not in result.output
     files = {Path(f["path"]).name: f for f in json.loads(result.stdout)["files"]}
