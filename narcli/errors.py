@@ -88,6 +88,12 @@ def check_range(option: str, value: float | None, low: float, high: float | None
         raise UsageError(f"{option} must be {bound}, not {value!r}")
 
 
+def check_training(seed: int, epochs: int) -> None:
+    """The checks every training recipe shares: a seed numpy takes, and a sane number of epochs."""
+    check_range("--seed", seed, 0, MAX_SEED)
+    check_range("--epochs", epochs, 1, MAX_EPOCHS)
+
+
 class LoadError(NarError):
     """A model file could not be read, imported or turned into a model."""
 

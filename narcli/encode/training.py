@@ -17,7 +17,7 @@ from torch.nn import functional as F
 
 from narcli.encode.dataset import Item
 from narcli.encode.encoder import NAREncoder, collate, node_batches
-from narcli.errors import MAX_EPOCHS, MAX_SEED, UsageError, check_range
+from narcli.errors import UsageError, check_range, check_training
 from narcli.fsutil import atomic_writer
 from narcli.zoo.labels import COARSE, COARSE_BEFORE_GRAPH
 
@@ -62,8 +62,7 @@ class TrainConfig:
     augment: int = 2
 
     def __post_init__(self) -> None:  # the command line's checks, for Python callers too
-        check_range("--seed", self.seed, 0, MAX_SEED)
-        check_range("--epochs", self.epochs, 1, MAX_EPOCHS)
+        check_training(self.seed, self.epochs)
         if not math.isfinite(self.ce_weight) or self.ce_weight < 0:
             raise UsageError(f"--ce-weight must not be negative (and must be a finite number), not {self.ce_weight!r}")
         check_range("--augment", self.augment, 0, 16)

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from narcli.errors import MAX_EPOCHS, MAX_SEED, NarError, check_range
+from narcli.errors import NarError, check_training
 from narcli.predict.latency import cost_op, GLOBAL_FEATURES, GLOBAL_SPREAD, NUMERIC, SPREAD, graph_features, LatencyHead, node_features, read_reference, save_head
 
 TEST_SHARE, CALIBRATION_SHARE = 0.25, 0.12
@@ -57,8 +57,7 @@ class Config:
     device: str = "cpu"
 
     def __post_init__(self) -> None:  # the command line's checks, for Python callers too
-        check_range("--seed", self.seed, 0, MAX_SEED)
-        check_range("--epochs", self.epochs, 1, MAX_EPOCHS)
+        check_training(self.seed, self.epochs)
 
 
 def load_samples(folder: Path | None = None, report: Callable[[str], None] = lambda line: None

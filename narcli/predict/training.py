@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from narcli.errors import MAX_EPOCHS, MAX_SEED, UsageError, check_range
+from narcli.errors import UsageError, check_training
 from narcli.fsutil import atomic_writer
 from narcli.predict.inputs import GraphInput
 
@@ -40,8 +40,7 @@ class NetConfig:
     device: str = "cpu"
 
     def __post_init__(self) -> None:  # the command line's checks, for Python callers too
-        check_range("--seed", self.seed, 0, MAX_SEED)
-        check_range("--epochs", self.epochs, 1, MAX_EPOCHS)
+        check_training(self.seed, self.epochs)
         if self.kind not in KINDS:
             raise UsageError(f"--kind is one of {', '.join(KINDS)}, not {self.kind!r}")
 

@@ -56,42 +56,35 @@ class CachedName:
 
 
 @dataclass(frozen=True)
-class ModelFile:
-    """A .py, .onnx or .pt2 file (or `pkg.module:Class`, which names a file and a model in it)."""
+class _OnDisk:
+    """A target that is a path, scanned with the command's options."""
 
     text: str
     path: Path
     options: ScanOptions = field(default_factory=ScanOptions)
+
+
+class ModelFile(_OnDisk):
+    """A .py, .onnx or .pt2 file (or `pkg.module:Class`, which names a file and a model in it)."""
+
     what = "a model file"
 
 
-@dataclass(frozen=True)
-class ModelFolder:
+class ModelFolder(_OnDisk):
     """A Hugging Face or timm model folder: a `config.json` that a library builds the model from."""
 
-    text: str
-    path: Path
-    options: ScanOptions = field(default_factory=ScanOptions)
     what = "a model folder"
 
 
-@dataclass(frozen=True)
-class Checkpoint:
+class Checkpoint(_OnDisk):
     """Weights without code (.safetensors, .pt, .bin): they stand for the zoo model they identify."""
 
-    text: str
-    path: Path
-    options: ScanOptions = field(default_factory=ScanOptions)
     what = "a checkpoint"
 
 
-@dataclass(frozen=True)
-class Directory:
+class Directory(_OnDisk):
     """A folder of model files: only commands that take many models answer for it."""
 
-    text: str
-    path: Path
-    options: ScanOptions = field(default_factory=ScanOptions)
     what = "a directory"
 
 
