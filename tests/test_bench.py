@@ -284,6 +284,28 @@ def test_a_saved_parts_head_is_read_back_and_a_bad_one_is_named(monkeypatch, tmp
         cal.calibrated_devices()
 
 
+def test_a_device_fitted_against_another_reference_head_is_fitted_again_from_its_measurements(monkeypatch, tmp_path):
+    from narcli.bench import transfer
+    from narcli.predict.bundle import load_bundle
+
+    monkeypatch.setattr(cal, "devices_dir", lambda: tmp_path)
+    reference = load_bundle().latency
+    models = [{"name": name, "ms": ms} for name, ms in
+              (("timm/resnet18", 60.0), ("timm/resnet50", 170.0), ("timm/mobilenetv2_100", 25.0),
+               ("timm/vit_small_patch16_224", 90.0), ("no/such-model", 5.0))]
+    stale = {"kind": "parts", "scales": [0.0] * 4, "half": 0.9, "prior": 3.0, "models": models,
+             "columns": list(cal.CPU_COLUMNS), "device": {"name": "AMD EPYC", "threads": 1}, "reference": "old-head"}
+    (tmp_path / "mine.json").write_text(json.dumps(stale))
+    fits, original = [], transfer.fit_head
+    monkeypatch.setattr(transfer, "fit_head", lambda *a, **k: fits.append(1) or original(*a, **k))
+    head = cal.calibrated_devices()["mine"]
+    assert head["reference"] == reference.fingerprint and head["scales"] != stale["scales"]
+    assert [m["name"] for m in head["models"]] == [m["name"] for m in models[:4]]  # the one gone from the zoo left out
+    assert json.loads((tmp_path / "mine.json").read_text())["reference"] == reference.fingerprint  # saved
+    cal.calibrated_devices()
+    assert len(fits) == 1  # current now: not fitted again
+
+
 def test_each_calibrated_device_gets_its_own_line_under_the_predictions():
     from rich.console import Console
 

@@ -78,6 +78,33 @@ def test_it_learns_a_cost_law_and_carries_it_to_families_it_never_saw():
     assert lt.scores(predicted, true)["mape"] < lt.scores(macs_only, true)["mape"]
 
 
+def test_one_family_of_many_near_copies_does_not_set_the_rates_a_new_family_gets():
+    # 7 small families follow one cost law; one family of 90 near-copies costs 4x per MAC
+    samples, _ = synthetic_samples(40)
+    crowd, _ = synthetic_samples(90, seed=1)
+    for sample in crowd:
+        sample.row = sample.row | {"family": "crowd"}
+        sample.log_ms = math.log(4 * sample.row["macs"] / 1e8 + 0.05 * float(sample.count.sum()))
+    samples += crowd
+    held_out = [i for i, s in enumerate(samples) if s.row["family"] == "f6"]
+    train = [i for i in range(len(samples)) if i not in held_out]
+    true = np.array([samples[i].log_ms for i in held_out])
+    errors = {}
+    for balance in (0.0, 1.0):
+        weights = lt.fit(samples, train, lt.Config(epochs=40, batch=16, balance=balance))
+        errors[balance] = lt.scores(lt.predict_samples(weights, samples, held_out), true)["mape"]
+    assert errors[1.0] < errors[0.0]
+
+
+def test_training_options_are_checked_for_python_callers_too():
+    from narcli.errors import UsageError
+
+    with pytest.raises(UsageError, match="huber"):
+        lt.Config(huber=-1)
+    with pytest.raises(UsageError, match="balance"):
+        lt.Config(balance=3)
+
+
 def test_family_split_holds_out_whole_families_of_the_asked_share():
     samples, _ = synthetic_samples(70)
     train, calibration, test = lt.family_split(samples, seed=3)

@@ -284,10 +284,47 @@ def calibrate(name: str = "local", models: int = 20, budget: float | None = None
     y = np.log([ms for _, ms in measured])
     head = fit_head(parts, y) | {"name": name, "device": device_info("cpu", threads).to_dict(), "batch": 1,
                                  "models": [{"name": c.name, "ms": ms} for c, ms in measured],
-                                 "columns": list(CPU_COLUMNS), "created": time.strftime("%Y-%m-%d %H:%M:%S")}
-    devices_dir().mkdir(parents=True, exist_ok=True)
-    path = write_text(devices_dir() / f"{name}.json", json.dumps(head, indent=2) + "\n")
+                                 "columns": list(CPU_COLUMNS), "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+                                 "reference": _reference_fingerprint()}
+    path = _save_head(name, head)
     return head | {"path": str(path), "half_width_pct": round((math.exp(head["half"]) - 1) * 100, 1)}
+
+
+def _save_head(name: str, head: dict[str, Any]) -> Path:
+    devices_dir().mkdir(parents=True, exist_ok=True)
+    return write_text(devices_dir() / f"{name}.json", json.dumps(head, indent=2) + "\n")
+
+
+def _reference_fingerprint() -> str:
+    from narcli.predict.bundle import load_bundle
+
+    head = load_bundle().latency
+    return head.fingerprint if head is not None else ""
+
+
+def refitted(name: str, head: dict[str, Any]) -> dict[str, Any]:
+    """`head` as fitted against the installed reference head. A head fitted on the parts of another
+    one (nar upgraded, or the head retrained) scales parts that have moved: it is fitted again on the
+    measurements it stores (no new measurement) and saved. Unchanged when it is current, of the kind
+    fitted before parts, or when fewer than 3 of its models are still in the zoo."""
+    reference = _reference_fingerprint()
+    if head.get("kind") != "parts" or not reference or head.get("reference") == reference:
+        return head
+    from narcli.bench.transfer import fit_head
+
+    measured = {m["name"]: m["ms"] for m in head.get("models", []) if isinstance(m, dict)
+                and isinstance(m.get("ms"), (int, float)) and m["ms"] > 0 and isinstance(m.get("name"), str)}
+    found = with_parts([Candidate(model, 0, 0, {}, np.zeros(0)) for model in measured])
+    if len(found) < 3:
+        return head
+    fitted = fit_head(np.stack([c.parts for c in found]), np.log([measured[c.name] for c in found]))
+    head = head | fitted | {"models": [{"name": c.name, "ms": measured[c.name]} for c in found],
+                            "reference": reference, "refitted": time.strftime("%Y-%m-%d %H:%M:%S")}
+    try:
+        _save_head(name, head)
+    except OSError:  # a read-only home still answers, fitted again next time
+        pass
+    return head
 
 
 def _read_head(path: Path) -> dict[str, Any]:
@@ -317,7 +354,7 @@ def calibrated_devices() -> dict[str, dict[str, Any]]:
     if devices_dir().is_dir():
         for path in sorted(devices_dir().glob("*.json")):
             try:
-                out[path.stem] = _read_head(path)
+                out[path.stem] = refitted(path.stem, _read_head(path))
             except (OSError, ValueError, TypeError, RecursionError) as exc:
                 raise StoreError(damaged_store(path, exc, "device head")) from None
     return out
@@ -370,7 +407,9 @@ def device_rows(rows: list, macs: int, devices: dict[str, dict[str, Any]] | None
         label = f"{name} ({device.get('name', 'this CPU')}, {threads_text})" if counted else name
         target = Target(name, "latency", "ms", label, 1, log=True)
         trained = (f"calibrated on this machine ({device.get('name', '?')}, {threads_text}) with "
-                   f"{len(head.get('models', []))} zoo models ({head.get('created', '?')})")
+                   f"{len(head.get('models', []))} zoo models ({head.get('created', '?')}"
+                   + (f"; fitted again {head['refitted']} for this install's reference head)" if head.get("refitted")
+                      else ")"))
         usable = [cpu.get(c) for c in head.get("columns", CPU_COLUMNS)]
         if not usable or any(r is None or r.status != "ok" for r in usable) or macs <= 0:
             why = next((r for r in usable if r is not None and r.status != "ok"), None)

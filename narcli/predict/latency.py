@@ -43,10 +43,11 @@ SIZE_MARGIN = 2.0
 CARD_VERSION = 2  # 2: kindred operations share rates, views move no memory (`cost_op`)
 # Per-operation priors. An operation the reference set holds few of gets rates from what little it
 # saw, and those can be wild: PyG's PNA clamps a few thousand elements, which the head costed at
-# 44 ns an element (3x the whole model's measured time), and a GRU, never fitted, got a third of
-# its time. Operations that cost the same per unit of work share one set of rates (an element-wise
-# clamp is a relu; a GRU's or Elman RNN's gates cost per MAC what an LSTM's do), and a slice is a
-# view: it moves no memory of its own (what reads it pays).
+# 44 ns an element (3x the whole model's measured time). Operations that cost the same per unit of
+# work share one set of rates (an element-wise clamp is a relu, a masked fill an add), and a slice
+# is a view: it moves no memory of its own (what reads it pays). GRUs costed with an LSTM's rates,
+# or with a call overhead per time step, scored worse on the held-out calibration families
+# (README, "The reference CPU"): their own rates stay.
 KINDRED = {
            **dict.fromkeys(("clamp", "hardtanh", "relu6", "threshold", "abs", "neg", "sign", "round",
                             "leaky_relu", "prelu"), "relu"),

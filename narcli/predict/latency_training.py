@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from narcli.errors import NarError, check_training
+from narcli.errors import NarError, check_range, check_training
 from narcli.predict.latency import cost_op, GLOBAL_FEATURES, GLOBAL_SPREAD, NUMERIC, SPREAD, graph_features, LatencyHead, node_features, read_reference, save_head
 
 TEST_SHARE, CALIBRATION_SHARE = 0.25, 0.12
@@ -55,9 +55,13 @@ class Config:
     weight_decay: float = 1e-4
     seed: int = 0
     device: str = "cpu"
+    huber: float = 0.1  # log error beyond which a model's loss grows linearly; 0: squared error
+    balance: float = 0.5  # each model weighs 1 / (its family's rows) ** balance: a decoder over 70 encoders is not 70 designs
 
     def __post_init__(self) -> None:  # the command line's checks, for Python callers too
         check_training(self.seed, self.epochs)
+        check_range("huber", self.huber, 0.0, 10.0)
+        check_range("balance", self.balance, 0.0, 2.0)
 
 
 def load_samples(folder: Path | None = None, report: Callable[[str], None] = lambda line: None
@@ -99,11 +103,15 @@ def _deduplicated(ops: np.ndarray, numeric: np.ndarray, work: np.ndarray) -> tup
     return ops[first], numeric[first], work[first], count.astype(np.float32)
 
 
+def _family(sample: Sample) -> str:
+    return sample.row["family"] or sample.row["model"]
+
+
 def family_split(samples: list[Sample], seed: int = 0) -> tuple[list[int], list[int], list[int]]:
     """(train, calibration, test) row indices; every family wholly in one of them."""
     by_family: dict[str, list[int]] = defaultdict(list)
     for i, sample in enumerate(samples):
-        by_family[sample.row["family"] or sample.row["model"]].append(i)
+        by_family[_family(sample)].append(i)
     families = sorted(by_family)
     random.Random(seed).shuffle(families)
     total, test, calibration, train = len(samples), [], [], []
@@ -214,6 +222,11 @@ def fit(samples: list[Sample], rows: list[int], config: Config,
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimiser, config.lr, total_steps=steps, pct_start=0.1)
     rng = random.Random(config.seed)
     order = list(rows)
+    family_rows: dict[str, int] = defaultdict(int)
+    for i in rows:
+        family_rows[_family(samples[i])] += 1
+    weight = {i: family_rows[_family(samples[i])] ** -config.balance for i in rows}
+    mean_weight = sum(weight.values()) / len(weight)
     for epoch in range(config.epochs):
         rng.shuffle(order)
         total = 0.0
@@ -222,7 +235,14 @@ def fit(samples: list[Sample], rows: list[int], config: Config,
             ops, numeric, work, count, owner = (t.to(config.device) for t in _batch(samples, ids))
             target = torch.tensor([samples[i].log_ms for i in ids], dtype=torch.float32, device=config.device)
             whole = torch.from_numpy(np.stack([samples[i].figures for i in ids])).float().to(config.device)
-            loss = torch.nn.functional.mse_loss(net(ops, numeric, work, count, owner, len(ids), whole), target)
+            error = net(ops, numeric, work, count, owner, len(ids), whole) - target
+            size = error.abs()
+            if config.huber > 0:  # squared within `huber`, linear beyond: a few odd rows do not set the rates
+                per_row = torch.where(size <= config.huber, 0.5 * size ** 2 / config.huber, size - 0.5 * config.huber)
+            else:
+                per_row = error ** 2
+            weights = torch.tensor([weight[i] / mean_weight for i in ids], dtype=per_row.dtype, device=config.device)
+            loss = (per_row * weights).mean()
             optimiser.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(net.parameters(), 5.0)
@@ -230,7 +250,7 @@ def fit(samples: list[Sample], rows: list[int], config: Config,
             schedule.step()
             total += float(loss.detach()) * len(ids)
         if epoch % 20 == 0 or epoch == config.epochs - 1:
-            report(f"epoch {epoch + 1}/{config.epochs}: log-MSE {total / len(order):.4f}")
+            report(f"epoch {epoch + 1}/{config.epochs}: loss {total / len(order):.4f}")
     net = net.cpu()
     weights = {"embed": net.op_embedding().detach().numpy().copy(), "overhead": net.overhead.detach().numpy().copy(),
                "base": net.base.detach().numpy().copy()}
@@ -338,8 +358,9 @@ def evaluate(folder: Path | None = None, config: Config | None = None, seed: int
     all_test, test = test, [i for i, ok in zip(test, answered) if ok]
     calibration = [i for i, ok in zip(calibration, answerable(samples, train, calibration)) if ok]
     weights = fit(samples, train, config, report)
-    half = conformal_half(predict_samples(weights, samples, calibration)
-                          - np.array([samples[i].log_ms for i in calibration]))
+    on_calibration = predict_samples(weights, samples, calibration)
+    calibration_true = np.array([samples[i].log_ms for i in calibration])
+    half = conformal_half(on_calibration - calibration_true)
     true = np.array([samples[i].log_ms for i in test])
     columns = {"head": predict_samples(weights, samples, test), "macs_only": _macs_only(samples, train, test),
                "boosted_tree": _boosted(samples, train, test, seed)}
@@ -350,7 +371,9 @@ def evaluate(folder: Path | None = None, config: Config | None = None, seed: int
             "calibration": len(calibration), "test": len(test), "test_share": round(len(test) / len(samples), 3),
             "test_families": len(families["test"]), "calibration_families": len(families["calibration"]),
             "test_answered": len(test), "test_refused": refused, "test_all": len(all_test)},
-            "interval_half_log": round(half, 4), "overall": overall, "by": _tables(samples, test, columns, half),
+            "interval_half_log": round(half, 4), "overall": overall,
+            # the calibration families: where choices about training are made, never on the test families
+            "validation": scores(on_calibration, calibration_true), "by": _tables(samples, test, columns, half),
             "config": config.__dict__, "seed": seed}
 
 
