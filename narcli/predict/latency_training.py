@@ -235,12 +235,11 @@ def fit(samples: list[Sample], rows: list[int], config: Config,
             ops, numeric, work, count, owner = (t.to(config.device) for t in _batch(samples, ids))
             target = torch.tensor([samples[i].log_ms for i in ids], dtype=torch.float32, device=config.device)
             whole = torch.from_numpy(np.stack([samples[i].figures for i in ids])).float().to(config.device)
-            error = net(ops, numeric, work, count, owner, len(ids), whole) - target
-            size = error.abs()
+            predicted = net(ops, numeric, work, count, owner, len(ids), whole)
             if config.huber > 0:  # squared within `huber`, linear beyond: a few odd rows do not set the rates
-                per_row = torch.where(size <= config.huber, 0.5 * size ** 2 / config.huber, size - 0.5 * config.huber)
+                per_row = torch.nn.functional.smooth_l1_loss(predicted, target, reduction="none", beta=config.huber)
             else:
-                per_row = error ** 2
+                per_row = (predicted - target) ** 2
             weights = torch.tensor([weight[i] / mean_weight for i in ids], dtype=per_row.dtype, device=config.device)
             loss = (per_row * weights).mean()
             optimiser.zero_grad()
@@ -399,8 +398,7 @@ def train(folder: Path | None = None, out: Path | None = None, config: Config | 
                        {"calibration": scores(residuals + np.array([samples[i].log_ms for i in calibration]),
                                               np.array([samples[i].log_ms for i in calibration]), half),
                         # never fitted: `nar eval calibration` scores on these first
-                        "held_out_families": sorted({samples[i].row["family"] or samples[i].row["model"]
-                                                     for i in calibration})},
+                        "held_out_families": sorted({_family(samples[i]) for i in calibration})},
                        f"{len(fitted):,} reference-{'GPU' if card.get('device', {}).get('kind') == 'cuda' else 'CPU'} measurements of {len({samples[i].row['family'] for i in fitted})} "
                        f"families (bench --zoo); interval from {len(calibration)} models of held-out families")
     return save_head(head, out or DATA_DIR)
