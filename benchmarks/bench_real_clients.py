@@ -84,8 +84,10 @@ def zoo_families() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
     return by_hash, out
 
 
-def run_one(nar: list[str], row: dict, env: dict, timeout: float) -> dict:
+def run_one(nar: list[str], row: dict, env: dict, timeout: float, order: str | None = None) -> dict:
     cmd = [*nar, "similar", row["path"], "--json", "-k", "20", "--timeout", str(int(timeout))]
+    if order:
+        cmd += ["--order", order]
     if row.get("model"):
         cmd += ["--model", row["model"]]
     if row.get("input_shape"):
@@ -127,6 +129,8 @@ def main() -> None:
     parser.add_argument("--set", type=Path, default=ROOT / "benchmarks" / "real_clients")
     parser.add_argument("--out", default="real-clients")
     parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--order", choices=("family", "cosine"), default=None,
+                        help="nar similar --order (default: what nar similar does; 'nearest' is its first row)")
     args = parser.parse_args()
     nar = nar_command()
     items = rows(args.set)
@@ -135,7 +139,7 @@ def main() -> None:
         env = {**os.environ, "NAR_HOME": home}
         print(f"{'model':<58} {'expected':<14} {'nearest family':<14} {'cos':>5} {'predicted':<14} top5 new")
         for row in items:
-            r = run_one(nar, row, env, args.timeout)
+            r = run_one(nar, row, env, args.timeout, args.order)
             results.append(r)
             name = (r["file"].split("real_clients/")[-1] + (f":{r['model']}" if r["model"] else ""))[-58:]
             if "error" in r:

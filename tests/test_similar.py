@@ -35,6 +35,24 @@ def test_similar_resnet50_puts_the_resnet_family_first(cli):
     assert found["prediction"]["coarse"] == "convolutional"
 
 
+def test_cosine_order_is_plain_cosine_and_family_order_brings_the_family_forward(cli):
+    [plain] = similar_json(cli, "resnext50_32x4d", "--order", "cosine")
+    cosines = [n["cosine"] for n in plain["neighbours"]]
+    assert cosines == sorted(cosines, reverse=True)
+    assert plain["order"] == "cosine" and plain["reordered"] is False
+    [ranked] = similar_json(cli, "resnext50_32x4d")
+    assert ranked["order"] == "family"
+    own = [sum(n["family"] == "resnext" for n in r["neighbours"]) for r in (plain, ranked)]
+    assert own[1] > own[0], own  # resnets a hair closer give way to the query's own family
+    assert ranked["reordered"] is True
+    for fam in {n["family"] for n in ranked["neighbours"]}:  # inside a family, cosine order
+        same = [n["cosine"] for n in ranked["neighbours"] if n["family"] == fam]
+        assert same == sorted(same, reverse=True)
+    text = " ".join(cli("similar", "resnext50_32x4d").stdout.split())
+    assert "ordered by family vote, then cosine (--order cosine: cosine alone)" in text
+    assert "ordered by family" not in cli("similar", "resnext50_32x4d", "--order", "cosine").stdout
+
+
 def test_similar_on_a_zoo_name_does_not_import_torch():
     probe = ("import sys\nfrom narcli.cli.app import app\n"
              "try:\n    app(['similar', 'resnet50', '-k', '3'])\nexcept SystemExit as exc:\n    assert not exc.code\n"
@@ -124,6 +142,7 @@ def test_a_model_cached_by_nar_scan_is_usable_as_cache_name_and_exact_case_wins(
     (["resnet50", "--family", "resnt"], "no zoo model has family 'resnt'; did you mean resnet"),
     (["resnet50", "--task", "juggling"], "no zoo model has task 'juggling'"),
     (["cache:nothing"], "no cached model 'nothing'"),
+    (["resnet50", "--order", "size"], "unknown order 'size'; use family or cosine"),
 ])
 def test_bad_input_gets_one_clear_line(cli, args, message):
     result = cli("similar", *args)

@@ -54,6 +54,8 @@ def print_similar(console: Any, results: list[Any]) -> None:
         console.print(_similar_table(console.width, result.neighbours))
         if any(n.aliases or getattr(n, "heads", None) for n in result.neighbours):
             console.print("[dim]+N: more zoo models with that architecture, or other task heads of the model[/]")
+        if getattr(result, "reordered", False):
+            console.print("[dim]ordered by family vote, then cosine (--order cosine: cosine alone)[/]")
 
 
 NAME_FIRST = 28  # the name's width before the shared motifs get any room

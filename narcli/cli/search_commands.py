@@ -26,6 +26,8 @@ def similar_command(
     input_dtype: InputDtypeOption = None,
     timeout: TimeoutOption = 120.0,
     no_cache: NoCacheOption = False,
+    order: str = typer.Option("family", "--order", help="family: the family the nearest ten vote for first, "
+                              "each family's models by cosine; cosine: by cosine alone."),
     as_json: JsonOption = False,
 ) -> None:
     """The known architectures nearest to a model, and the family it most likely belongs to."""
@@ -34,7 +36,7 @@ def similar_command(
     options = run(scan_options, model, input_shape, timeout, no_cache, input_dtype)
     console = stderr_console()
     results = run(find_similar, target, k, family, task, source, options,
-                   report=reporter(console))
+                   report=reporter(console), order=order)
     if as_json:
         print(json.dumps({"target": target, "results": [r.to_json() for r in results]}, indent=2))
         return

@@ -14,11 +14,18 @@ from narcli.encode.features import OP_NAMES, EncodedGraph
 
 def retrieval_metrics(embeddings: np.ndarray, labels: list[str], queries: list[int],
                       ks: tuple[int, ...] = (20, 50, 100), pool_mask: np.ndarray | None = None,
-                      withheld: list[int] | None = None) -> dict[str, float]:
+                      withheld: list[int] | None = None, rerank: float = 0.0,
+                      vote_labels: list[str] | None = None) -> dict[str, float]:
     """MRR@k, MAP@k, NDCG@k for cosine retrieval over L2-normalised `embeddings`; `pool_mask`:
     only those rows are candidates (default: every row but the query); `withheld[j]`: one more row
-    that is no candidate for `queries[j]` (the design an edited copy was made from)."""
+    that is no candidate for `queries[j]` (the design an edited copy was made from); `rerank`: the
+    weight of the second stage (`family_rank`, as the commands search; 0: cosine order), voting
+    on `vote_labels` (default `labels`; the query's own label is never among its voters)."""
+    from narcli.encode.family_rank import RERANK_CANDIDATES, check_weight, rerank_rows
+
+    check_weight(rerank)
     labels_arr = np.array(labels)
+    voting = labels_arr if vote_labels is None else np.array(vote_labels)
     candidate = np.ones(len(labels_arr), bool) if pool_mask is None else np.asarray(pool_mask, bool)
     top = max(ks)
     sums = {f"{m}@{k}": 0.0 for k in ks for m in ("MRR", "MAP", "NDCG")}
@@ -30,7 +37,9 @@ def retrieval_metrics(embeddings: np.ndarray, labels: list[str], queries: list[i
         sims[:, ~candidate] = -np.inf
         if withheld is not None:
             sims[np.arange(len(chunk)), withheld[start:start + 256]] = -np.inf
-        order = np.argsort(-sims, axis=1, kind="stable")[:, :top]
+        order = np.argsort(-sims, axis=1, kind="stable")[:, :max(top, RERANK_CANDIDATES) if rerank else top]
+        if rerank:
+            order = rerank_rows(order, np.take_along_axis(sims, order, axis=1), voting, rerank)[:, :top]
         for row, q in enumerate(chunk):
             relevant_total = int(((labels_arr == labels_arr[q]) & candidate).sum()) - int(candidate[q])
             if withheld is not None:

@@ -65,6 +65,7 @@ def evaluate_retrieval(split: str = "random", ks: tuple[int, ...] = (20, 50, 100
         retrieval_metrics,
         wl_embeddings,
     )
+    from narcli.encode.family_rank import FAMILY_RERANK_WEIGHT
     from narcli.encode.training import embed_items, train_encoder
 
     if split not in ("random", "ood"):
@@ -88,11 +89,13 @@ def evaluate_retrieval(split: str = "random", ks: tuple[int, ...] = (20, 50, 100
                                "test": len(test), "ks": list(ks), "methods": {}, "config": vars(config).copy()}
 
     def score(name: str, embeddings: Any, seconds: float) -> None:
-        results["methods"][name] = {"family": retrieval_metrics(embeddings, family, test, ks),
-                                    "seconds": round(seconds, 1)}
-        if len(set(coarse)) > 1:  # every DARTS network is convolutional
-            results["methods"][name]["coarse"] = retrieval_metrics(embeddings, coarse, test, ks)
-        report(f"{name}: MAP@{ks[0]} {results['methods'][name]['family'][f'MAP@{ks[0]}']:.3f}")
+        # each method in cosine order and with the search's second stage (which any embedding can have)
+        for suffix, weight in (("", 0.0), (" + family re-rank", FAMILY_RERANK_WEIGHT)):
+            row = results["methods"][name + suffix] = {
+                "family": retrieval_metrics(embeddings, family, test, ks, rerank=weight), "seconds": round(seconds, 1)}
+            if len(set(coarse)) > 1:  # every DARTS network is convolutional
+                row["coarse"] = retrieval_metrics(embeddings, coarse, test, ks, rerank=weight, vote_labels=family)
+            report(f"{name + suffix}: MAP@{ks[0]} {row['family'][f'MAP@{ks[0]}']:.3f}")
 
     began = time.perf_counter()
     score("op-type histogram", op_histogram_embeddings(graphs), time.perf_counter() - began)

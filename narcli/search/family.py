@@ -3,15 +3,14 @@ calibrated cosine below which a design is called new ("no close family")."""
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-VOTERS = 10  # nearest neighbours that vote
-VOTE_TEMPERATURE = 0.02  # cosine gap that weighs a voter e times less (leave-one-out best on the training part)
+from narcli.encode.family_rank import VOTE_TEMPERATURE, VOTERS, vote  # noqa: F401 (the vote is shared with the re-rank)
+
 HEAD_WEIGHT = 0.1  # a tie-breaker: alone, the head is the weaker guess (benchmarks/bench_family.py)
 DEFAULT_NOVELTY_COSINE = 0.80  # used only when no calibration is stored with the index
 
@@ -41,18 +40,6 @@ class FamilyPrediction:
                 "design": self.design,  # a confidence only beside a design (no design: no number)
                 "design_confidence": round(self.design_confidence, 4) if self.design else None,
                 "backbone": self.backbone or None}
-
-
-def vote(labels: list[str], cosines: list[float], temperature: float = VOTE_TEMPERATURE) -> dict[str, float]:
-    """Share of each label among the voters, each weighted by exp((cos - best) / temperature)."""
-    if not labels:
-        return {}
-    best = max(cosines)
-    weights: Counter[str] = Counter()
-    for label, cosine in zip(labels, cosines):
-        weights[label] += math.exp((cosine - best) / temperature)
-    total = sum(weights.values())
-    return {label: w / total for label, w in weights.items()}
 
 
 def combine(head: list[list[Any]] | None, voted: dict[str, float], head_weight: float = HEAD_WEIGHT) -> list[tuple[str, float]]:

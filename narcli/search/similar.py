@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from narcli.encode.family_rank import FAMILY_RERANK_WEIGHT, RERANK_CANDIDATES, family_order, vote
 from narcli.errors import UsageError
 from narcli.search.family import (
     DEFAULT_NOVELTY_COSINE,
@@ -26,6 +27,7 @@ MAX_K = 1000
 TWIN_COSINE = 0.9995  # one design to the encoder: the same layers at other sizes (their hashes differ)
 OWN_LABEL_MARGIN = 1e-3  # a zoo model's own graph votes as the nearest of all, ahead of a twin's
 LM_TASKS = ("causal-lm", "masked-lm")
+ORDERS = ("family", "cosine")  # neighbours by the family vote, then cosine (`encode.family_rank`); or cosine alone
 
 
 @dataclass
@@ -60,6 +62,9 @@ class SimilarResult:
     filters: dict[str, str]
     performance: list[Any] = field(default_factory=list)  # the predictor's summary rows, when they apply
     twins: list[str] = field(default_factory=list)  # other graphs at cosine >= TWIN_COSINE: same layers, other sizes
+    order: str = "family"  # how the neighbours are ordered (ORDERS)
+    reordered: bool = False  # whether that order shows other rows, or the same in another order, than cosine would
+
 
     @property
     def performance_text(self) -> str | None:
@@ -72,6 +77,7 @@ class SimilarResult:
                           **({"checkpoint": q.extra["checkpoint"]} if "checkpoint" in q.extra else {})},
                 "prediction": self.prediction.to_json(), "performance": summary_json(self.performance),
                 "identical": self.identical, "twins": self.twins, "filters": self.filters,
+                "order": self.order, "reordered": self.reordered,
                 "neighbours": [n.to_json() for n in self.neighbours]}
 
 
@@ -84,6 +90,11 @@ def shared_motifs(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[dict
 def check_k(k: int) -> None:
     if k <= 0 or k > MAX_K:
         raise UsageError(f"-k must be between 1 and {MAX_K}, got {k}")
+
+
+def check_order(order: str) -> None:
+    if order not in ORDERS:
+        raise UsageError(f"unknown order {order!r}; use {' or '.join(ORDERS)}")
 
 
 def check_filters(zoo: Any, family: str | None, task: str | None, source: str | None) -> None:
@@ -115,13 +126,16 @@ def filter_problem(zoo: Any, family: str | None, task: str | None, source: str |
 
 def find_similar(target: str, k: int = 10, family: str | None = None, task: str | None = None,
                  source: str | None = None, options: Any = None,
-                 report: Callable[[str], None] = lambda line: None) -> list[SimilarResult]:
+                 report: Callable[[str], None] = lambda line: None, order: str = "family") -> list[SimilarResult]:
     """For each architecture `target` names: its `k` nearest neighbours (zoo and, without a zoo
-    filter, the user's own scanned models) and its predicted family."""
+    filter, the user's own scanned models) and its predicted family. `order` "family": the
+    neighbours of the family the nearest ten vote for first (`encode.family_rank`), each family's
+    by cosine; "cosine": by cosine alone."""
     from narcli.search.neighbours import user_index, zoo_index
     from narcli.zoo.store import Zoo
 
     check_k(k)
+    check_order(order)
     zoo = Zoo()
     check_filters(zoo, family, task, source)
     queries = resolve_queries(target, options, zoo)
@@ -135,15 +149,17 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
     for query in queries:
         own = query.graph_hash if query.kind == "zoo" else None
         # one index query serves the family vote (unfiltered) and, without filters, the table; more
-        # than k, as a model's task heads fold into one row
-        nearest = [(h, c) for h, c in index.query(query.vector, 3 * max(k, VOTERS) + 1) if h != own]
+        # than k, as a model's task heads fold into one row, and the second stage re-orders the nearest
+        # RERANK_CANDIDATES
+        wanted_rows = max(3 * k, RERANK_CANDIDATES) if order == "family" else 3 * k
+        nearest = [(h, c) for h, c in index.query(query.vector, max(wanted_rows, VOTERS) + 1) if h != own]
         voters = nearest[:VOTERS]
         if only_cache:
             found: list[tuple[str, float]] = []
         elif zoo_filtered:
-            found = _filtered(index, query.vector, zoo, family, task, source, 3 * k, own)
+            found = _filtered(index, query.vector, zoo, family, task, source, wanted_rows, own)
         else:
-            found = nearest[:3 * k]
+            found = nearest[:wanted_rows]
         if users is not None:
             mine, seen = [], set()
             for key, c in users.query(query.vector, k + 5):
@@ -153,7 +169,7 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
                     continue
                 seen.add(same)
                 mine.append((key, c))
-            found = sorted(found + mine, key=lambda kc: -kc[1])[:3 * k]
+            found = sorted(found + mine, key=lambda kc: -kc[1])[:wanted_rows]
         hashes = list({h for h, _ in voters} | {zoo_hash(h) or h for h, _ in found if not is_cache_name(h)})
         models = zoo.models_by_hash(hashes)
         notes = zoo.annotations(hashes)
@@ -171,12 +187,20 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
         wanted = query_task(query)
         neighbours = [n for n in (_neighbour(key, c, models, notes, details, query, family, task, source, wanted)
                                   for key, c in found) if n is not None]
-        neighbours = fold_heads(neighbours, wanted)[:k]
+        by_cosine = fold_heads(neighbours, wanted)
+        neighbours = by_cosine
+        if order == "family":
+            voted = vote([f for f, _, _ in vote_on[:VOTERS]], [c for _, _, c in vote_on[:VOTERS]])
+            ranked = family_order([n.cosine for n in by_cosine], [n.family for n in by_cosine], voted,
+                                  FAMILY_RERANK_WEIGHT)
+            neighbours = [by_cosine[i] for i in ranked]
+        neighbours = neighbours[:k]
+        reordered = [n.name for n in neighbours] != [n.name for n in by_cosine[:k]]
         identical = zoo.aliases(query.zoo_model) if query.zoo_model is not None else \
             [m.id for m in models.get(query.graph_hash, [])]
         twins = [m.id for h, c in nearest if c >= TWIN_COSINE and h != query.graph_hash for m in models.get(h, [])]
         results.append(SimilarResult(query, prediction, neighbours, identical, filters, performance_rows(query),
-                                     [t for t in twins if t not in identical]))
+                                     [t for t in twins if t not in identical], order, reordered))
     return results
 
 

@@ -1,0 +1,73 @@
+"""A search's second stage: the nearest candidates re-ordered by their family's share of the vote.
+
+The first stage ranks the zoo by cosine alone, so a ResNet's nearest twenty can interleave ResNets
+with RegNets and ResNeXts a hair closer than the query's other relatives. The ten nearest vote on
+the family (the vote `nar similar` predicts the family with); each candidate then scores its cosine
+plus `weight` x its family's share of that vote, so the likely family's members come first, in
+cosine order, then the next family's. Pure numpy: searches use it without torch, evaluation scores
+the same order the commands show.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+VOTERS = 10  # nearest neighbours that vote
+VOTE_TEMPERATURE = 0.02  # cosine gap that weighs a voter e times less (leave-one-out best on the training part)
+# candidates the second stage re-orders: the nearest this many by cosine (a family's members further
+# away stay where they are)
+RERANK_CANDIDATES = 100
+# weight of the family's vote share against the cosine, chosen on validation queries of the training
+# part only (`benchmarks/tune_readout.py`, benchmarks/results/readout.json): 0 is cosine order; from
+# 0.5 up the order is family by family and the score is flat; 0.3, the smallest within 0.005 of the
+# best, lets a family's member pass another family's only within about 0.3 of cosine
+FAMILY_RERANK_WEIGHT = 0.3
+
+
+def vote(labels: Sequence[str], cosines: Sequence[float], temperature: float = VOTE_TEMPERATURE) -> dict[str, float]:
+    """Share of each label among the voters, each weighted by exp((cos - best) / temperature)."""
+    if not len(labels):
+        return {}
+    best = max(cosines)
+    weights: Counter[str] = Counter()
+    for label, cosine in zip(labels, cosines):
+        weights[label] += math.exp((cosine - best) / temperature)
+    total = sum(weights.values())
+    return {label: w / total for label, w in weights.items()}
+
+
+def check_weight(weight: float) -> None:
+    if not (isinstance(weight, (int, float)) and math.isfinite(weight) and weight >= 0):
+        raise ValueError(f"the family re-rank weight must be a number >= 0, got {weight!r}")
+
+
+def family_order(cosines: Sequence[float], labels: Sequence[str], shares: dict[str, float],
+                 weight: float = FAMILY_RERANK_WEIGHT) -> list[int]:
+    """Positions of the candidates by cosine + `weight` x their label's share (`vote`), best first;
+    ties keep the given order. Weight 0 (or no shares) is plain cosine order."""
+    check_weight(weight)
+    if len(cosines) != len(labels):
+        raise ValueError(f"{len(cosines)} cosines for {len(labels)} labels")
+    scores = np.asarray(cosines, dtype=np.float64) + weight * np.array([shares.get(label, 0.0) for label in labels])
+    return [int(i) for i in np.argsort(-scores, kind="stable")]
+
+
+def rerank_rows(order: np.ndarray, similarities: np.ndarray, labels: np.ndarray,
+                weight: float = FAMILY_RERANK_WEIGHT, voters: int = VOTERS) -> np.ndarray:
+    """`order`: each query's candidates by falling cosine (rows of indices into `labels`);
+    `similarities`: the matching cosines. The same rows in the second stage's order."""
+    if weight == 0 or order.shape[1] == 0:
+        return order
+    out = np.empty_like(order)
+    for row in range(order.shape[0]):
+        candidates, cosines = order[row], similarities[row]
+        finite = np.isfinite(cosines)
+        top = candidates[finite][:voters]
+        shares = vote(labels[top].tolist(), cosines[finite][:voters].tolist())
+        ranked = family_order(np.where(finite, cosines, -1e9), labels[candidates].tolist(), shares, weight)
+        out[row] = candidates[ranked]
+    return out

@@ -1,0 +1,62 @@
+"""The search's second stage: candidates re-ordered by their family's share of the nearest ten's vote."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from narcli.encode.evaluation import retrieval_metrics
+from narcli.encode.family_rank import family_order, rerank_rows, vote
+
+
+def test_the_vote_weighs_closer_voters_more():
+    shares = vote(["a", "b", "b"], [0.99, 0.95, 0.94], temperature=0.02)
+    assert shares["a"] > shares["b"] and abs(sum(shares.values()) - 1) < 1e-9
+    assert vote([], []) == {}
+
+
+def test_the_voted_family_comes_first_each_family_in_cosine_order():
+    cosines = [0.95, 0.94, 0.93, 0.92, 0.91]
+    labels = ["regnet", "resnet", "regnet", "resnet", "resnet"]
+    shares = {"resnet": 0.7, "regnet": 0.3}
+    assert family_order(cosines, labels, shares, weight=1.0) == [1, 3, 4, 0, 2]
+    assert family_order(cosines, labels, shares, weight=0.0) == [0, 1, 2, 3, 4]  # weight 0: cosine order
+    assert family_order(cosines, labels, {}, weight=1.0) == [0, 1, 2, 3, 4]  # no vote: cosine order
+    # a small weight only swaps candidates whose cosines are close
+    assert family_order([0.95, 0.949, 0.80], ["regnet", "resnet", "resnet"], shares, weight=0.01) == [1, 0, 2]
+
+
+@pytest.mark.parametrize("weight", [-0.1, float("nan"), float("inf"), "1"])
+def test_a_bad_weight_is_refused(weight):
+    with pytest.raises(ValueError, match="re-rank weight"):
+        family_order([0.9], ["a"], {"a": 1.0}, weight=weight)
+
+
+def test_rows_are_reordered_by_their_own_vote_and_unreachable_rows_stay_last():
+    labels = np.array(["a", "b", "a", "b"])
+    order = np.array([[1, 0, 2, 3], [0, 1, 3, 2]])
+    sims = np.array([[0.9, 0.89, 0.5, -np.inf], [0.9, 0.8, 0.7, 0.6]])
+    out = rerank_rows(order, sims, labels, weight=1.0, voters=2)
+    assert out[0].tolist() == [1, 0, 2, 3]  # b voted most (nearest), then a; the masked row stays last
+    assert out[1].tolist() == [0, 2, 1, 3]
+    assert rerank_rows(order, sims, labels, weight=0.0) is order
+
+
+def test_the_second_stage_lifts_map_when_a_family_is_interleaved_with_another():
+    # query 0 (family a): cosine order interleaves family b between a's members
+    z = np.array([[1.0, 0.0], [0.99, 0.14], [0.98, 0.2], [0.97, 0.24], [0.96, 0.28], [0.0, 1.0]], np.float32)
+    z /= np.linalg.norm(z, axis=1, keepdims=True)
+    labels = ["a", "a", "b", "a", "b", "a"]
+    plain = retrieval_metrics(z, labels, [0], ks=(3,))
+    reranked = retrieval_metrics(z, labels, [0], ks=(3,), rerank=1.0)
+    assert reranked["MAP@3"] > plain["MAP@3"] and reranked["MRR@3"] == plain["MRR@3"] == 1.0
+    assert retrieval_metrics(z, labels, [0], ks=(3,), rerank=0.0) == plain
+
+
+def test_the_query_own_label_never_votes():
+    # the query is family c, alone; its own row must not pull c candidates (there are none) or vote
+    z = np.eye(3, dtype=np.float32)
+    z[1] = [0.9, 0.43, 0]
+    z /= np.linalg.norm(z, axis=1, keepdims=True)
+    m = retrieval_metrics(z, ["c", "c", "d"], [0], ks=(2,), rerank=1.0)
+    assert m["MRR@2"] == 1.0 and m["queries"] == 1
