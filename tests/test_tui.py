@@ -553,3 +553,15 @@ def test_the_tui_scan_dialog_takes_an_input_dtype(write):
 
     entry = asyncio.run(main())
     assert entry is not None and entry.record.inputs[0]["dtype"] == "int64"
+
+
+def test_the_similar_head_says_when_the_rows_are_in_family_order():
+    async def script(app, pilot):
+        await settle(app, pilot)
+        return rendered_text(app.query_one("#similar-head").content), app.similar_result.reordered
+
+    head, reordered = run_app(script, target="resnext50_32x4d")
+    assert reordered  # its own family's farther members come before closer ResNets
+    assert "ordered by family vote, then cosine" in " ".join(head.split())
+    head, reordered = run_app(script, target="resnet50")
+    assert not reordered and "ordered by family" not in head

@@ -55,7 +55,9 @@ def print_similar(console: Any, results: list[Any]) -> None:
         if any(n.aliases or getattr(n, "heads", None) for n in result.neighbours):
             console.print("[dim]+N: more zoo models with that architecture, or other task heads of the model[/]")
         if getattr(result, "reordered", False):
-            console.print("[dim]ordered by family vote, then cosine (--order cosine: cosine alone)[/]")
+            from narcli.search.similar import ORDER_NOTE
+
+            console.print(f"[dim]{ORDER_NOTE}[/]")
 
 
 NAME_FIRST = 28  # the name's width before the shared motifs get any room

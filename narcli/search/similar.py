@@ -28,6 +28,7 @@ TWIN_COSINE = 0.9995  # one design to the encoder: the same layers at other size
 OWN_LABEL_MARGIN = 1e-3  # a zoo model's own graph votes as the nearest of all, ahead of a twin's
 LM_TASKS = ("causal-lm", "masked-lm")
 ORDERS = ("family", "cosine")  # neighbours by the family vote, then cosine (`encode.family_rank`); or cosine alone
+ORDER_NOTE = "ordered by family vote, then cosine (--order cosine: cosine alone)"  # shown when not cosine order
 
 
 @dataclass

@@ -316,8 +316,10 @@ class NarApp(FileActions, App):
         from narcli.search.text import prediction_line
 
         self.similar_result = result
-        self.query_one("#similar-head", Static).update(
-            Text.assemble(data.shown(entry.label, "bold"), "\n", Text.from_markup(prediction_line(result.prediction))))
+        head = Text.assemble(data.shown(entry.label, "bold"), "\n", Text.from_markup(prediction_line(result.prediction)))
+        if getattr(result, "reordered", False):
+            head.append("\nordered by family vote, then cosine", style="dim")
+        self.query_one("#similar-head", Static).update(head)
         self.fill_similar()
         self.family = result.prediction
         if entry.record is not None and entry.family != (result.prediction.family or "new"):
