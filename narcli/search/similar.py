@@ -66,7 +66,6 @@ class SimilarResult:
     order: str = "family"  # how the neighbours are ordered (ORDERS)
     reordered: bool = False  # whether that order shows other rows, or the same in another order, than cosine would
 
-
     @property
     def performance_text(self) -> str | None:
         return summary_line(self.performance)
