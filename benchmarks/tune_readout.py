@@ -21,7 +21,8 @@ The retrieval vector joins four unit parts, cosine = w_learned x learned + w_wid
 scored by MAP@20 and MRR@20 on the three query kinds; the chosen mix has the highest mean of those
 six figures. Then the search's second stage (`encode.family_rank`: candidates re-ordered by their
 family's share of the ten nearest's vote) is scored at several weights on the chosen mix, by the same
-criterion; the smallest weight within 0.005 of the best mean is chosen. Writes benchmarks/results/readout.json (or --out), with every mix's and weight's scores.
+criterion; the smallest weight within 0.005 of the best mean is chosen. Writes
+benchmarks/results/readout.json (or --out), with every mix's and every weight's scores.
 """
 
 from __future__ import annotations
@@ -160,7 +161,8 @@ def main() -> None:
            "unseen_family_queries": len(unseen), "rewritten_queries": len(rewritten_queries), "epochs": args.epochs,
            "criterion": "mean of MRR@20 and MAP@20 over the three query kinds",
            "chosen": chosen_mix, "previous": previous, "mixes": rows,
-           "rerank": {"chosen_weight": best_rerank["weight"], "tolerance": RERANK_TOLERANCE, "weights": reranked}, "machine": machine()}
+           "rerank": {"chosen_weight": best_rerank["weight"], "tolerance": RERANK_TOLERANCE, "weights": reranked},
+           "machine": machine()}
     args.out.write_text(json.dumps(out, indent=2) + "\n")
 
 
