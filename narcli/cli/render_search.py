@@ -57,7 +57,7 @@ def print_similar(console: Any, results: list[Any]) -> None:
         if getattr(result, "reordered", False):
             from narcli.search.similar import ORDER_NOTE
 
-            console.print(f"[dim]{ORDER_NOTE}[/]")
+            console.print(f"[dim]{ORDER_NOTE} (--order cosine: cosine alone)[/]")
 
 
 NAME_FIRST = 28  # the name's width before the shared motifs get any room

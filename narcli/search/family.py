@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from narcli.encode.family_rank import VOTE_TEMPERATURE, VOTERS, vote  # noqa: F401 (the vote is shared with the re-rank)
+from narcli.encode.family_rank import VOTERS, vote  # the vote is shared with the second stage
 
 HEAD_WEIGHT = 0.1  # a tie-breaker: alone, the head is the weaker guess (benchmarks/bench_family.py)
 DEFAULT_NOVELTY_COSINE = 0.80  # used only when no calibration is stored with the index

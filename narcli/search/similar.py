@@ -28,7 +28,7 @@ TWIN_COSINE = 0.9995  # one design to the encoder: the same layers at other size
 OWN_LABEL_MARGIN = 1e-3  # a zoo model's own graph votes as the nearest of all, ahead of a twin's
 LM_TASKS = ("causal-lm", "masked-lm")
 ORDERS = ("family", "cosine")  # neighbours by the family vote, then cosine (`encode.family_rank`); or cosine alone
-ORDER_NOTE = "ordered by family vote, then cosine (--order cosine: cosine alone)"  # shown when not cosine order
+ORDER_NOTE = "ordered by family vote, then cosine"  # shown (CLI and browser) when that is not cosine order
 
 
 @dataclass
@@ -152,7 +152,7 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
         # than k, as a model's task heads fold into one row, and the second stage re-orders the nearest
         # RERANK_CANDIDATES
         wanted_rows = max(3 * k, RERANK_CANDIDATES) if order == "family" else 3 * k
-        nearest = [(h, c) for h, c in index.query(query.vector, max(wanted_rows, VOTERS) + 1) if h != own]
+        nearest = [(h, c) for h, c in index.query(query.vector, max(wanted_rows, 3 * VOTERS) + 1) if h != own]
         voters = nearest[:VOTERS]
         if only_cache:
             found: list[tuple[str, float]] = []

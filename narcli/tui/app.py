@@ -318,7 +318,9 @@ class NarApp(FileActions, App):
         self.similar_result = result
         head = Text.assemble(data.shown(entry.label, "bold"), "\n", Text.from_markup(prediction_line(result.prediction)))
         if getattr(result, "reordered", False):
-            head.append("\nordered by family vote, then cosine", style="dim")
+            from narcli.search.similar import ORDER_NOTE
+
+            head.append(f"\n{ORDER_NOTE}", style="dim")
         self.query_one("#similar-head", Static).update(head)
         self.fill_similar()
         self.family = result.prediction
