@@ -184,6 +184,33 @@ def test_kindred_operations_share_rates_and_a_slice_moves_no_memory():
     assert kinds[op_index("gru")] == kinds[op_index("lstm")] != kinds[op_index("conv2d")]  # a GRU starts from its kind
 
 
+def test_an_interpolation_traced_as_unknown_is_costed_as_one():
+    from narcli.encode.features import op_index
+
+    assert lat.cost_op("unknown:interpolate") == "upsample_linear"
+    assert lat.cost_op("unknown:fft_fftn") == "unknown:fft_fftn"  # the rest stay unknown
+    graph = chain([("unknown:interpolate", 0), ("unknown:addcmul", 0)])
+    ops, _, _ = lat.node_features(graph)
+    assert ops[1] == op_index("upsample_linear") and ops[2] == op_index("add")
+
+
+def test_a_folded_permute_costs_its_reader_a_strided_copy():
+    # SegFormer's decoder: a linear layer's (B, HW, C) output read as (B, C, H, W) by an interpolation
+    nodes = [Node("input", [1, 1024, 64]), Node("linear", [1, 1024, 256], macs=64 * 256 * 1024),
+             Node("upsample_linear", [1, 256, 32, 32]), Node("output", [1, 256, 32, 32])]
+    permuted = ArchGraph(nodes, [(0, 1), (1, 2), (2, 3)])
+    straight = ArchGraph([Node("input", [1, 1024, 64]), Node("linear", [1, 1024, 256], macs=64 * 256 * 1024),
+                          Node("upsample_linear", [1, 1024, 256]), Node("output", [1, 1024, 256])], [(0, 1), (1, 2), (2, 3)])
+    _, _, moved = lat.node_features(permuted)
+    _, _, kept = lat.node_features(straight)
+    linear_out = 1024 * 256
+    assert moved[2, 1] - kept[2, 1] == pytest.approx(2 * linear_out)  # read + write of the copy
+    # a stride-2 convolution doubling the channels of a square map is not a permute
+    assert not lat._relaid([1, 64, 128, 128], [1, 128, 64, 64])
+    assert lat._relaid([1, 96, 56, 56], [1, 56, 56, 96]) and lat._relaid([1, 256, 32, 32], [1, 1024, 256])
+    assert not lat._relaid([1, 64], [1, 64, 1]) and not lat._relaid([1, "s", 8], [1, 8, 2, 2])
+
+
 def test_the_split_prediction_sums_to_the_prediction():
     head = head_for()
     graph = chain([("linear", 4_000_000), ("relu", 0), ("linear", 10_000), ("relu", 0)])

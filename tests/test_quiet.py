@@ -76,6 +76,37 @@ def test_a_moving_cpu_clock_is_reported():
     assert "clock moved 33 %" in " ".join(assess(before, after, 1, 0.0).reasons)
 
 
+def test_a_core_whose_speed_changes_during_the_runs_makes_it_busy():
+    # nothing in /proc moves when another VM takes the other half of the physical core: only the
+    # probe loop's time does
+    verdict = assess(*_samples(own=1.0, machine=1.0), threads=1, spread=0.01, tick=100, probes=[0.70, 0.72, 1.30])
+    assert verdict.busy and verdict.probe_ms == [0.7, 1.3]
+    assert "core's speed changed during the runs (a fixed loop took 0.70 to 1.30 ms)" in verdict.describe()
+    steady = assess(*_samples(own=1.0, machine=1.0), threads=1, spread=0.01, tick=100, probes=[0.70, 0.75, 0.71])
+    assert not steady.busy and steady.probe_ms == [0.7, 0.75]
+
+
+def test_watched_runs_probe_the_core_between_runs(monkeypatch):
+    speeds = iter([0.7, 0.7, 1.4, 1.4, 0.7] + [0.7] * 100)  # the core slows down halfway
+    taken = []
+
+    def fake_probe(timer):
+        taken.append(next(speeds))
+        return taken[-1]
+
+    monkeypatch.setattr(quiet, "probe", fake_probe)
+    clock = FakeClock([0.02])  # 20 ms a run: a probe every few runs
+    result = time_runs(clock.run, 20, timer=clock.timer, watch_threads=1, warmup_runs=0, warmup_seconds=0.0)
+    assert 5 <= len(taken) <= 20  # between runs, every PROBE_EVERY s of timing, and once after
+    assert result.quiet["busy"] and result.quiet["probe_ms"] == [0.7, 1.4]
+    assert time_runs(clock.run, 3, timer=clock.timer, warmup_seconds=0.0).quiet is None  # unwatched: no probes
+    assert len(taken) <= 20
+
+
+def test_the_probe_times_a_real_loop():
+    assert 0 < quiet.probe() < 1000
+
+
 def test_a_real_sample_reads_this_process():
     first = quiet.sample()
     sum(i * i for i in range(200_000))
@@ -153,6 +184,33 @@ def test_a_quiet_bench_is_stored_and_says_it_was_quiet(cli, write, monkeypatch):
     result = cli("bench", model, "-i", "1,8", "--repeat", "3")
     assert result.exit_code == 0 and "machine quiet (other processes 0.01 cores" in result.output
     assert "stored under graph" in result.output
+
+
+def test_a_core_slowed_for_the_whole_measurement_is_caught_against_the_machines_best(cli, write, monkeypatch):
+    # a slow phase that lasts the whole measurement looks steady from inside it: the fastest probe
+    # this machine has shown (kept in bench.db) tells
+    calm = BUSY | {"busy": False, "reasons": [], "other_cpu": 0.01}
+    model = write("tiny_slowed.py", "from torch import nn\n\nclass Tiny(nn.Module):\n    def __init__(self):\n"
+                  "        super().__init__()\n        self.fc = nn.Linear(8, 2)\n\n    def forward(self, x):\n"
+                  "        return self.fc(x)\n")
+    monkeypatch.setattr("narcli.trace.isolation.run_isolated", _fake_child(calm | {"probe_ms": [0.55, 0.6]}))
+    fast = json.loads(cli("bench", model, "-i", "1,8", "--repeat", "3", "--json").output)
+    assert fast["busy"] is False and fast["stored"] is True
+    monkeypatch.setattr("narcli.trace.isolation.run_isolated", _fake_child(calm | {"probe_ms": [1.1, 1.2]}))
+    slowed = cli("bench", model, "-i", "1,8", "--repeat", "3")
+    assert slowed.exit_code == 0
+    text = " ".join(slowed.output.split())
+    assert "the core ran at 50 % of the speed it has shown on this machine" in text
+    assert "not stored; measure again later" in text  # nothing on this machine to close
+    assert json.loads(cli("bench", model, "-i", "1,8", "--repeat", "3", "--json").output)["busy"] is True
+
+
+def test_against_best_leaves_a_measurement_at_full_speed_alone():
+    verdict = {"busy": False, "reasons": [], "probe_ms": [0.6, 0.62]}
+    assert quiet.against_best(verdict, 0.55) == verdict  # within SPEED_DRIFT of the best
+    assert quiet.against_best(verdict, None) == verdict  # the first measurement on this machine
+    assert quiet.against_best({"busy": False, "reasons": []}, 0.55)["busy"] is False  # no probes (GPU, old rows)
+    assert quiet.against_best(verdict, 0.4)["busy"] is True
 
 
 def test_the_protocol_watches_the_machine_when_asked():

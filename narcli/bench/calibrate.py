@@ -217,6 +217,7 @@ def _measure_pooled(todo: list[Candidate], info: Any, repeat: int, budget: float
                     report: Callable[[str], None], note: Callable[[Candidate, float, bool], None],
                     allow_busy: bool = False) -> dict[str, tuple[float, bool]]:
     from narcli.bench import store
+    from narcli.bench.runner import core_speed_checked
     from narcli.bench.quiet import wait_for_quiet
     from narcli.bench.reference import measure_zoo_model
     from narcli.trace.pool import TaskResult, run_pool
@@ -244,7 +245,8 @@ def _measure_pooled(todo: list[Candidate], info: Any, repeat: int, budget: float
         if not result.ok:
             report(f"could not measure {candidate.name}: {result.message[:100]}")
             return
-        verdict = result.value.get("quiet") or {}
+        verdict = core_speed_checked(result.value.get("quiet")) or {}
+        result.value["quiet"] = verdict or None
         if verdict.get("busy") and not allow_busy:
             retry = tries[candidate.name] < 2
             if retry:

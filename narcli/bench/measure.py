@@ -55,29 +55,40 @@ def time_runs(run: Callable[[], None], repeat: int, timer: Callable[[], float] =
             break
     warmed = (timer() - began) * 1000
     times: list[float] = []
-    before = quiet.sample() if watch_threads is not None else None
-    for _ in range(repeat):
+    watched = watch_threads is not None
+    probes: list[float] = []
+    since_probe = [float("inf")]  # ms of timed running since the last probe
+
+    def timed() -> None:
+        # the core's speed between runs (every PROBE_EVERY s of timing), outside the timed span
+        if watched and since_probe[0] >= quiet.PROBE_EVERY * 1000:
+            probes.append(quiet.probe(timer))
+            since_probe[0] = 0.0
         start = timer()
         run()
         sync()
         times.append((timer() - start) * 1000)
+        since_probe[0] += times[-1]
+
+    before = quiet.sample() if watched else None
+    for _ in range(repeat):
+        timed()
         if max_seconds is not None and len(times) >= min_repeat and sum(times) >= max_seconds * 1000:
             break
     # watched runs that jitter (a small model at several threads) go on, up to 4x as many runs and
     # 3 s, so that their median steadies
-    while before is not None and max_seconds is None and len(times) < 4 * repeat and sum(times) < 3000 \
+    while watched and max_seconds is None and len(times) < 4 * repeat and sum(times) < 3000 \
             and _spread(times) > quiet.SPREAD_LIMIT:
-        start = timer()
-        run()
-        sync()
-        times.append((timer() - start) * 1000)
+        timed()
+    if watched:
+        probes.append(quiet.probe(timer))
     after = quiet.sample() if before is not None else None
     quartiles = statistics.quantiles(times, n=4) if len(times) >= 2 else [times[0]] * 3
     median, iqr = statistics.median(times), quartiles[2] - quartiles[0]
     verdict = None
     if before is not None and after is not None:
         spread = iqr / median if median > 0 and len(times) >= 5 else 0.0
-        verdict = quiet.assess(before, after, watch_threads or 0, spread).to_dict()
+        verdict = quiet.assess(before, after, watch_threads or 0, spread, probes=probes).to_dict()
     return Measurement(median, iqr, len(times), warmup, times, warmed, verdict)
 
 

@@ -10,7 +10,11 @@ at the system around the timed runs, in the process that runs them:
   core;
 - involuntary context switches per second (we were preempted);
 - the runs' spread (interquartile range over the median);
-- CPU frequency where the kernel exposes it (a clock that moved is reported).
+- CPU frequency where the kernel exposes it (a clock that moved is reported);
+- the core's speed itself: a fixed pure-Python loop timed between runs. On a VM whose vCPU shares a
+  physical core with another guest, the core runs at about half speed for seconds at a time while
+  /proc shows nothing (no steal, no other process): the same loop took 6.8 ms and 12.3 ms in turn
+  on this project's 2-vCPU VM, and a model's median moved 1.5x between two "quiet" runs.
 
 `assess` turns two samples into a verdict with reasons. Where /proc is not there (macOS, Windows)
 only what getrusage and the runs themselves tell is used, and the verdict says so.
@@ -30,6 +34,9 @@ OWN_CPU_FLOOR = 0.80  # one thread must get at least this share of the wall cloc
 SWITCH_LIMIT = 100.0  # involuntary context switches per second of timing
 SPREAD_LIMIT = 0.10  # interquartile range / median of the timed runs
 FREQUENCY_DRIFT = 0.10  # a CPU clock that moved by more than this during the runs
+SPEED_DRIFT = 0.25  # the probe loop's slowest time over its fastest, less one, during the runs
+PROBE_EVERY = 0.05  # seconds of timing between two probes
+PROBE_LOOP = 20_000  # additions in the probe loop (about 0.7 ms on a 2026 server core)
 
 _STAT = Path("/proc/stat")
 
@@ -55,6 +62,7 @@ class Quietness:
     switches_per_s: float = 0.0
     spread: float = 0.0
     mhz: list[float] = field(default_factory=list)  # min, max at the end, where readable
+    probe_ms: list[float] = field(default_factory=list)  # the speed probe's fastest and slowest, where run
     seen: str = "proc"  # proc | rusage (no /proc/stat: other processes are not seen)
 
     def to_dict(self) -> dict[str, Any]:
@@ -104,9 +112,23 @@ def _tick() -> int:
         return 100
 
 
-def assess(before: Sample, after: Sample, threads: int, spread: float, tick: int | None = None) -> Quietness:
+def probe(timer=time.perf_counter) -> float:
+    """ms of a fixed pure-Python loop, the faster of two tries: how fast the core runs right now."""
+    best = float("inf")
+    for _ in range(2):
+        start = timer()
+        total = 0
+        for i in range(PROBE_LOOP):
+            total += i
+        best = min(best, timer() - start)
+    return best * 1000
+
+
+def assess(before: Sample, after: Sample, threads: int, spread: float, tick: int | None = None,
+           probes: list[float] | None = None) -> Quietness:
     """The verdict on the interval between two samples, for a measurement that asked for `threads`
-    CPU threads and whose timed runs spread by `spread` (IQR / median)."""
+    CPU threads and whose timed runs spread by `spread` (IQR / median); `probes`: the speed probe's
+    times (ms) taken between the runs."""
     wall = max(after.wall - before.wall, 1e-9)
     own = max(after.own_cpu - before.own_cpu, 0.0)
     quiet = Quietness(False, own_cpu_share=round(own / wall / max(threads, 1), 3),
@@ -137,8 +159,26 @@ def assess(before: Sample, after: Sample, threads: int, spread: float, tick: int
         drift = max(abs(a - b) / max(b, 1.0) for a, b in zip(after.mhz, before.mhz))
         if drift > FREQUENCY_DRIFT:
             reasons.append(f"a CPU clock moved {drift * 100:.0f} % during the runs")
+    if probes and len(probes) >= 2 and min(probes) > 0:
+        quiet.probe_ms = [round(min(probes), 3), round(max(probes), 3)]
+        if max(probes) / min(probes) - 1 > SPEED_DRIFT:
+            reasons.append(f"the core's speed changed during the runs (a fixed loop took {min(probes):.2f} to "
+                           f"{max(probes):.2f} ms): another VM on the same physical core, or a moving clock")
     quiet.busy = bool(reasons)
     return quiet
+
+
+def against_best(verdict: dict[str, Any] | None, best_ms: float | None) -> dict[str, Any] | None:
+    """The verdict, made busy when every probe of this measurement ran SPEED_DRIFT slower than the
+    fastest this machine has shown (`best_ms`): a core slowed for the whole measurement looks
+    steady from inside it."""
+    probes = (verdict or {}).get("probe_ms") or []
+    if not probes or not best_ms or probes[0] / best_ms - 1 <= SPEED_DRIFT:
+        return verdict
+    reason = (f"the core ran at {best_ms / probes[0] * 100:.0f} % of the speed it has shown on this machine (a fixed "
+              f"loop took {probes[0]:.2f} ms, at best {best_ms:.2f} ms): another VM on the same physical core, "
+              "or a lowered clock")
+    return verdict | {"busy": True, "reasons": [*verdict.get("reasons", []), reason]}
 
 
 def pin(threads: int) -> list[int]:

@@ -144,7 +144,7 @@ def collect(budget: float | None = None, max_gmacs: float = MAX_GMACS, max_param
     from narcli.bench.lock import measuring
     from narcli.bench.measure import required_bytes
     from narcli.bench.quiet import wait_for_quiet
-    from narcli.bench.runner import activations_per_sample
+    from narcli.bench.runner import activations_per_sample, core_speed_checked
     from narcli.trace.pool import TaskResult, run_pool
     from narcli.zoo.store import Zoo, bundled_zoo_path
 
@@ -206,6 +206,8 @@ def collect(budget: float | None = None, max_gmacs: float = MAX_GMACS, max_param
 
     def on_result(result: TaskResult) -> None:
         pick = by_id[result.key]
+        if result.ok:
+            result.value["quiet"] = core_speed_checked(result.value.get("quiet"))
         if result.ok and (result.value.get("quiet") or {}).get("busy") and not allow_busy:
             counts["busy"] += 1
             reasons = "; ".join(result.value["quiet"]["reasons"])

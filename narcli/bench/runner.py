@@ -161,12 +161,24 @@ def bench_target(text: str, batch: int = 1, device: str = "cpu", threads: int | 
         measured = run_isolated(measure_in_child, (request,), timeout, f"benchmarking {request.name}")
     result = BenchResult(request.name, graph_hash, batch, info.to_dict(), measured["median_ms"], measured["iqr_ms"],
                          measured["runs"], measured["warmup"], params, macs, times_ms=measured["times_ms"],
-                         warmup_ms=measured.get("warmup_ms", 0.0), quiet=measured.get("quiet"),
+                         warmup_ms=measured.get("warmup_ms", 0.0), quiet=core_speed_checked(measured.get("quiet")),
                          pinned=measured.get("pinned", []))
     if allow_busy or not result.busy:
         result.stored = True
         store.save(graph_hash, batch, info.key, request.name, result.to_dict())
     return result
+
+
+def core_speed_checked(verdict: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A measurement's verdict checked against the fastest core speed this machine has shown
+    (`quiet.against_best`; the best is kept in bench.db, per machine digest)."""
+    from narcli.bench.device import machine_digest
+    from narcli.bench.quiet import against_best
+
+    probes = (verdict or {}).get("probe_ms")
+    if not probes:
+        return verdict
+    return against_best(verdict, store.best_probe(machine_digest(), probes[0]))
 
 
 # -- in the child ---------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ def store_path() -> Path:
     return nar_home() / "bench.db"
 
 
-TABLES = ("measurements", "unmeasured")
+TABLES = ("measurements", "unmeasured", "core_speed")
 WHAT = "measurement store"
 
 
@@ -202,3 +202,23 @@ def devices(kind: str, batch: int) -> list[dict[str, Any]]:
         if isinstance(device, dict) and device.get("kind") == kind:
             out.append(device | {"key": key, "rows": count})
     return out
+
+
+CORE_SPEED = """create table if not exists core_speed (
+    machine text primary key, best_ms real not null, at real not null)"""
+
+
+@_guarded
+def best_probe(machine: str, fastest_ms: float) -> float | None:
+    """The fastest speed probe (`quiet.probe`, ms) `machine` showed before this one; `fastest_ms`
+    becomes the new best when it is faster (or the first)."""
+    connection = _connect()
+    try:
+        with connection:
+            connection.execute(CORE_SPEED)
+            row = connection.execute("select best_ms from core_speed where machine = ?", (machine,)).fetchone()
+            if row is None or fastest_ms < row[0]:
+                connection.execute("insert or replace into core_speed values (?, ?, ?)", (machine, fastest_ms, time.time()))
+    finally:
+        connection.close()
+    return float(row[0]) if row else None

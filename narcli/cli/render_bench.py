@@ -30,9 +30,11 @@ def bench_verdict(quiet: dict, stored: bool) -> str:
 
     line = Quietness(**quiet).describe()
     if quiet.get("busy"):
+        # a core slowed from outside this machine is nothing the user can close: only waiting helps
+        outside = all(reason.startswith("the core ") for reason in quiet.get("reasons", []))
+        advice = "measure again later" if outside else "close what runs beside it and measure again"
         line += (" — stored anyway (--allow-busy)" if stored else
-                 " — this timing is not to be trusted and was not stored; close what runs beside it and "
-                 "measure again (--allow-busy keeps it)")
+                 f" — this timing is not to be trusted and was not stored; {advice} (--allow-busy keeps it)")
     return line
 
 

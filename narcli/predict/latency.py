@@ -40,7 +40,8 @@ FILES = ("latency.json", "latency.safetensors")
 NUMERIC = 13  # per-node numeric features, see node_features
 UNSEEN_SHARE = 0.1
 SIZE_MARGIN = 2.0
-CARD_VERSION = 2  # 2: kindred operations share rates, views move no memory (`cost_op`)
+CARD_VERSION = 3  # 2: kindred operations share rates, views move no memory (`cost_op`); 3: interpolations,
+#                   strided copies after folded permutes (`node_features`)
 # Per-operation priors. An operation the reference set holds few of gets rates from what little it
 # saw, and those can be wild: PyG's PNA clamps a few thousand elements, which the head costed at
 # 44 ns an element (3x the whole model's measured time). Operations that cost the same per unit of
@@ -56,8 +57,15 @@ KINDRED = {
 VIEWS = ("slice", "split")
 
 
+# operations this torch traces under a name the vocabulary lacks; the canonical graph keeps the name
+# (it is part of the graph's hash), the head costs them as what they are. Before, smp's 3,500
+# interpolations shared the rates of every other unknown operation (FFTs, acos, sorting).
+TRACED_AS_UNKNOWN = {"unknown:interpolate": "upsample_linear", "unknown:addcmul": "add"}
+
+
 def cost_op(op: str) -> str:
     """The operation whose rates `op` is costed with (itself unless it has a kindred one)."""
+    op = TRACED_AS_UNKNOWN.get(op, op)
     return KINDRED.get(op, op)
 # the reference dataset's files (written by `nar bench --zoo --export`, bundled in narcli/data)
 CSV_NAME, CARD_NAME = "reference-latency.csv", "reference-latency.json"
@@ -103,6 +111,8 @@ def node_features(graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         inputs[dst] += sizes[src]
         if nodes[src].scope == nodes[dst].scope:
             entered[dst] = False
+        if _relaid(nodes[src].shape, nodes[dst].shape):
+            inputs[dst] += 2 * sizes[src]  # the strided copy a folded permute leaves to its reader: read + write
     ops = np.array([op_index(cost_op(n.op)) for n in nodes] or [op_index("unknown")], dtype=np.int64)
     rows, work = [], []
     for node, size, incoming, new_call in zip(nodes, sizes, inputs, entered):
@@ -114,6 +124,21 @@ def node_features(graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         work.append((float(macs), 0.0 if node.op in VIEWS else size + incoming + node.params))
     numeric = np.array(rows or [[0.0] * NUMERIC], dtype=np.float32)
     return ops, numeric, np.array(work or [(0.0, 0.0)], dtype=np.float64)
+
+
+def _relaid(parent, child) -> bool:
+    """Whether a tensor of shape `child` was computed from one of shape `parent` whose channels sat
+    at the other end (a linear layer's (B, HW, C) read as (B, C, H, W), or back): a permute the
+    canonical graph folds away, paid for as a strided copy."""
+    if not parent or not child or len(parent) < 3 or len(child) < 3:
+        return False
+    if not all(isinstance(d, int) for d in (*parent, *child)):
+        return False
+    if len(parent) != len(child):  # (B, HW, C) <-> (B, C, H, W)
+        return ((parent[-1] == child[1] and parent[1] != child[1])
+                or (parent[1] == child[-1] and parent[-1] != child[-1]))
+    # (B, C, H, W) <-> (B, H, W, C): the same elements, channels moved from one end to the other
+    return (parent[1] == child[-1] != parent[-1] and sorted(parent) == sorted(child))
 
 
 def _elements(shape) -> float:
