@@ -152,6 +152,18 @@ def test_saved_heads_load_and_a_damaged_one_is_refused(tmp_path):
         lat.load_head(tmp_path)
 
 
+def test_a_head_saved_by_an_older_nar_says_so(tmp_path):
+    import json
+
+    lat.save_head(head_for(), tmp_path)
+    card = json.loads((tmp_path / lat.FILES[0]).read_text())
+    (tmp_path / lat.FILES[0]).write_text(json.dumps(card | {"version": lat.CARD_VERSION - 1}))
+    lat._load.cache_clear()
+    with pytest.raises(NarError, match=f"trained by another version of nar: card version {lat.CARD_VERSION - 1}.*"
+                                       "retrain with `nar train latency`"):
+        lat.load_head(tmp_path)
+
+
 def test_the_bundled_head_answers_for_the_zoo_kinds_beyond_timm():
     from narcli.predict.bundle import load_bundle, predict_graph
     from narcli.zoo.store import Zoo

@@ -354,7 +354,10 @@ def _load(folder: str) -> LatencyHead | None:
     try:
         card = json.loads(card_path.read_text())
         digest = hashlib.sha256(weights_path.read_bytes()).hexdigest()
-        if card.get("version") != CARD_VERSION or card.get("weights_sha256") != digest:
+        if card.get("version") != CARD_VERSION:
+            raise ValueError(f"trained by another version of nar: card version {card.get('version')}, "
+                             f"this nar reads {CARD_VERSION}")
+        if card.get("weights_sha256") != digest:
             raise ValueError("the weights do not match their card")
         weights = load_file(str(weights_path))
     except (ValueError, KeyError, TypeError, OSError) as exc:
