@@ -43,7 +43,7 @@ ThreadsOption = Annotated[int | None, typer.Option(
 RepeatOption = Annotated[int, typer.Option("--repeat", "-r", help="Timed runs per model, after a warm-up.")]
 BudgetOption = Annotated[float | None, typer.Option("--budget", help="Stop measuring after this many seconds.")]
 AllowBusyOption = Annotated[bool, typer.Option(
-    "--allow-busy", help="Keep timings taken while other processes used the CPU (flagged, and not stored otherwise).")]
+    "--allow-busy", help="Keep timings taken on a busy machine: other processes on the CPU, or a core slowed from outside (flagged, and not stored otherwise).")]
 GraphsDbOption = Annotated[Path | None, typer.Option("--graphs-db", help="Zoo database of the NAS-Bench-201 cells "
                                                                          "(default: built under $NAR_HOME/predictor).")]
 PredictorWeightsOption = Annotated[Path | None, typer.Option(
