@@ -144,6 +144,11 @@ BUSY = {"busy": True, "reasons": ["other processes used 1.00 CPU cores while tim
         "steal": 0.0, "own_cpu_share": 0.5, "switches_per_s": 200.0, "spread": 0.01, "mhz": [], "seen": "proc"}
 
 
+TINY_MODEL = ("from torch import nn\n\nclass Tiny(nn.Module):\n    def __init__(self):\n"
+              "        super().__init__()\n        self.fc = nn.Linear(8, 2)\n\n    def forward(self, x):\n"
+              "        return self.fc(x)\n")
+
+
 def _fake_child(verdict):
     """`run_isolated` that measures nothing: the child's answer with the given verdict (the scan
     before it runs as usual)."""
@@ -161,9 +166,7 @@ def test_a_busy_bench_says_so_and_is_not_stored(cli, write, monkeypatch):
     from narcli.bench import store
 
     monkeypatch.setattr("narcli.trace.isolation.run_isolated", _fake_child(BUSY))
-    model = write("tiny_busy.py", "from torch import nn\n\nclass Tiny(nn.Module):\n    def __init__(self):\n"
-                  "        super().__init__()\n        self.fc = nn.Linear(8, 2)\n\n    def forward(self, x):\n"
-                  "        return self.fc(x)\n")
+    model = write("tiny_busy.py", TINY_MODEL)
     result = cli("bench", model, "-i", "1,8", "--repeat", "3")
     assert result.exit_code == 0, result.output
     assert "machine busy: other processes used 1.00 CPU cores" in result.output
@@ -178,9 +181,7 @@ def test_a_busy_bench_says_so_and_is_not_stored(cli, write, monkeypatch):
 def test_a_quiet_bench_is_stored_and_says_it_was_quiet(cli, write, monkeypatch):
     calm = BUSY | {"busy": False, "reasons": [], "other_cpu": 0.01}
     monkeypatch.setattr("narcli.trace.isolation.run_isolated", _fake_child(calm))
-    model = write("tiny_calm.py", "from torch import nn\n\nclass Tiny(nn.Module):\n    def __init__(self):\n"
-                  "        super().__init__()\n        self.fc = nn.Linear(8, 2)\n\n    def forward(self, x):\n"
-                  "        return self.fc(x)\n")
+    model = write("tiny_calm.py", TINY_MODEL)
     result = cli("bench", model, "-i", "1,8", "--repeat", "3")
     assert result.exit_code == 0 and "machine quiet (other processes 0.01 cores" in result.output
     assert "stored under graph" in result.output
@@ -190,9 +191,7 @@ def test_a_core_slowed_for_the_whole_measurement_is_caught_against_the_machines_
     # a slow phase that lasts the whole measurement looks steady from inside it: the fastest probe
     # this machine has shown (kept in bench.db) tells
     calm = BUSY | {"busy": False, "reasons": [], "other_cpu": 0.01}
-    model = write("tiny_slowed.py", "from torch import nn\n\nclass Tiny(nn.Module):\n    def __init__(self):\n"
-                  "        super().__init__()\n        self.fc = nn.Linear(8, 2)\n\n    def forward(self, x):\n"
-                  "        return self.fc(x)\n")
+    model = write("tiny_slowed.py", TINY_MODEL)
     monkeypatch.setattr("narcli.trace.isolation.run_isolated", _fake_child(calm | {"probe_ms": [0.55, 0.6]}))
     fast = json.loads(cli("bench", model, "-i", "1,8", "--repeat", "3", "--json").output)
     assert fast["busy"] is False and fast["stored"] is True

@@ -217,9 +217,9 @@ def _measure_pooled(todo: list[Candidate], info: Any, repeat: int, budget: float
                     report: Callable[[str], None], note: Callable[[Candidate, float, bool], None],
                     allow_busy: bool = False) -> dict[str, tuple[float, bool]]:
     from narcli.bench import store
-    from narcli.bench.runner import core_speed_checked
     from narcli.bench.quiet import wait_for_quiet
     from narcli.bench.reference import measure_zoo_model
+    from narcli.bench.runner import core_speed_checked
     from narcli.trace.pool import TaskResult, run_pool
 
     protocol = {"repeat": repeat, "warmup_runs": 3, "warmup_seconds": 0.5, "max_seconds": None, "min_repeat": repeat}

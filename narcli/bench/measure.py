@@ -57,18 +57,19 @@ def time_runs(run: Callable[[], None], repeat: int, timer: Callable[[], float] =
     times: list[float] = []
     watched = watch_threads is not None
     probes: list[float] = []
-    since_probe = [float("inf")]  # ms of timed running since the last probe
+    since_probe = float("inf")  # ms of timed running since the last probe
 
     def timed() -> None:
+        nonlocal since_probe
         # the core's speed between runs (every PROBE_EVERY s of timing), outside the timed span
-        if watched and since_probe[0] >= quiet.PROBE_EVERY * 1000:
+        if watched and since_probe >= quiet.PROBE_EVERY * 1000:
             probes.append(quiet.probe(timer))
-            since_probe[0] = 0.0
+            since_probe = 0.0
         start = timer()
         run()
         sync()
         times.append((timer() - start) * 1000)
-        since_probe[0] += times[-1]
+        since_probe += times[-1]
 
     before = quiet.sample() if watched else None
     for _ in range(repeat):

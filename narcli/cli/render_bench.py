@@ -26,13 +26,12 @@ def print_bench(result: Any, warnings: Any) -> None:
 
 def bench_verdict(quiet: dict, stored: bool) -> str:
     """One line on the machine while timing: quiet, or busy and why (and what to do)."""
-    from narcli.bench.quiet import Quietness
+    from narcli.bench.quiet import Quietness, slowed_from_outside
 
     line = Quietness(**quiet).describe()
     if quiet.get("busy"):
         # a core slowed from outside this machine is nothing the user can close: only waiting helps
-        outside = all(reason.startswith("the core ") for reason in quiet.get("reasons", []))
-        advice = "measure again later" if outside else "close what runs beside it and measure again"
+        advice = "measure again later" if slowed_from_outside(quiet) else "close what runs beside it and measure again"
         line += (" — stored anyway (--allow-busy)" if stored else
                  f" — this timing is not to be trusted and was not stored; {advice} (--allow-busy keeps it)")
     return line
