@@ -94,7 +94,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "readout.json")
     args = parser.parse_args()
 
-    from narcli.encode.dataset import augmented_items, split_random, zoo_items
+    from narcli.encode.dataset import augmented_items, original_hash, split_random, zoo_items
     from narcli.encode.evaluation import retrieval_metrics
     from narcli.encode.retrieval_eval import checkpoint_path
     from narcli.encode.training import TrainConfig, train_encoder
@@ -113,7 +113,7 @@ def main() -> None:
     # rewritten queries: one edited copy of each known-family query (a seed apart from training's)
     rewritten = augmented_items(pool, known, 1, args.seed + 101, progress=True)
     position = {item.graph_hash: i for i, item in enumerate(pool)}
-    originals = [position[item.graph_hash.split("~")[0]] for item in rewritten]
+    originals = [position[original_hash(item)] for item in rewritten]
     graphs = [item.encoded for item in pool] + [item.encoded for item in rewritten]
     family = [item.family for item in pool] + [item.family for item in rewritten]
     rewritten_queries = list(range(len(pool), len(graphs)))

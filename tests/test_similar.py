@@ -206,10 +206,35 @@ def test_novelty_calibration_keeps_95_percent_of_known_queries():
     vectors = np.concatenate([c + 0.1 * rng.standard_normal((5, 16)) for c in centres])
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     families = [str(i // 5) for i in range(100)]
-    test = list(range(0, 100, 5))
-    train = [i for i in range(100) if i not in test]
-    result = calibrate_novelty(vectors, families, train, test)
+    result = calibrate_novelty(vectors, families, list(range(100)))
     assert result["known_kept"] >= 0.95 and result["new_flagged"] > 0.9
+    assert result["known_queries"] == 100 and result["method"] == "leave-one-out"
+
+
+def test_novelty_calibration_leaves_each_query_out_of_its_own_candidates():
+    from narcli.search.family import calibrate_novelty
+
+    # two families of two far-apart members each: were a query its own candidate, every nearest
+    # cosine would be 1.0 and the threshold 1.0
+    vectors = np.array([[1.0, 0, 0, 0], [0.6, 0.8, 0, 0], [0, 0, 1.0, 0], [0, 0, 0.6, 0.8]])
+    result = calibrate_novelty(vectors, ["a", "a", "b", "b"], [0, 1, 2, 3])
+    assert result["novelty_threshold"] == 0.6 and result["known_kept"] == 1.0
+    assert result["new_flagged"] == 1.0  # with its family gone, the nearest is at cosine 0
+    # a family of one is no known query: nothing else has its family
+    alone = calibrate_novelty(np.vstack([vectors, [[0.6, 0, 0.8, 0]]]), ["a", "a", "b", "b", "c"], [0, 1, 2, 3, 4])
+    assert alone["known_queries"] == 4
+
+
+def test_novelty_calibration_edits_a_few_members_of_every_family_and_none_of_a_family_of_one():
+    from types import SimpleNamespace
+
+    from narcli.search.neighbours import _members
+
+    items = [SimpleNamespace(family=f) for f in ["vit"] * 9 + ["tcn"] * 2 + ["kan"]]
+    chosen = _members(items, list(range(12)), 4, seed=0)
+    assert sum(items[i].family == "vit" for i in chosen) == 4 and {9, 10} <= set(chosen) and 11 not in chosen
+    assert chosen == _members(items, list(range(12)), 4, seed=0)  # a seed draws the same members
+    assert any(_members(items, list(range(12)), 4, seed=s) != chosen for s in range(1, 6))
 
 
 def test_family_balanced_quantile_lets_no_family_outvote_the_others():
@@ -233,13 +258,14 @@ def test_novelty_threshold_is_not_set_by_one_family_repeated_many_times():
     vectors = np.concatenate([tight, loose])
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     families = ["tight"] * 200 + [f"loose{i // 5}" for i in range(50)]
-    test = list(range(0, 200, 2)) + list(range(200, 250, 5))
-    train = [i for i in range(250) if i not in test]
-    result = calibrate_novelty(vectors, families, train, test)
-    loose_best = [float((vectors[train][[families[t] == families[q] for t in train]] @ vectors[q]).max())
-                  for q in range(200, 250, 5)]
-    # the loose families' own queries are kept: the threshold sits at or below their lowest
-    assert result["novelty_threshold"] <= min(loose_best)
+    result = calibrate_novelty(vectors, families, list(range(250)))
+    others = [np.delete(np.arange(250), q) for q in range(250)]
+    loose_best = [float((vectors[others[q]] @ vectors[q]).max()) for q in range(200, 250)]
+    # counted by query, the tight family's 200 would set the 1 % tail; by family, the loose
+    # families' own queries are kept: the threshold sits at or below their second lowest
+    assert result["novelty_threshold"] <= sorted(loose_best)[1]
+    assert result["novelty_threshold"] < float(np.quantile([float((vectors[others[q]] @ vectors[q]).max())
+                                                           for q in range(250)], 0.01))
 
 
 def test_novelty_calibrated_on_rewritten_copies_keeps_them_known():
@@ -250,16 +276,16 @@ def test_novelty_calibrated_on_rewritten_copies_keeps_them_known():
     vectors = np.concatenate([c + 0.1 * rng.standard_normal((5, 16)) for c in centres])
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     families = [str(i // 5) for i in range(100)]
-    test = list(range(0, 100, 5))
-    train = [i for i in range(100) if i not in test]
+    made_from = list(range(0, 100, 5))
     # rewritten copies sit further from their family than the zoo's own members do
-    copies = np.stack([vectors[q] + 0.35 * rng.standard_normal(16) for q in test])
+    copies = np.stack([vectors[q] + 0.35 * rng.standard_normal(16) for q in made_from])
     copies /= np.linalg.norm(copies, axis=1, keepdims=True)
-    plain = calibrate_novelty(vectors, families, train, test)
-    rewritten = calibrate_novelty(vectors, families, train, test, (copies, [families[q] for q in test]))
+    plain = calibrate_novelty(vectors, families, list(range(100)))
+    rewritten = calibrate_novelty(vectors, families, list(range(100)), (copies, made_from), unseen={0, 5})
     assert rewritten["novelty_threshold"] < plain["novelty_threshold"]
-    assert rewritten["rewritten_kept"] >= 0.95 and rewritten["rewritten_queries"] == len(test)
+    assert rewritten["rewritten_kept"] >= 0.95 and rewritten["rewritten_queries"] == len(made_from)
     assert rewritten["known_kept"] == 1.0
+    assert rewritten["unseen_rewritten_kept"] in (0.0, 0.5, 1.0)  # the share of the two copies of rows 0 and 5
 
 
 # -- issue 43: what the walk-through found ---------------------------------------------------------

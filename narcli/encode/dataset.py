@@ -93,6 +93,11 @@ def augmented_items(items: list[Item], train: list[int], count: int, seed: int, 
             for item, variants in zip(chosen, encoded) for j, e in enumerate(variants)]
 
 
+def original_hash(copy: Item) -> str:
+    """The graph hash of the architecture an edited variant (`augmented_items`) was made from."""
+    return copy.graph_hash.split("~", 1)[0]
+
+
 def _variant_seed(graph_hash: str, seed: int) -> int:
     return int(hashlib.sha256(f"{graph_hash}:{seed}".encode()).hexdigest()[:8], 16)
 

@@ -47,39 +47,67 @@ def _zoo_vectors(db: Path) -> tuple[list[str], np.ndarray, set[str]]:
     return hashes, _matrix(blobs), encoders
 
 
-# edited copies per test architecture for the novelty calibration: its threshold is a 1 % quantile,
-# which rests on ~3 copies with 2 variants (it moved 0.70 -> 0.77 between two splits) and on ~11
-# with 6 (0.704 on the same split)
-CALIBRATION_VARIANTS = 6
+# edited copies per architecture for the novelty calibration, of at most CALIBRATION_MEMBERS
+# architectures per family: every family weighs the same in its 1 % tail, so more members only
+# cost time (the bundled zoo: 0.660 either way, from 2,620 copies instead of 6,950;
+# benchmarks/bench_novelty_seeds.py)
+CALIBRATION_VARIANTS = 2
+CALIBRATION_MEMBERS = 4
 
 
 def zoo_calibration(db: Path, hashes: list[str], vectors: np.ndarray,
                     variants: int = CALIBRATION_VARIANTS, split_seed: int | None = None) -> dict[str, Any]:
-    """The novelty threshold of this zoo's embeddings, on the encoder card's split (see family.py;
-    `split_seed`: another split, to see how much the threshold moves with it), set on edited
-    copies of the test architectures (`encode.augment`) when `variants` > 0."""
-    from narcli.encode.dataset import Item, augmented_items, split_random, zoo_labels
+    """The novelty threshold of this zoo's embeddings (see family.py), set on edited copies of
+    every family's architectures (`encode.augment`; CALIBRATION_MEMBERS of each, drawn with the
+    seed) when `variants` > 0, each searched against all the other architectures.
+    `split_seed`: recomputed on that random split's training part only, with edits of that seed,
+    to see how much the threshold moves with what the zoo holds."""
+    from narcli.encode.dataset import Item, augmented_items, original_hash, split_random, zoo_labels
     from narcli.encode.weights import bundled_weights_path
     from narcli.search.family import calibrate_novelty
     from narcli.zoo.store import Zoo
 
     card = json.loads(bundled_weights_path().with_suffix(".json").read_text())
+    card_seed = card["config"]["seed"]
     with Zoo([db]) as zoo:
         labelled = zoo_labels(zoo)
         position = {h: i for i, h in enumerate(hashes)}
         items = [Item(h, *labelled[h], None) for h in labelled if h in position]
-        seed = card["config"]["seed"] if split_seed is None else split_seed
-        train, test = split_random(items, seed=seed)
-        edited = None
+        _, never_trained = split_random(items, seed=card_seed)  # the encoder card's test part
+        pool = list(range(len(items))) if split_seed is None else split_random(items, seed=split_seed)[0]
+        seed = card_seed if split_seed is None else split_seed
+        local = {row: k for k, row in enumerate(pool)}
+        made_from, copy_vectors = [], None
         if variants > 0:
             from narcli.encode.embedder import Embedder
 
-            copies = augmented_items(items, test, variants, seed + 1, zoo=zoo)
+            edited = _members(items, pool, CALIBRATION_MEMBERS, seed)
+            copies = augmented_items(items, edited, variants, seed + 1, zoo=zoo)
             if copies:
+                row_of = {items[row].graph_hash: local[row] for row in pool}
+                made_from = [row_of[original_hash(c)] for c in copies]
                 copy_vectors, _ = Embedder().embed_encoded([c.encoded for c in copies])
-                edited = (copy_vectors, [c.family for c in copies])
-    ordered = vectors[[position[item.graph_hash] for item in items]]
-    return calibrate_novelty(ordered, [item.family for item in items], train, test, edited)
+    ordered = vectors[[position[items[row].graph_hash] for row in pool]]
+    return calibrate_novelty(ordered, [items[row].family for row in pool], list(range(len(pool))),
+                             (copy_vectors, made_from) if copy_vectors is not None else None,
+                             {local[row] for row in never_trained if row in local})
+
+
+def _members(items: list, rows: list[int], most: int, seed: int) -> list[int]:
+    """At most `most` of `rows` per family, drawn with `seed`; none of a family of one (nothing
+    else would have its family, so its copies could not be known queries)."""
+    import random
+
+    rng = random.Random(seed)
+    by_family: dict[str, list[int]] = {}
+    for row in rows:
+        by_family.setdefault(items[row].family, []).append(row)
+    chosen = []
+    for family in sorted(by_family):
+        members = by_family[family]
+        rng.shuffle(members)
+        chosen += members[:most] if len(members) >= 2 else []
+    return sorted(chosen)
 
 
 def build_zoo_index(db: Path, path: Path, report: Callable[[str], None] = lambda line: None) -> VectorIndex:
