@@ -212,7 +212,7 @@ def test_novelty_calibration_keeps_95_percent_of_known_queries():
 
 
 def test_novelty_calibration_leaves_each_query_out_of_its_own_candidates():
-    from narcli.search.family import calibrate_novelty
+    from narcli.search.family import DEFAULT_NOVELTY_COSINE, calibrate_novelty
 
     # two families of two far-apart members each: were a query its own candidate, every nearest
     # cosine would be 1.0 and the threshold 1.0
@@ -223,6 +223,9 @@ def test_novelty_calibration_leaves_each_query_out_of_its_own_candidates():
     # a family of one is no known query: nothing else has its family
     alone = calibrate_novelty(np.vstack([vectors, [[0.6, 0, 0.8, 0]]]), ["a", "a", "b", "b", "c"], [0, 1, 2, 3, 4])
     assert alone["known_queries"] == 4
+    # no family with two members: nothing to calibrate on, the default threshold
+    none = calibrate_novelty(vectors[:2], ["a", "b"], [0, 1])
+    assert none["novelty_threshold"] == DEFAULT_NOVELTY_COSINE and none["known_queries"] == 0
 
 
 def test_novelty_calibration_edits_a_few_members_of_every_family_and_none_of_a_family_of_one():
