@@ -240,6 +240,27 @@ def test_novelty_calibration_edits_a_few_members_of_every_family_and_none_of_a_f
     assert any(_members(items, list(range(12)), 4, seed=s) != chosen for s in range(1, 6))
 
 
+def test_novelty_calibration_reports_the_kept_share_of_copies_the_encoder_never_saw_on_its_own():
+    from narcli.search.family import calibrate_novelty
+
+    eye = np.eye(6)
+    # families a, b, c: two rows each, on their own axes
+    vectors = np.array([eye[0], 0.8 * eye[0] + 0.6 * eye[1], eye[2], 0.8 * eye[2] + 0.6 * eye[3],
+                        eye[4], 0.8 * eye[4] + 0.6 * eye[5]])
+    near_a1 = 0.9 * vectors[1] + np.sqrt(1 - 0.81) * eye[5]  # a copy of a0 at cosine 0.9 to a1
+    far = 0.2 * eye[0] + np.sqrt(0.96) * eye[5]  # a copy of a1 rewritten out of shape: 0.59 at best (to c1)
+    copies = np.array([near_a1] * 99 + [far] + [0.9 * vectors[3] + np.sqrt(0.19) * eye[1]] * 2
+                      + [0.9 * vectors[5] + np.sqrt(0.19) * eye[1]] * 2)
+    copies /= np.linalg.norm(copies, axis=1, keepdims=True)
+    made_from = [0] * 99 + [1] + [2, 2, 4, 4]
+    result = calibrate_novelty(vectors, list("aabbcc"), list(range(6)), (copies, made_from), unseen={1})
+    # a's one far copy weighs 1/300 of the whole: below the 1 % tail, so it alone is not kept
+    assert result["rewritten_kept"] == round(103 / 104, 4)
+    assert result["unseen_rewritten_kept"] == 0.0
+    seen = calibrate_novelty(vectors, list("aabbcc"), list(range(6)), (copies, made_from), unseen={2})
+    assert seen["unseen_rewritten_kept"] == 1.0 and seen["novelty_threshold"] == result["novelty_threshold"]
+
+
 def test_family_balanced_quantile_lets_no_family_outvote_the_others():
     from narcli.search.family import family_balanced_quantile
 
@@ -288,7 +309,11 @@ def test_novelty_calibrated_on_rewritten_copies_keeps_them_known():
     assert rewritten["novelty_threshold"] < plain["novelty_threshold"]
     assert rewritten["rewritten_kept"] >= 0.95 and rewritten["rewritten_queries"] == len(made_from)
     assert rewritten["known_kept"] == 1.0
-    assert rewritten["unseen_rewritten_kept"] in (0.0, 0.5, 1.0)  # the share of the two copies of rows 0 and 5
+    # the kept share of the copies made from rows 0 and 5 alone, each searched without its own row
+    reached = [float(np.delete(vectors, q, axis=0).dot(copies[j]).max()) >= rewritten["novelty_threshold"]
+               for j, q in enumerate(made_from) if q in (0, 5)]
+    assert rewritten["unseen_rewritten_kept"] == sum(reached) / 2
+    assert "unseen_rewritten_kept" not in plain
 
 
 # -- issue 43: what the walk-through found ---------------------------------------------------------
