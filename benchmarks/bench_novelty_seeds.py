@@ -1,14 +1,15 @@
 """How much the novelty cosine moves with the split: the shipped calibration on several split seeds.
 
-    python benchmarks/bench_novelty_seeds.py [--seeds 0,1,2,3,4] [--variants 6]
+    python benchmarks/bench_novelty_seeds.py [--seeds 0,1,2,3,4] [--variants 2]
 
 The novelty threshold is set as `nar index build` sets it (`search.neighbours.zoo_calibration`:
-edited copies of every architecture, each searched against all the others, the family-balanced 1 %
-quantile of their nearest cosine), on the zoo's stored embeddings: first on the whole zoo (the
-shipped threshold), then, for each seed, on that random 90/10 split's training part only, with
-edits drawn with that seed. The spread over the seeds is how much the threshold moves with what the
-zoo holds and which edits were drawn. `unseen kept`: the share of edited copies of the encoder
-card's test architectures (never trained on) that reach the threshold.
+edited copies of up to four architectures of every family, each searched against all the other
+architectures, the family-balanced 1 % quantile of their nearest cosine), on the zoo's stored
+embeddings: first on the whole zoo (the shipped threshold), then, for each seed, on that random
+90/10 split's training part only, with members and edits drawn with that seed. The spread over the
+seeds is how much the threshold moves with what the zoo holds and which edits were drawn.
+`unseen kept`: the share of edited copies of the encoder card's test architectures (never trained
+on) that reach the threshold.
 Prints each threshold and the range; writes benchmarks/results/novelty-seeds.json.
 """
 
@@ -36,6 +37,7 @@ def main() -> None:
 
     variants = CALIBRATION_VARIANTS if args.variants is None else args.variants
     hashes, vectors, _ = _zoo_vectors(args.db)
+
     def line(label: str, calibration: dict) -> None:
         print(f"{label}: novelty cosine {calibration['novelty_threshold']:.3f}  (edited copies kept "
               f"{calibration.get('rewritten_kept')}, unseen kept {calibration.get('unseen_rewritten_kept')}, "
