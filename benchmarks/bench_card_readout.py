@@ -8,7 +8,7 @@ was trained on (the card's seed; its test part was never trained on) without ret
 histogram, WL subtree hashing, NAR as shipped, NAR's learned part alone, relevance = family,
 @20/50/100, in the protocol of `nar eval retrieval` (every other architecture is a candidate).
 Each method is scored twice: in cosine order, and with the search's second stage (`encode.family_rank`,
-the weight `nar similar` uses), which any embedding can have, so the baselines get it too.
+the weight and nearest kept in front `nar similar` uses), which any embedding can have, so the baselines get it too.
 `--write-card` puts these figures in the model card (`narcli/data/encoder.json`) under "metrics",
 keeping the previous ones under "metrics_before_readout". Writes benchmarks/results/card-readout.json.
 """
@@ -45,7 +45,7 @@ def main() -> None:
     methods = {"op-type histogram": op_histogram_embeddings(graphs), "WL subtree hashing": wl_embeddings(graphs),
                "NAR": embed_items(model, graphs), "NAR, learned part only (no WL sketch)":
                embed_items(model, graphs, learned_only=True)}
-    from narcli.encode.family_rank import FAMILY_RERANK_WEIGHT
+    from narcli.encode.family_rank import FAMILY_RERANK_WEIGHT, KEEP_NEAREST
 
     metrics = {}
     for name, vectors in methods.items():
@@ -59,7 +59,8 @@ def main() -> None:
         f = row["family"]
         print(f"{name:<58} MRR@20 {f['MRR@20']:.3f}  MAP@20 {f['MAP@20']:.3f}  NDCG@20 {f['NDCG@20']:.3f}")
     out = {"split": f"random, seed {card['config']['seed']}: {len(train)} train, {len(test)} test",
-           "readout": readout, "rerank_weight": FAMILY_RERANK_WEIGHT, "methods": metrics, "machine": machine()}
+           "readout": readout, "rerank_weight": FAMILY_RERANK_WEIGHT,
+           "rerank_keep": KEEP_NEAREST, "methods": metrics, "machine": machine()}
     (ROOT / "benchmarks" / "results" / "card-readout.json").write_text(json.dumps(out, indent=2) + "\n")
     if args.write_card:
         card_path = path.with_suffix(".json")

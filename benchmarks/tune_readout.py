@@ -20,8 +20,9 @@ The retrieval vector joins four unit parts, cosine = w_learned x learned + w_wid
 + w_robust x robust sketch + w_decoder x decoder sketch (weights sum to 1). Every mix on a grid is
 scored by MAP@20 and MRR@20 on the three query kinds; the chosen mix has the highest mean of those
 six figures. Then the search's second stage (`encode.family_rank`: candidates re-ordered by their
-family's share of the ten nearest's vote) is scored at several weights on the chosen mix, by the same
-criterion; the smallest weight within 0.005 of the best mean is chosen. Writes
+family's share of the ten nearest's vote, the nearest 0, 1 or 2 left in front in cosine order) is
+scored at several weights on the chosen mix, by the same criterion; the gentlest stage within 0.005
+of the best mean is chosen (smallest weight, then most left in cosine order). Writes
 benchmarks/results/readout.json (or --out), with every mix's and every weight's scores.
 """
 
@@ -44,7 +45,8 @@ STEP = 0.1  # the grid; the best mix's neighbours at half this step are tried af
 AT = ("MRR@20", "MAP@20")
 QUERIES = ("known families", "unseen families", "rewritten")
 RERANK_WEIGHTS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0)
-RERANK_TOLERANCE = 0.005  # the chosen weight is the smallest whose mean is within this of the best
+KEEPS = (0, 1, 2)  # nearest candidates left in cosine order in front of the re-ordered rest
+RERANK_TOLERANCE = 0.005  # the chosen stage is the gentlest whose mean is within this of the best
 
 
 def part_vectors(model, graphs: list) -> dict[str, np.ndarray]:
@@ -121,12 +123,13 @@ def main() -> None:
     searched[:len(pool)] = True
     parts = part_vectors(trained.model.cpu(), graphs)
 
-    def score(weights: dict[str, float], rerank: float = 0.0) -> dict[str, dict[str, float]]:
+    def score(weights: dict[str, float], rerank: float = 0.0, keep: int = 0) -> dict[str, dict[str, float]]:
         vectors = np.concatenate([parts[p] * weights[p] ** 0.5 for p in PARTS], axis=1)
         out = {}
         for kind, queries in zip(QUERIES, (known, unseen, rewritten_queries)):
             metrics = retrieval_metrics(vectors, family, queries, (20,), pool_mask=searched,
-                                        withheld=originals if kind == "rewritten" else None, rerank=rerank)
+                                        withheld=originals if kind == "rewritten" else None, rerank=rerank,
+                                        keep=keep)
             out[kind] = {m: round(metrics[m], 4) for m in AT}
         return out
 
@@ -137,13 +140,16 @@ def main() -> None:
     rows += [{**weights, **score(weights)} for weights in neighbours(max(rows, key=mean))]
     best = max(rows, key=mean)
     chosen_mix = {p: best[p] for p in PARTS}
-    reranked = [{"weight": w, **score(chosen_mix, w)} for w in RERANK_WEIGHTS]
+    reranked = [{"weight": w, "keep": keep, **score(chosen_mix, w, keep)}
+                for keep in KEEPS for w in RERANK_WEIGHTS if w or not keep]
     for row in reranked:
         row["mean"] = round(mean(row), 4)
-    # the gentlest weight nearly as good as the best: a family's far member should not jump a much
-    # closer architecture of another family for a last half-point of validation score
+    # the gentlest stage nearly as good as the best (smallest weight, then most candidates kept in
+    # cosine order): a family's far member should not jump a much closer architecture of another
+    # family for a last half-point of validation score
     top_mean = max(r["mean"] for r in reranked)
-    best_rerank = min((r for r in reranked if r["mean"] >= top_mean - RERANK_TOLERANCE), key=lambda r: r["weight"])
+    best_rerank = min((r for r in reranked if r["mean"] >= top_mean - RERANK_TOLERANCE),
+                      key=lambda r: (r["weight"], -r["keep"]))
     previous = next(r for r in rows if (r["learned"], r["width"], r["robust"], r["decoder"]) == (0.6, 0.1, 0.3, 0.0))
     print(f"{len(known)} known-family, {len(unseen)} unseen-family and {len(rewritten_queries)} rewritten "
           f"validation queries against {len(pool)} training architectures; MRR@20 / MAP@20")
@@ -153,7 +159,7 @@ def main() -> None:
               + f"  mean {mean(row):.4f}")
     print("second stage (family re-rank) on the chosen mix:")
     for row in reranked:
-        print(f"  weight {row['weight']:<5} " + "  ".join(f"{kind}: {row[kind]['MRR@20']:.3f} / {row[kind]['MAP@20']:.3f}"
+        print(f"  weight {row['weight']:<5} keep {row['keep']} " + "  ".join(f"{kind}: {row[kind]['MRR@20']:.3f} / {row[kind]['MAP@20']:.3f}"
                                                    for kind in QUERIES) + f"  mean {row['mean']:.4f}"
               + ("  <- chosen" if row is best_rerank else ""))
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -161,7 +167,7 @@ def main() -> None:
            "unseen_family_queries": len(unseen), "rewritten_queries": len(rewritten_queries), "epochs": args.epochs,
            "criterion": "mean of MRR@20 and MAP@20 over the three query kinds",
            "chosen": chosen_mix, "previous": previous, "mixes": rows,
-           "rerank": {"chosen_weight": best_rerank["weight"], "tolerance": RERANK_TOLERANCE, "weights": reranked},
+           "rerank": {"chosen_weight": best_rerank["weight"], "chosen_keep": best_rerank["keep"], "tolerance": RERANK_TOLERANCE, "weights": reranked},
            "machine": machine()}
     args.out.write_text(json.dumps(out, indent=2) + "\n")
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from narcli.encode.evaluation import retrieval_metrics
-from narcli.encode.family_rank import family_order, rerank_rows, vote
+from narcli.encode.family_rank import KEEP_NEAREST, family_order, rerank_rows, vote
 
 
 def test_the_vote_weighs_closer_voters_more():
@@ -19,11 +19,30 @@ def test_the_voted_family_comes_first_each_family_in_cosine_order():
     cosines = [0.95, 0.94, 0.93, 0.92, 0.91]
     labels = ["regnet", "resnet", "regnet", "resnet", "resnet"]
     shares = {"resnet": 0.7, "regnet": 0.3}
-    assert family_order(cosines, labels, shares, weight=1.0) == [1, 3, 4, 0, 2]
-    assert family_order(cosines, labels, shares, weight=0.0) == [0, 1, 2, 3, 4]  # weight 0: cosine order
-    assert family_order(cosines, labels, {}, weight=1.0) == [0, 1, 2, 3, 4]  # no vote: cosine order
+    assert family_order(cosines, labels, shares, weight=1.0, keep=0) == [1, 3, 4, 0, 2]
+    assert family_order(cosines, labels, shares, weight=0.0, keep=0) == [0, 1, 2, 3, 4]  # weight 0: cosine order
+    assert family_order(cosines, labels, {}, weight=1.0, keep=0) == [0, 1, 2, 3, 4]  # no vote: cosine order
     # a small weight only swaps candidates whose cosines are close
-    assert family_order([0.95, 0.949, 0.80], ["regnet", "resnet", "resnet"], shares, weight=0.01) == [1, 0, 2]
+    assert family_order([0.95, 0.949, 0.80], ["regnet", "resnet", "resnet"], shares, weight=0.01, keep=0) == [1, 0, 2]
+    # as shipped, the nearest KEEP_NEAREST stay in front
+    assert family_order(cosines, labels, shares)[:KEEP_NEAREST] == list(range(KEEP_NEAREST))
+
+
+def test_the_nearest_kept_stay_in_front_in_cosine_order():
+    cosines = [0.95, 0.94, 0.93, 0.92, 0.91]
+    labels = ["regnet", "resnet", "regnet", "resnet", "resnet"]
+    shares = {"resnet": 0.7, "regnet": 0.3}
+    assert family_order(cosines, labels, shares, weight=1.0, keep=1) == [0, 1, 3, 4, 2]
+    assert family_order(cosines, labels, shares, weight=1.0, keep=2) == [0, 1, 3, 4, 2]
+    assert family_order(cosines, labels, shares, weight=1.0, keep=3) == [0, 1, 2, 3, 4]
+    assert family_order(cosines, labels, shares, weight=1.0, keep=9) == [0, 1, 2, 3, 4]  # more than there are
+    assert family_order([], [], shares, weight=1.0, keep=1) == []
+
+
+@pytest.mark.parametrize("keep", [-1, 1.5, True, "1"])
+def test_a_bad_keep_is_refused(keep):
+    with pytest.raises(ValueError, match="cosine order"):
+        family_order([0.9], ["a"], {"a": 1.0}, weight=1.0, keep=keep)
 
 
 @pytest.mark.parametrize("weight", [-0.1, float("nan"), float("inf"), "1"])
@@ -36,10 +55,14 @@ def test_rows_are_reordered_by_their_own_vote_and_unreachable_rows_stay_last():
     labels = np.array(["a", "b", "a", "b"])
     order = np.array([[1, 0, 2, 3], [0, 1, 3, 2]])
     sims = np.array([[0.9, 0.89, 0.5, -np.inf], [0.9, 0.8, 0.7, 0.6]])
-    out = rerank_rows(order, sims, labels, weight=1.0, voters=2)
+    out = rerank_rows(order, sims, labels, weight=1.0, voters=2, keep=0)
     assert out[0].tolist() == [1, 0, 2, 3]  # b voted most (nearest), then a; the masked row stays last
     assert out[1].tolist() == [0, 2, 1, 3]
     assert rerank_rows(order, sims, labels, weight=0.0) is order
+    kept = rerank_rows(order, sims, labels, weight=1.0, voters=2, keep=1)
+    assert kept[1].tolist() == [0, 2, 1, 3]  # the nearest was already of the voted family
+    # the unreachable row stays last even when more are kept than can be reached
+    assert rerank_rows(order, sims, labels, weight=1.0, voters=2, keep=4)[0].tolist() == [1, 0, 2, 3]
 
 
 def test_the_second_stage_lifts_map_when_a_family_is_interleaved_with_another():
@@ -48,9 +71,19 @@ def test_the_second_stage_lifts_map_when_a_family_is_interleaved_with_another():
     z /= np.linalg.norm(z, axis=1, keepdims=True)
     labels = ["a", "a", "b", "a", "b", "a"]
     plain = retrieval_metrics(z, labels, [0], ks=(3,))
-    reranked = retrieval_metrics(z, labels, [0], ks=(3,), rerank=1.0)
+    reranked = retrieval_metrics(z, labels, [0], ks=(3,), rerank=1.0, keep=0)
     assert reranked["MAP@3"] > plain["MAP@3"] and reranked["MRR@3"] == plain["MRR@3"] == 1.0
     assert retrieval_metrics(z, labels, [0], ks=(3,), rerank=0.0) == plain
+
+
+def test_keeping_the_nearest_first_keeps_a_right_first_hit_the_vote_would_bury():
+    # query 0 (family a): its nearest is a, but the next voters are b, which win the vote
+    z = np.array([[1.0, 0.0], [0.99, 0.14], [0.985, 0.17], [0.98, 0.2], [0.5, 0.87]], np.float32)
+    z /= np.linalg.norm(z, axis=1, keepdims=True)
+    labels = ["a", "a", "b", "b", "a"]
+    voted = retrieval_metrics(z, labels, [0], ks=(2,), rerank=1.0, keep=0)
+    kept = retrieval_metrics(z, labels, [0], ks=(2,), rerank=1.0, keep=1)
+    assert voted["MRR@2"] == 0.0 and kept["MRR@2"] == 1.0
 
 
 def test_the_query_own_label_never_votes():
@@ -58,5 +91,5 @@ def test_the_query_own_label_never_votes():
     z = np.eye(3, dtype=np.float32)
     z[1] = [0.9, 0.43, 0]
     z /= np.linalg.norm(z, axis=1, keepdims=True)
-    m = retrieval_metrics(z, ["c", "c", "d"], [0], ks=(2,), rerank=1.0)
+    m = retrieval_metrics(z, ["c", "c", "d"], [0], ks=(2,), rerank=1.0, keep=0)
     assert m["MRR@2"] == 1.0 and m["queries"] == 1

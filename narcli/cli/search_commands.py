@@ -26,8 +26,8 @@ def similar_command(
     input_dtype: InputDtypeOption = None,
     timeout: TimeoutOption = 120.0,
     no_cache: NoCacheOption = False,
-    order: str = typer.Option("family", "--order", help="family: the family the nearest ten vote for first, "
-                              "each family's models by cosine; cosine: by cosine alone."),
+    order: str = typer.Option("family", "--order", help="family: the two nearest, then the family the nearest ten "
+                              "vote for, each family's models by cosine; cosine: by cosine alone."),
     as_json: JsonOption = False,
 ) -> None:
     """The known architectures nearest to a model, and the family it most likely belongs to."""

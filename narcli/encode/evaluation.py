@@ -15,15 +15,18 @@ from narcli.encode.features import OP_NAMES, EncodedGraph
 def retrieval_metrics(embeddings: np.ndarray, labels: list[str], queries: list[int],
                       ks: tuple[int, ...] = (20, 50, 100), pool_mask: np.ndarray | None = None,
                       withheld: list[int] | None = None, rerank: float = 0.0,
-                      vote_labels: list[str] | None = None) -> dict[str, float]:
+                      vote_labels: list[str] | None = None, keep: int | None = None) -> dict[str, float]:
     """MRR@k, MAP@k, NDCG@k for cosine retrieval over L2-normalised `embeddings`; `pool_mask`:
     only those rows are candidates (default: every row but the query); `withheld[j]`: one more row
     that is no candidate for `queries[j]` (the design an edited copy was made from); `rerank`: the
     weight of the second stage (`family_rank`, as the commands search; 0: cosine order), voting
-    on `vote_labels` (default `labels`; the query's own label is never among its voters)."""
-    from narcli.encode.family_rank import RERANK_CANDIDATES, check_weight, rerank_rows
+    on `vote_labels` (default `labels`; the query's own label is never among its voters), the nearest
+    `keep` left in front (default: the shipped `KEEP_NEAREST`)."""
+    from narcli.encode.family_rank import KEEP_NEAREST, RERANK_CANDIDATES, check_keep, check_weight, rerank_rows
 
     check_weight(rerank)
+    keep = KEEP_NEAREST if keep is None else keep
+    check_keep(keep)
     labels_arr = np.array(labels)
     voting = labels_arr if vote_labels is None else np.array(vote_labels)
     candidate = np.ones(len(labels_arr), bool) if pool_mask is None else np.asarray(pool_mask, bool)
@@ -39,7 +42,8 @@ def retrieval_metrics(embeddings: np.ndarray, labels: list[str], queries: list[i
             sims[np.arange(len(chunk)), withheld[start:start + 256]] = -np.inf
         order = np.argsort(-sims, axis=1, kind="stable")[:, :max(top, RERANK_CANDIDATES) if rerank else top]
         if rerank:
-            order = rerank_rows(order, np.take_along_axis(sims, order, axis=1), voting, rerank)[:, :top]
+            order = rerank_rows(order, np.take_along_axis(sims, order, axis=1), voting, rerank,
+                                keep=keep)[:, :top]
         for row, q in enumerate(chunk):
             relevant_total = int(((labels_arr == labels_arr[q]) & candidate).sum()) - int(candidate[q])
             if withheld is not None:

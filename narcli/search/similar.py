@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from narcli.encode.family_rank import FAMILY_RERANK_WEIGHT, RERANK_CANDIDATES, family_order, vote
+from narcli.encode.family_rank import FAMILY_RERANK_WEIGHT, KEEP_NEAREST, RERANK_CANDIDATES, family_order, vote
 from narcli.errors import UsageError
 from narcli.search.family import (
     DEFAULT_NOVELTY_COSINE,
@@ -27,8 +27,9 @@ MAX_K = 1000
 TWIN_COSINE = 0.9995  # one design to the encoder: the same layers at other sizes (their hashes differ)
 OWN_LABEL_MARGIN = 1e-3  # a zoo model's own graph votes as the nearest of all, ahead of a twin's
 LM_TASKS = ("causal-lm", "masked-lm")
-ORDERS = ("family", "cosine")  # neighbours by the family vote, then cosine (`encode.family_rank`); or cosine alone
-ORDER_NOTE = "ordered by family vote, then cosine"  # shown (CLI and browser) when that is not cosine order
+# the nearest, then neighbours by the family vote and cosine (`encode.family_rank`); or cosine alone
+ORDERS = ("family", "cosine")
+ORDER_NOTE = f"nearest {KEEP_NEAREST} first, then by family vote and cosine"  # shown (CLI and browser) when that is not cosine order
 
 
 @dataclass
@@ -129,8 +130,8 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
                  report: Callable[[str], None] = lambda line: None, order: str = "family") -> list[SimilarResult]:
     """For each architecture `target` names: its `k` nearest neighbours (zoo and, without a zoo
     filter, the user's own scanned models) and its predicted family. `order` "family": the
-    neighbours of the family the nearest ten vote for first (`encode.family_rank`), each family's
-    by cosine; "cosine": by cosine alone."""
+    `KEEP_NEAREST` nearest, then the neighbours of the family the nearest ten vote for
+    (`encode.family_rank`), each family's by cosine; "cosine": by cosine alone."""
     from narcli.search.neighbours import user_index, zoo_index
     from narcli.zoo.store import Zoo
 
