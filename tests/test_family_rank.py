@@ -39,10 +39,13 @@ def test_the_nearest_kept_stay_in_front_in_cosine_order():
     assert family_order([], [], shares, weight=1.0, keep=1) == []
 
 
-@pytest.mark.parametrize("keep", [-1, 1.5, True, "1"])
+@pytest.mark.parametrize("keep", [-1, 1.5, 5.0, True, "1"])
 def test_a_bad_keep_is_refused(keep):
     with pytest.raises(ValueError, match="cosine order"):
         family_order([0.9], ["a"], {"a": 1.0}, weight=1.0, keep=keep)
+    with pytest.raises(ValueError, match="cosine order"):  # before any row is looked at, whatever the weight
+        rerank_rows(np.array([[0]]), np.array([[-np.inf]]), np.array(["a"]), weight=0.0, keep=keep)
+    assert family_order([0.9, 0.8], ["a", "b"], {"b": 1.0}, weight=1.0, keep=np.int64(1)) == [0, 1]
 
 
 @pytest.mark.parametrize("weight", [-0.1, float("nan"), float("inf"), "1"])

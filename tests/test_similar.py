@@ -50,7 +50,7 @@ def test_cosine_order_is_plain_cosine_and_family_order_brings_the_family_forward
         assert same == sorted(same, reverse=True)
     text = " ".join(cli("similar", "resnext50_32x4d").stdout.split())
     assert "nearest 2 first, then by family vote and cosine (--order cosine: cosine alone)" in text
-    assert "ordered by family" not in cli("similar", "resnext50_32x4d", "--order", "cosine").stdout
+    assert "family vote" not in " ".join(cli("similar", "resnext50_32x4d", "--order", "cosine").stdout.split())
 
 
 def test_similar_on_a_zoo_name_does_not_import_torch():

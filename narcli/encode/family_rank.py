@@ -11,6 +11,7 @@ searches use it without torch, evaluation scores the same order the commands sho
 from __future__ import annotations
 
 import math
+import numbers
 from collections import Counter
 from collections.abc import Sequence
 
@@ -49,7 +50,7 @@ def check_weight(weight: float) -> None:
 
 
 def check_keep(keep: int) -> None:
-    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
+    if isinstance(keep, bool) or not isinstance(keep, numbers.Integral) or keep < 0:
         raise ValueError(f"the candidates kept in cosine order must be a whole number >= 0, got {keep!r}")
 
 
@@ -62,7 +63,7 @@ def family_order(cosines: Sequence[float], labels: Sequence[str], shares: dict[s
     check_keep(keep)
     if len(cosines) != len(labels):
         raise ValueError(f"{len(cosines)} cosines for {len(labels)} labels")
-    keep = min(keep, len(cosines))
+    keep = min(int(keep), len(cosines))
     scores = np.asarray(cosines, dtype=np.float64)[keep:] \
         + weight * np.array([shares.get(label, 0.0) for label in labels[keep:]])
     return list(range(keep)) + [keep + int(i) for i in np.argsort(-scores, kind="stable")]
@@ -72,6 +73,7 @@ def rerank_rows(order: np.ndarray, similarities: np.ndarray, labels: np.ndarray,
                 weight: float = FAMILY_RERANK_WEIGHT, voters: int = VOTERS, keep: int = KEEP_NEAREST) -> np.ndarray:
     """`order`: each query's candidates by falling cosine (rows of indices into `labels`);
     `similarities`: the matching cosines. The same rows in the second stage's order (`family_order`)."""
+    check_keep(keep)
     if weight == 0 or order.shape[1] == 0:
         return order
     out = np.empty_like(order)
