@@ -48,7 +48,7 @@ def summarise(per_seed: dict[str, dict]) -> dict:
     """Mean and standard deviation per method and metric, and on how many seeds NAR as shipped is
     at least as good as each baseline (every other method but NAR's own variants)."""
     methods = next(iter(per_seed.values())).keys()
-    shipped = SHIPPED if SHIPPED in methods else "NAR"  # seeds measured before the second stage
+    shipped = SHIPPED if all(SHIPPED in seed for seed in per_seed.values()) else "NAR"  # before the second stage
     summary: dict = {"shipped": shipped, "mean": {}, "sd": {}, "nar_at_least": {}}
     for name in methods:
         values = {m: [seed[name][m] for seed in per_seed.values()] for m in AT}
@@ -74,13 +74,17 @@ def main() -> None:
     methods = tuple(m.strip() for m in args.methods.split(","))
     from dataclasses import asdict
 
+    from narcli.encode.family_rank import FAMILY_RERANK_WEIGHT, KEEP_NEAREST
     from narcli.encode.training import TrainConfig
 
-    # the whole recipe, read-out included: a seed measured under another one is measured again
+    # the whole recipe, read-out and second stage included: a seed measured under another one is
+    # measured again
     recipe = {k: v for k, v in asdict(TrainConfig(epochs=args.epochs)).items() if k not in ("seed", "device")}
-    settings = {"epochs": args.epochs, "methods": list(methods), "recipe": recipe}
+    settings = {"epochs": args.epochs, "methods": list(methods), "recipe": recipe,
+                "second_stage": {"weight": FAMILY_RERANK_WEIGHT, "keep": KEEP_NEAREST}}
     if args.split != "random":  # random-split files written before the option have no split
         settings["split"] = args.split
+    settings = json.loads(json.dumps(settings))  # as read back: tuples become lists, or no seed would match
     out_path = OUTS[args.split]
 
     done: dict[str, dict] = {}
