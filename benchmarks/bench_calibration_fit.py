@@ -1,11 +1,14 @@
-"""The calibration's per-part fit, squared error against Huber, on measurements already taken.
+"""The calibration's per-part fit, offline, on measurements already taken: squared error against
+Huber, and the parts as the reference head splits them against the parts rescaled to what the
+reference machine measured (`calibrate.fitting_parts`, what `nar calibrate` fits since 2026-11-28).
 
     python benchmarks/bench_calibration_fit.py [RESULT.json ...]
 
 Reads `nar eval calibration --json` results (default: benchmarks/results/calibration-*.json), which
 hold every measured calibration and held-out model, and fits the first K calibration models with
-the transfer's two losses (the ridge strength chosen by leave-one-out error as `nar calibrate`
-does), scoring each on the held-out models: MAPE, interval coverage and half-width. Nothing is
+each variant (the ridge strength chosen by leave-one-out error as `nar calibrate` does), scoring
+each on the held-out models: MAPE, interval coverage and half-width. The held-out models are
+always predicted from the head's parts (a model a user brings has no reference time). Nothing is
 measured, so it runs anywhere the bundled zoo is. Writes benchmarks/results/calibration-fit.json.
 """
 
@@ -23,17 +26,24 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 def main() -> None:
     sys.path.insert(0, str(ROOT))
-    from narcli.bench import transfer
+    from narcli.bench import calibrate, transfer
     from narcli.predict.bundle import load_bundle
     from narcli.zoo.store import Zoo
 
     files = [Path(a) for a in sys.argv[1:]] or sorted(RESULTS.glob("calibration-*thread*.json"))
     head = load_bundle().latency
     out = {}
+    reference = calibrate.measured_on_reference()
     with Zoo() as zoo:
         def parts(name: str) -> np.ndarray:
             model = zoo.resolve(name)
             return head.parts(zoo.graph(model), model.macs, model.params)
+
+        def measured_parts(name: str) -> np.ndarray:  # rescaled to the reference machine's time
+            model = zoo.resolve(name)
+            candidate = calibrate.Candidate(name, 0, 0, {}, np.zeros(0), graph_hash=model.graph_hash,
+                                            parts=parts(name))
+            return calibrate.fitting_parts([candidate], reference)[0]
 
         for path in files:
             result = json.loads(path.read_text())
@@ -43,12 +53,14 @@ def main() -> None:
                 chosen = result["calibration"][:k]
                 y = np.log([r["ms"] for r in chosen])
                 fitted = np.stack([parts(r["name"]) for r in chosen])
+                rescaled = np.stack([measured_parts(r["name"]) for r in chosen])
                 row = {}
-                for loss, delta in (("squared", np.inf), ("huber", transfer.HUBER)):
-                    fit = transfer.fit_head(fitted, y, delta)
+                for label, delta, fitted_on in (("squared", np.inf, fitted), ("huber", transfer.HUBER, fitted),
+                                                ("huber, reference-measured parts", transfer.HUBER, rescaled)):
+                    fit = transfer.fit_head(fitted_on, y, delta)
                     centre = transfer.predict_log(fit, held_out)
                     error = np.abs(np.exp(centre) - truth) / truth
-                    row[loss] = {"mape": round(float(error.mean() * 100), 1),
+                    row[label] = {"mape": round(float(error.mean() * 100), 1),
                                  "coverage90": round(float((np.abs(np.log(truth) - centre) <= fit["half"]).mean() * 100)),
                                  "half_width_pct": round(float((np.exp(fit["half"]) - 1) * 100))}
                 key = f"{path.stem} K={len(chosen)}"

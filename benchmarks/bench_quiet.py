@@ -47,7 +47,10 @@ def main() -> None:
         setting = {"threads": runs[0]["device"]["threads"], "medians_ms": [round(m, 3) for m in medians],
                    "cv_of_medians": round(statistics.stdev(medians) / statistics.mean(medians), 4),
                    "verdicts": [r["quiet"]["busy"] for r in runs],
-                   "other_cpu": [r["quiet"]["other_cpu"] for r in runs]}
+                   "other_cpu": [r["quiet"]["other_cpu"] for r in runs],
+                   # runs beside a slowed core left out of each median, and the median had they counted
+                   "left_out": [len(r.get("left_out", [])) for r in runs],
+                   "medians_of_all_runs_ms": [round(statistics.median(r["times_ms"]), 3) for r in runs]}
         spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
         try:
             time.sleep(1.0)

@@ -363,3 +363,48 @@ def test_the_measurement_lock_is_reentrant_in_one_process():
     with measuring("cpu"), measuring("cpu"):
         assert _held["cpu"][1] == 2
     assert "cpu" not in _held
+
+
+def test_calibration_models_are_fitted_on_what_the_reference_machine_measured():
+    # the reference head costs three models at a third of their time; the reference machine measured
+    # them. This machine runs everything 2x the reference machine: fitted on the head's own parts the
+    # scales are bent by the head's errors, fitted on the measured reference they are 2 exactly
+    from narcli.bench.transfer import fit_head
+
+    rng = np.random.default_rng(5)
+    parts = rng.uniform(0.5, 10, size=(12, 4))
+    measured = parts.sum(1).copy()
+    measured[:3] *= 3.0  # the reference head is badly wrong on three of them
+    chosen = [cal.Candidate(f"m{i}", 0, 0, {}, np.zeros(0), graph_hash=f"g{i}", parts=p) for i, p in enumerate(parts)]
+    reference = {f"g{i}": float(ms) for i, ms in enumerate(measured)} | {"elsewhere": 1.0}
+    y = np.log(2.0 * measured)
+    fitted = cal.fitting_parts(chosen, reference)
+    assert np.allclose(fitted.sum(1), measured) and np.allclose(fitted[0] / fitted[0].sum(), parts[0] / parts[0].sum())
+    assert np.allclose(np.exp(fit_head(fitted, y)["scales"]), 2.0, rtol=1e-3)
+    assert np.abs(np.exp(fit_head(parts, y)["scales"]) - 2.0).max() > 0.2  # the head's errors bend the scales
+    # a model the reference set lacks keeps the head's parts
+    assert np.allclose(cal.fitting_parts(chosen[:1], {}), parts[:1])
+
+
+def test_the_reference_times_come_from_the_set_the_reference_head_was_trained_on(monkeypatch):
+    from narcli.predict import bundle
+
+    times = cal.measured_on_reference()
+    assert len(times) > 1000 and all(ms > 0 for ms in times.values())
+    head = bundle.load_bundle().latency
+    monkeypatch.setattr(head, "device", dict(head.device) | {"key": "another-machine"})
+    assert cal.measured_on_reference() == {}
+
+
+def test_a_device_fitted_on_the_reference_head_own_parts_is_fitted_again(monkeypatch, tmp_path):
+    from narcli.predict.bundle import load_bundle
+
+    monkeypatch.setattr(cal, "devices_dir", lambda: tmp_path)
+    models = [{"name": name, "ms": ms} for name, ms in (("timm/resnet18", 60.0), ("timm/resnet50", 170.0),
+                                                         ("timm/mobilenetv2_100", 25.0))]
+    current = {"kind": "parts", "scales": [0.0] * 4, "half": 0.9, "prior": 3.0, "models": models,
+               "columns": list(cal.CPU_COLUMNS), "device": {"name": "AMD EPYC", "threads": 1},
+               "reference": load_bundle().latency.fingerprint}  # current head, but no `fitted_on`
+    (tmp_path / "mine.json").write_text(json.dumps(current))
+    head = cal.calibrated_devices()["mine"]
+    assert head["fitted_on"] == cal.FITTED_ON and head["scales"] != current["scales"]

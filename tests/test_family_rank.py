@@ -96,3 +96,15 @@ def test_the_query_own_label_never_votes():
     z /= np.linalg.norm(z, axis=1, keepdims=True)
     m = retrieval_metrics(z, ["c", "c", "d"], [0], ks=(2,), rerank=1.0, keep=0)
     assert m["MRR@2"] == 1.0 and m["queries"] == 1
+
+
+def test_the_order_help_names_how_many_nearest_stay_in_front():
+    # the help text is written out (importing numpy for `nar --help` would slow every command);
+    # this keeps it true when KEEP_NEAREST changes
+    import typer.main
+
+    from narcli.cli.app import app
+
+    similar = typer.main.get_command(app).commands["similar"]
+    order = next(p for p in similar.params if p.name == "order")
+    assert f"the {KEEP_NEAREST} nearest, then" in order.help

@@ -81,26 +81,63 @@ def test_a_core_whose_speed_changes_during_the_runs_makes_it_busy():
     # probe loop's time does
     verdict = assess(*_samples(own=1.0, machine=1.0), threads=1, spread=0.01, tick=100, probes=[0.70, 0.72, 1.30])
     assert verdict.busy and verdict.probe_ms == [0.7, 1.3]
-    assert "core's speed changed during the runs (a fixed loop took 0.70 to 1.30 ms)" in verdict.describe()
+    assert "core's speed changed during the runs (a fixed loop took 0.70 to 1.30 ms; 1 of 3 probes slow)" \
+        in verdict.describe()
     steady = assess(*_samples(own=1.0, machine=1.0), threads=1, spread=0.01, tick=100, probes=[0.70, 0.75, 0.71])
     assert not steady.busy and steady.probe_ms == [0.7, 0.75]
 
 
-def test_watched_runs_probe_the_core_between_runs(monkeypatch):
-    speeds = iter([0.7, 0.7, 1.4, 1.4, 0.7] + [0.7] * 100)  # the core slows down halfway
+def test_runs_are_judged_by_the_probes_on_either_side():
+    # probes before runs 0, 3 and 6, and after the last (run 8): the slow one before run 3 marks
+    # the runs on both of its sides
+    assert quiet.slowed_runs([0.7, 1.4, 0.7, 0.7], [0, 3, 6, 9], 9) == [0, 1, 2, 3, 4, 5]
+    assert quiet.slowed_runs([0.7, 0.7, 0.8], [0, 3, 6], 6) == []  # within SPEED_DRIFT of the fastest
+    assert quiet.slowed_runs([0.7], [0], 5) == []  # one probe: nothing to compare
+
+
+def test_a_few_runs_beside_a_slowed_core_are_left_out_and_the_machine_stays_quiet():
+    verdict = assess(*_samples(own=1.0, machine=1.0), threads=1, spread=0.01, tick=100,
+                     probes=[0.70, 1.30, 0.71], slowed=(4, 20))
+    assert not verdict.busy and verdict.slowed_runs == 4 and verdict.runs == 20
+    assert "4 of 20 runs beside a slowed core left out" in verdict.describe()
+    crowded = assess(*_samples(own=1.0, machine=1.0), threads=1, spread=0.01, tick=100,
+                     probes=[0.70, 1.30, 0.71], slowed=(6, 20))
+    assert crowded.busy and "6 of 20 runs beside a slowed core" in crowded.describe()
+
+
+def _probing(monkeypatch, speeds):
+    """Fake probe times; the machine's samples show nothing else (the fake runs take no real time)."""
     taken = []
+    speeds = iter(speeds)
+    monkeypatch.setattr(quiet, "sample", lambda: Sample(0.0, 0.0, 0))
 
     def fake_probe(timer):
         taken.append(next(speeds))
         return taken[-1]
 
     monkeypatch.setattr(quiet, "probe", fake_probe)
-    clock = FakeClock([0.02])  # 20 ms a run: a probe every few runs
+    return taken
+
+
+def test_a_short_slowing_leaves_its_runs_out_of_the_median(monkeypatch):
+    # the core slows down for two probes (a neighbour's burst): the runs beside them are slower
+    # and left out; the runs go on until 20 ran at full speed
+    taken = _probing(monkeypatch, [0.7, 0.7, 1.4, 1.4] + [0.7] * 200)
+    clock = FakeClock([0.02] * 6 + [0.04] * 6 + [0.02] * 400)
     result = time_runs(clock.run, 20, timer=clock.timer, watch_threads=1, warmup_runs=0, warmup_seconds=0.0)
-    assert 5 <= len(taken) <= 20  # between runs, every PROBE_EVERY s of timing, and once after
-    assert result.quiet["busy"] and result.quiet["probe_ms"] == [0.7, 1.4]
+    assert 5 <= len(taken) <= 30  # between runs, every PROBE_EVERY s of timing, and once after
+    assert not result.quiet["busy"] and result.quiet["probe_ms"] == [0.7, 1.4]
+    assert len(result.left_out) == result.quiet["slowed_runs"] > 0
+    assert result.runs - len(result.left_out) >= 20 and result.median_ms == pytest.approx(20.0)
+
+
+def test_a_core_slowed_for_most_runs_is_busy_and_nothing_is_left_out(monkeypatch):
+    taken = _probing(monkeypatch, [0.7] + [1.4] * 200)
+    clock = FakeClock([0.02])
+    result = time_runs(clock.run, 20, timer=clock.timer, watch_threads=1, warmup_runs=0, warmup_seconds=0.0)
+    assert result.quiet["busy"] and result.left_out == [] and result.runs == 80  # went on, up to 4x
     assert time_runs(clock.run, 3, timer=clock.timer, warmup_seconds=0.0).quiet is None  # unwatched: no probes
-    assert len(taken) <= 20
+    assert len(taken) <= 40
 
 
 def test_the_probe_times_a_real_loop():

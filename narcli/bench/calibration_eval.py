@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from narcli.bench.calibrate import (REFERENCE_COLUMN, Candidate, apply, candidates, features, fit,
-                                    measure_models, with_parts)
+from narcli.bench.calibrate import (REFERENCE_COLUMN, Candidate, apply, candidates, features, fit, fitting_parts,
+                                    measure_models, measured_on_reference, with_parts)
 from narcli.bench.lock import measuring
 from narcli.errors import NarError, UsageError
 
@@ -86,6 +86,7 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
     with measuring("cpu"):
         calibration = measure_models(pool, threads, repeat, None, report, allow_busy)
         evaluation = measure_models(test, threads, repeat, None, report, allow_busy)
+    reference = measured_on_reference()
     truth = np.array([ms for _, ms in evaluation])
     x_test = np.stack([features(c.predicted, c.macs) for c, _ in evaluation])
     parts_test = np.stack([c.parts for c, _ in evaluation])
@@ -96,7 +97,7 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
     for k in ks:
         chosen = calibration[:k]
         y = np.array([ms for _, ms in chosen])
-        head = fit_head(np.stack([c.parts for c, _ in chosen]), np.log(y))
+        head = fit_head(fitting_parts([c for c, _ in chosen], reference), np.log(y))
         centre = predict_log(head, parts_test)
         ours = np.exp(centre)
         inside = np.abs(np.log(truth) - centre) <= head["half"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from narcli.errors import NarError, UsageError
 
@@ -24,6 +24,7 @@ class Measurement:
     times_ms: list[float]
     warmup_ms: float = 0.0  # time spent warming up (what a run costs beyond the timed runs is the rest)
     quiet: dict | None = None  # `quiet.Quietness` of the timed runs, when they were watched
+    left_out: list[int] = field(default_factory=list)  # runs beside a slowed core, not in the median
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -57,13 +58,15 @@ def time_runs(run: Callable[[], None], repeat: int, timer: Callable[[], float] =
     times: list[float] = []
     watched = watch_threads is not None
     probes: list[float] = []
-    since_probe = float("inf")  # ms of timed running since the last probe
+    probed_at: list[int] = []  # how many timed runs came before each probe
+    since_probe = float("inf")  # ms of timing since the last probe
 
     def timed() -> None:
         nonlocal since_probe
         # the core's speed between runs (every PROBE_EVERY s of timing), outside the timed span
         if watched and since_probe >= quiet.PROBE_EVERY * 1000:
             probes.append(quiet.probe(timer))
+            probed_at.append(len(times))
             since_probe = 0.0
         start = timer()
         run()
@@ -71,26 +74,41 @@ def time_runs(run: Callable[[], None], repeat: int, timer: Callable[[], float] =
         times.append((timer() - start) * 1000)
         since_probe += times[-1]
 
+    def short_of_full_speed_runs() -> bool:  # fewer than `repeat` runs no probe beside them saw a slowed
+        slowed = len(quiet.slowed_runs(probes, probed_at, len(times)))  # core, or too many that one did
+        return len(times) - slowed < repeat or slowed > quiet.SLOWED_SHARE_LIMIT * len(times)
+
     before = quiet.sample() if watched else None
     for _ in range(repeat):
         timed()
         if max_seconds is not None and len(times) >= min_repeat and sum(times) >= max_seconds * 1000:
             break
-    # watched runs that jitter (a small model at several threads) go on, up to 4x as many runs and
-    # 3 s, so that their median steadies
+    # watched runs go on, up to 4x as many runs and 3 s, while they jitter (a small model at several
+    # threads) or a slowed core took some of them, so that their median steadies
     while watched and max_seconds is None and len(times) < 4 * repeat and sum(times) < 3000 \
-            and _spread(times) > quiet.SPREAD_LIMIT:
+            and (_spread(times) > quiet.SPREAD_LIMIT or short_of_full_speed_runs()):
         timed()
     if watched:
         probes.append(quiet.probe(timer))
+        probed_at.append(len(times))
     after = quiet.sample() if before is not None else None
-    quartiles = statistics.quantiles(times, n=4) if len(times) >= 2 else [times[0]] * 3
-    median, iqr = statistics.median(times), quartiles[2] - quartiles[0]
+    slowed = quiet.slowed_runs(probes, probed_at, len(times))
+    # a few runs beside a slowed core (a neighbour's burst on the shared physical core) are left out
+    # of the median; more than SLOWED_SHARE_LIMIT of them make the machine busy (assess), all are kept
+    left_out = slowed if slowed and len(slowed) <= quiet.SLOWED_SHARE_LIMIT * len(times) else []
+    counted = [t for i, t in enumerate(times) if i not in set(left_out)]
+    median, iqr = _median_iqr(counted)
     verdict = None
     if before is not None and after is not None:
-        spread = iqr / median if median > 0 and len(times) >= 5 else 0.0
-        verdict = quiet.assess(before, after, watch_threads or 0, spread, probes=probes).to_dict()
-    return Measurement(median, iqr, len(times), warmup, times, warmed, verdict)
+        spread = iqr / median if median > 0 and len(counted) >= 5 else 0.0
+        verdict = quiet.assess(before, after, watch_threads or 0, spread, probes=probes,
+                               slowed=(len(slowed), len(times)) if len(probes) >= 2 else None).to_dict()
+    return Measurement(median, iqr, len(times), warmup, times, warmed, verdict, left_out)
+
+
+def _median_iqr(times: list[float]) -> tuple[float, float]:
+    quartiles = statistics.quantiles(times, n=4) if len(times) >= 2 else [times[0]] * 3
+    return statistics.median(times), quartiles[2] - quartiles[0]
 
 
 def _spread(times: list[float]) -> float:

@@ -14,7 +14,11 @@ at the system around the timed runs, in the process that runs them:
 - the core's speed itself: a fixed pure-Python loop timed between runs. On a VM whose vCPU shares a
   physical core with another guest, the core runs at about half speed for seconds at a time while
   /proc shows nothing (no steal, no other process): the probe loop took 0.55 ms and 1.1 ms in turn
-  on this project's 2-vCPU VM, and a model's median moved 1.5x between two "quiet" runs.
+  on this project's 2-vCPU VM, and a model's median moved 1.5x between two "quiet" runs. Each run
+  is judged by the probes on either side of it (`slowed_runs`): up to a quarter of the runs beside
+  a slowed core are left out of the median (the runs go on until enough ran at full speed); more
+  make the timing busy. Another VM's short bursts (one slow probe in ten, on 2026-11-28) left the
+  medians as they were, and made every measurement "busy" while one slow probe was enough.
 
 `assess` turns two samples into a verdict with reasons. Where /proc is not there (macOS, Windows)
 only what getrusage and the runs themselves tell is used, and the verdict says so.
@@ -34,7 +38,11 @@ OWN_CPU_FLOOR = 0.80  # one thread must get at least this share of the wall cloc
 SWITCH_LIMIT = 100.0  # involuntary context switches per second of timing
 SPREAD_LIMIT = 0.10  # interquartile range / median of the timed runs
 FREQUENCY_DRIFT = 0.10  # a CPU clock that moved by more than this during the runs
-SPEED_DRIFT = 0.25  # the probe loop's slowest time over its fastest, less one, during the runs
+SPEED_DRIFT = 0.25  # a probe this much slower than the measurement's fastest saw a slowed core
+# share of the timed runs beside a slowed core above which the timing is busy; below it, those runs
+# are left out of the median (a neighbour's short bursts on a shared physical core, which left most
+# runs alone, made every measurement "busy" on 2026-11-28)
+SLOWED_SHARE_LIMIT = 0.25
 # slower than the machine's fastest probe for the whole measurement: a laptop's sustained clock sits
 # 20-35 % below its first burst, which is not a busy machine; a shared core's half speed is
 SLOWER_THAN_BEST = 0.5
@@ -67,6 +75,8 @@ class Quietness:
     spread: float = 0.0
     mhz: list[float] = field(default_factory=list)  # min, max at the end, where readable
     probe_ms: list[float] = field(default_factory=list)  # the speed probe's fastest and slowest, where run
+    slowed_runs: int = 0  # timed runs beside a probe that saw a slowed core (left out of the median when few)
+    runs: int = 0  # timed runs, where the probes were matched to them
     seen: str = "proc"  # proc | rusage (no /proc/stat: other processes are not seen)
 
     def to_dict(self) -> dict[str, Any]:
@@ -76,6 +86,8 @@ class Quietness:
         if self.busy:
             return "machine busy: " + "; ".join(self.reasons)
         others = f"other processes {self.other_cpu:.2f} cores, " if self.other_cpu is not None else ""
+        if self.slowed_runs:
+            others += f"{self.slowed_runs} of {self.runs} runs beside a slowed core left out, "
         if self.unstable:
             return (f"machine quiet ({others.rstrip(', ')}) but the runs were unstable: " + "; ".join(self.unstable)
                     + " (more runs, --repeat, steady the median)")
@@ -128,11 +140,28 @@ def probe(timer=time.perf_counter) -> float:
     return best * 1000
 
 
+def slowed_runs(probes: list[float], probed_at: list[int], runs: int) -> list[int]:
+    """The timed runs (indices) next to a probe that saw a slowed core: more than SPEED_DRIFT slower
+    than the fastest probe. `probed_at[j]`: how many runs came before probe j; a run is judged by
+    the last probe before it and the first after it."""
+    if len(probes) < 2 or min(probes) <= 0:
+        return []
+    limit = min(probes) * (1 + SPEED_DRIFT)
+    out = []
+    for run in range(runs):
+        before = [p for p, at in zip(probes, probed_at) if at <= run][-1:]
+        after = [p for p, at in zip(probes, probed_at) if at > run][:1]
+        if any(p > limit for p in before + after):
+            out.append(run)
+    return out
+
+
 def assess(before: Sample, after: Sample, threads: int, spread: float, tick: int | None = None,
-           probes: list[float] | None = None) -> Quietness:
+           probes: list[float] | None = None, slowed: tuple[int, int] | None = None) -> Quietness:
     """The verdict on the interval between two samples, for a measurement that asked for `threads`
     CPU threads and whose timed runs spread by `spread` (IQR / median); `probes`: the speed probe's
-    times (ms) taken between the runs."""
+    times (ms) taken between the runs; `slowed`: (runs beside a slowed core, timed runs), where the
+    probes were matched to the runs (`slowed_runs`) — without it, the share of slow probes counts."""
     wall = max(after.wall - before.wall, 1e-9)
     own = max(after.own_cpu - before.own_cpu, 0.0)
     quiet = Quietness(False, own_cpu_share=round(own / wall / max(threads, 1), 3),
@@ -165,9 +194,16 @@ def assess(before: Sample, after: Sample, threads: int, spread: float, tick: int
             reasons.append(f"a CPU clock moved {drift * 100:.0f} % during the runs")
     if probes and len(probes) >= 2 and min(probes) > 0:
         quiet.probe_ms = [round(min(probes), 3), round(max(probes), 3)]
-        if max(probes) / min(probes) - 1 > SPEED_DRIFT:
+        matched = slowed is not None
+        if not matched:
+            slowed = (sum(p > min(probes) * (1 + SPEED_DRIFT) for p in probes), len(probes))
+        count, total = slowed
+        if count and count > SLOWED_SHARE_LIMIT * total:
             reasons.append(f"{SLOWED_CORE}'s speed changed during the runs (a fixed loop took {min(probes):.2f} to "
-                           f"{max(probes):.2f} ms): another VM on the same physical core, or a moving clock")
+                           f"{max(probes):.2f} ms; {count} of {total} {'runs beside a slowed core' if matched else 'probes slow'}"
+                           "): another VM on the same physical core, or a moving clock")
+        elif count and matched:
+            quiet.slowed_runs, quiet.runs = count, total
     quiet.busy = bool(reasons)
     return quiet
 

@@ -36,6 +36,7 @@ class BenchResult:
     quiet: dict[str, Any] | None = None  # `quiet.Quietness`: was the machine quiet while timing
     pinned: list[int] = field(default_factory=list)  # the CPUs the measuring process was held to
     stored: bool = False  # kept in bench.db (a busy machine's timing is not, unless allowed)
+    left_out: list[int] = field(default_factory=list)  # runs beside a slowed core, not in the median
 
     @property
     def busy(self) -> bool:
@@ -162,7 +163,7 @@ def bench_target(text: str, batch: int = 1, device: str = "cpu", threads: int | 
     result = BenchResult(request.name, graph_hash, batch, info.to_dict(), measured["median_ms"], measured["iqr_ms"],
                          measured["runs"], measured["warmup"], params, macs, times_ms=measured["times_ms"],
                          warmup_ms=measured.get("warmup_ms", 0.0), quiet=core_speed_checked(measured.get("quiet")),
-                         pinned=measured.get("pinned", []))
+                         pinned=measured.get("pinned", []), left_out=measured.get("left_out", []))
     if allow_busy or not result.busy:
         result.stored = True
         store.save(graph_hash, batch, info.key, request.name, result.to_dict())

@@ -13,8 +13,12 @@ with four positive scales fitted to the measured models (Gauss-Newton on a Huber
 error), shrunk towards one common scale by a ridge whose strength is chosen by leave-one-out error
 on the same measurements (with 5 models the scales stay together; with 40 they can part).
 
+The parts a calibration is fitted on are rescaled to what the reference machine measured for
+each model (`calibrate.fitting_parts`), which removes most of the reference head's own error from
+the fit; what is left is the part of a model's time that moves differently on this machine.
+
 Why Huber: among 20 calibration models there are usually one or two the reference head gets badly
-wrong (a large GRU at half its time, SEW-D at 3.4x). Squared error lets those set the common scale:
+wrong (a large GRU at half its time, SEW-D at 3.4x), and one or two whose time moves unlike the rest. Squared error lets those set the common scale:
 on a 2-vCPU VM (2026-11-25, K = 20) the fitted scale was 1.17 where the median ratio was 1.10,
 and the calibrated head came out worse than the reference rescaled by that median. Beyond `HUBER` (10 % in log) an
 error counts linearly, so one wild model moves the fit little; below it the loss is squared error.

@@ -26,7 +26,7 @@ def similar_command(
     input_dtype: InputDtypeOption = None,
     timeout: TimeoutOption = 120.0,
     no_cache: NoCacheOption = False,
-    order: str = typer.Option("family", "--order", help="family: the two nearest, then the family the nearest ten "
+    order: str = typer.Option("family", "--order", help="family: the 2 nearest, then the family the nearest ten "
                               "vote for, each family's models by cosine; cosine: by cosine alone."),
     as_json: JsonOption = False,
 ) -> None:

@@ -2,9 +2,9 @@
 
 The first stage ranks the zoo by cosine alone, so a ResNet's nearest twenty can interleave ResNets
 with RegNets and ResNeXts a hair closer than the query's other relatives. The ten nearest vote on
-the family (the vote `nar similar` predicts the family with); the two nearest stay in front, and
-every other candidate then scores its cosine plus `weight` x its family's share of that vote, so
-the likely family's members come next, in cosine order, then the next family's. Pure numpy:
+the family (the vote `nar similar` predicts the family with); the `KEEP_NEAREST` nearest stay in
+front, and every other candidate then scores its cosine plus `weight` x its family's share of that
+vote, so the likely family's members come next, in cosine order, then the next family's. Pure numpy:
 searches use it without torch, evaluation scores the same order the commands show.
 """
 
@@ -82,6 +82,7 @@ def rerank_rows(order: np.ndarray, similarities: np.ndarray, labels: np.ndarray,
         finite = np.isfinite(cosines)
         top = candidates[finite][:voters]
         shares = vote(labels[top].tolist(), cosines[finite][:voters].tolist())
+        # keep no more than the reachable candidates (callers put the unreachable last)
         ranked = family_order(np.where(finite, cosines, -1e9), labels[candidates].tolist(), shares, weight,
                               min(keep, int(finite.sum())))
         out[row] = candidates[ranked]
