@@ -38,12 +38,14 @@ def check_repeat(repeat: int) -> None:
 def time_runs(run: Callable[[], None], repeat: int, timer: Callable[[], float] = time.perf_counter,
               sync: Callable[[], None] = lambda: None, warmup_runs: int = WARMUP_RUNS,
               warmup_seconds: float = WARMUP_SECONDS, max_seconds: float | None = None,
-              min_repeat: int = 5, watch_threads: int | None = None) -> Measurement:
+              min_repeat: int = 5, watch_threads: int | None = None,
+              compute_probe: Callable[[], float] | None = None) -> Measurement:
     """Warm up (at least `warmup_runs` runs and `warmup_seconds`), then time `repeat` runs — or,
     with `max_seconds`, stop early once that much timed running is done and `min_repeat` runs are
     in (the reference dataset's protocol: a slow model gets fewer runs, never fewer than five).
     With `watch_threads` (the CPU threads the runs were given; 0 for a GPU), the machine is watched
-    around the timed runs and the verdict (`quiet.assess`) comes with the measurement."""
+    around the timed runs and the verdict (`quiet.assess`) comes with the measurement;
+    `compute_probe` (ms of a fixed matrix product at those threads) is timed beside the loop probe."""
     from narcli.bench import quiet
 
     check_repeat(repeat)
@@ -58,6 +60,7 @@ def time_runs(run: Callable[[], None], repeat: int, timer: Callable[[], float] =
     times: list[float] = []
     watched = watch_threads is not None
     probes: list[float] = []
+    computed: list[float] = []  # the matrix product's, at the same points
     probed_at: list[int] = []  # how many timed runs came before each probe
     since_probe = float("inf")  # ms of timing since the last probe
 
@@ -65,8 +68,7 @@ def time_runs(run: Callable[[], None], repeat: int, timer: Callable[[], float] =
         nonlocal since_probe
         # the core's speed between runs (every PROBE_EVERY s of timing), outside the timed span
         if watched and since_probe >= quiet.PROBE_EVERY * 1000:
-            probes.append(quiet.probe(timer))
-            probed_at.append(len(times))
+            take_probes()
             since_probe = 0.0
         start = timer()
         run()
@@ -74,8 +76,18 @@ def time_runs(run: Callable[[], None], repeat: int, timer: Callable[[], float] =
         times.append((timer() - start) * 1000)
         since_probe += times[-1]
 
+    def take_probes() -> None:
+        probes.append(quiet.probe(timer))
+        if compute_probe is not None:
+            computed.append(compute_probe())
+        probed_at.append(len(times))
+
+    def slowed_now() -> list[int]:  # the runs a probe beside them saw slowed, by either probe
+        return sorted(set(quiet.slowed_runs(probes, probed_at, len(times)))
+                      | set(quiet.slowed_runs(computed, probed_at, len(times), quiet.COMPUTE_DRIFT)))
+
     def short_of_full_speed_runs() -> bool:  # fewer than `repeat` runs no probe beside them saw a slowed
-        slowed = len(quiet.slowed_runs(probes, probed_at, len(times)))  # core, or too many that one did
+        slowed = len(slowed_now())  # core, or too many that one did
         return len(times) - slowed < repeat or slowed > quiet.SLOWED_SHARE_LIMIT * len(times)
 
     before = quiet.sample() if watched else None
@@ -89,12 +101,11 @@ def time_runs(run: Callable[[], None], repeat: int, timer: Callable[[], float] =
             and (_spread(times) > quiet.SPREAD_LIMIT or short_of_full_speed_runs()):
         timed()
     if watched:
-        probes.append(quiet.probe(timer))
-        probed_at.append(len(times))
+        take_probes()
     after = quiet.sample() if before is not None else None
-    slowed = quiet.slowed_runs(probes, probed_at, len(times))
-    # a few runs beside a slowed core (a neighbour's burst on the shared physical core) are left out
-    # of the median; more than SLOWED_SHARE_LIMIT of them make the machine busy (assess), all are kept
+    slowed = slowed_now()
+    # runs beside a slowed core (a neighbour's burst on the shared physical core) are left out of
+    # the median; more than SLOWED_SHARE_LIMIT of them make the machine busy (assess), all are kept
     left_out = slowed if slowed and len(slowed) <= quiet.SLOWED_SHARE_LIMIT * len(times) else []
     counted = [t for i, t in enumerate(times) if i not in set(left_out)]
     median, iqr = _median_iqr(counted)
@@ -102,7 +113,8 @@ def time_runs(run: Callable[[], None], repeat: int, timer: Callable[[], float] =
     if before is not None and after is not None:
         spread = iqr / median if median > 0 and len(counted) >= 5 else 0.0
         verdict = quiet.assess(before, after, watch_threads or 0, spread, probes=probes,
-                               slowed=(len(slowed), len(times)) if len(probes) >= 2 else None).to_dict()
+                               slowed=(len(slowed), len(times)) if len(probes) >= 2 else None,
+                               compute_probes=computed).to_dict()
     return Measurement(median, iqr, len(times), warmup, times, warmed, verdict, left_out)
 
 

@@ -15,10 +15,13 @@ at the system around the timed runs, in the process that runs them:
   physical core with another guest, the core runs at about half speed for seconds at a time while
   /proc shows nothing (no steal, no other process): the probe loop took 0.55 ms and 1.1 ms in turn
   on this project's 2-vCPU VM, and a model's median moved 1.5x between two "quiet" runs. Each run
-  is judged by the probes on either side of it (`slowed_runs`): up to a quarter of the runs beside
+  is judged by the probes on either side of it (`slowed_runs`): up to half of the runs beside
   a slowed core are left out of the median (the runs go on until enough ran at full speed); more
   make the timing busy. Another VM's short bursts (one slow probe in ten, on 2026-11-28) left the
-  medians as they were, and made every measurement "busy" while one slow probe was enough.
+  medians as they were, and made every measurement "busy" while one slow probe was enough. Beside
+  the loop, the measuring child times a fixed matrix product at the measurement's thread count
+  (`runner.matmul_probe`): the same VM's neighbour slowed two-thread arithmetic 10-35 % in episodes
+  of seconds, and the one-thread loop saw only half of them.
 
 `assess` turns two samples into a verdict with reasons. Where /proc is not there (macOS, Windows)
 only what getrusage and the runs themselves tell is used, and the verdict says so.
@@ -42,7 +45,11 @@ SPEED_DRIFT = 0.25  # a probe this much slower than the measurement's fastest sa
 # share of the timed runs beside a slowed core above which the timing is busy; below it, those runs
 # are left out of the median (a neighbour's short bursts on a shared physical core, which left most
 # runs alone, made every measurement "busy" on 2026-11-28)
-SLOWED_SHARE_LIMIT = 0.25
+SLOWED_SHARE_LIMIT = 0.5
+# a fixed matrix product at the measurement's thread count, timed beside the loop: the neighbour's
+# bursts on 2026-11-28 slowed two-thread work by 10-35 % in episodes of seconds while the one-thread
+# loop showed half of them (the product took 1.12-1.18 ms when quiet, 1.25-1.37 ms in a burst)
+COMPUTE_DRIFT = 0.10
 # slower than the machine's fastest probe for the whole measurement: a laptop's sustained clock sits
 # 20-35 % below its first burst, which is not a busy machine; a shared core's half speed is
 SLOWER_THAN_BEST = 0.5
@@ -75,6 +82,7 @@ class Quietness:
     spread: float = 0.0
     mhz: list[float] = field(default_factory=list)  # min, max at the end, where readable
     probe_ms: list[float] = field(default_factory=list)  # the speed probe's fastest and slowest, where run
+    compute_probe_ms: list[float] = field(default_factory=list)  # the matrix-product probe's, where run
     slowed_runs: int = 0  # timed runs beside a probe that saw a slowed core (left out of the median when few)
     runs: int = 0  # timed runs, where the probes were matched to them
     seen: str = "proc"  # proc | rusage (no /proc/stat: other processes are not seen)
@@ -140,13 +148,13 @@ def probe(timer=time.perf_counter) -> float:
     return best * 1000
 
 
-def slowed_runs(probes: list[float], probed_at: list[int], runs: int) -> list[int]:
-    """The timed runs (indices) next to a probe that saw a slowed core: more than SPEED_DRIFT slower
+def slowed_runs(probes: list[float], probed_at: list[int], runs: int, drift: float = SPEED_DRIFT) -> list[int]:
+    """The timed runs (indices) next to a probe that saw a slowed core: more than `drift` slower
     than the fastest probe. `probed_at[j]`: how many runs came before probe j; a run is judged by
     the last probe before it and the first after it."""
     if len(probes) < 2 or min(probes) <= 0:
         return []
-    limit = min(probes) * (1 + SPEED_DRIFT)
+    limit = min(probes) * (1 + drift)
     out = []
     for run in range(runs):
         before = [p for p, at in zip(probes, probed_at) if at <= run][-1:]
@@ -157,11 +165,13 @@ def slowed_runs(probes: list[float], probed_at: list[int], runs: int) -> list[in
 
 
 def assess(before: Sample, after: Sample, threads: int, spread: float, tick: int | None = None,
-           probes: list[float] | None = None, slowed: tuple[int, int] | None = None) -> Quietness:
+           probes: list[float] | None = None, slowed: tuple[int, int] | None = None,
+           compute_probes: list[float] | None = None) -> Quietness:
     """The verdict on the interval between two samples, for a measurement that asked for `threads`
     CPU threads and whose timed runs spread by `spread` (IQR / median); `probes`: the speed probe's
-    times (ms) taken between the runs; `slowed`: (runs beside a slowed core, timed runs), where the
-    probes were matched to the runs (`slowed_runs`) — without it, the share of slow probes counts."""
+    times (ms) taken between the runs, `compute_probes` the matrix product's; `slowed`: (runs beside a
+    slowed core, timed runs), where the probes were matched to the runs (`slowed_runs`) — without
+    it, the share of slow loop probes counts."""
     wall = max(after.wall - before.wall, 1e-9)
     own = max(after.own_cpu - before.own_cpu, 0.0)
     quiet = Quietness(False, own_cpu_share=round(own / wall / max(threads, 1), 3),
@@ -198,9 +208,14 @@ def assess(before: Sample, after: Sample, threads: int, spread: float, tick: int
         if not matched:
             slowed = (sum(p > min(probes) * (1 + SPEED_DRIFT) for p in probes), len(probes))
         count, total = slowed
+        product = ""
+        if compute_probes and len(compute_probes) >= 2 and min(compute_probes) > 0:
+            quiet.compute_probe_ms = [round(min(compute_probes), 3), round(max(compute_probes), 3)]
+            product = f", a matrix product {min(compute_probes):.2f} to {max(compute_probes):.2f} ms"
         if count and count > SLOWED_SHARE_LIMIT * total:
             reasons.append(f"{SLOWED_CORE}'s speed changed during the runs (a fixed loop took {min(probes):.2f} to "
-                           f"{max(probes):.2f} ms; {count} of {total} {'runs beside a slowed core' if matched else 'probes slow'}"
+                           f"{max(probes):.2f} ms{product}; {count} of {total} "
+                           f"{'runs beside a slowed core' if matched else 'probes slow'}"
                            "): another VM on the same physical core, or a moving clock")
         elif count and matched:
             quiet.slowed_runs, quiet.runs = count, total

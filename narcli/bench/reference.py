@@ -92,7 +92,7 @@ def measure_zoo_model(source: str, model_id: str, threads: int, protocol: dict[s
 
     from narcli.bench.measure import time_runs
     from narcli.bench.quiet import pin
-    from narcli.bench.runner import _listed, example_inputs, fill_weights
+    from narcli.bench.runner import _listed, example_inputs, fill_weights, matmul_probe
     from narcli.trace.compat import ensure_torchvision_importable
     from narcli.zoo.plugins import zoo_sources
 
@@ -115,7 +115,8 @@ def measure_zoo_model(source: str, model_id: str, threads: int, protocol: dict[s
     try:
         measured = time_runs(run, chosen["repeat"], sync=sync, warmup_runs=chosen["warmup_runs"],
                              warmup_seconds=chosen["warmup_seconds"], max_seconds=chosen["max_seconds"],
-                             min_repeat=chosen["min_repeat"], watch_threads=threads if cpu else 0)
+                             min_repeat=chosen["min_repeat"], watch_threads=threads if cpu else 0,
+                             compute_probe=matmul_probe(torch) if cpu else None)
     finally:
         del module, inputs, built
         gc.collect()

@@ -9,6 +9,7 @@ import importlib.util
 import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from narcli.bench import store
@@ -183,6 +184,29 @@ def core_speed_checked(verdict: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 # -- in the child ---------------------------------------------------------------------------------
+PROBE_MATRIX = 384  # the matrix-product probe's size: about 0.6 ms at 2 threads, 1.1 ms at one
+
+
+def matmul_probe(torch: Any) -> Callable[[], float]:
+    """A probe of this process's arithmetic at the threads torch was given: ms of one fixed matrix
+    product, the faster of two (`quiet.COMPUTE_DRIFT` says why a loop probe alone is not enough)."""
+    import time
+
+    generator = torch.Generator().manual_seed(0)
+    a = torch.randn(PROBE_MATRIX, PROBE_MATRIX, generator=generator)
+    b = torch.randn(PROBE_MATRIX, PROBE_MATRIX, generator=generator)
+
+    def probe() -> float:
+        best = float("inf")
+        for _ in range(2):
+            start = time.perf_counter()
+            torch.mm(a, b)
+            best = min(best, time.perf_counter() - start)
+        return best * 1000
+
+    return probe
+
+
 def measure_in_child(request: _Request) -> dict[str, Any]:
     from narcli.bench.measure import time_runs
     from narcli.bench.quiet import pin
@@ -205,7 +229,9 @@ def measure_in_child(request: _Request) -> dict[str, Any]:
         with torch.inference_mode():
             module(*inputs)
 
-    return time_runs(run, request.repeat, sync=sync, watch_threads=watch).to_dict() | {"pinned": pinned}
+    compute = matmul_probe(torch) if request.device == "cpu" else None
+    return time_runs(run, request.repeat, sync=sync, watch_threads=watch,
+                     compute_probe=compute).to_dict() | {"pinned": pinned}
 
 
 def _build(request: _Request) -> tuple[Any, list[Any]]:
