@@ -408,3 +408,38 @@ def test_a_device_fitted_on_the_reference_head_own_parts_is_fitted_again(monkeyp
     (tmp_path / "mine.json").write_text(json.dumps(current))
     head = cal.calibrated_devices()["mine"]
     assert head["fitted_on"] == cal.FITTED_ON and head["scales"] != current["scales"]
+
+
+def test_a_model_busy_every_time_is_tried_three_times_then_left_out_and_the_rest_are_kept(monkeypatch):
+    from narcli.bench import quiet
+    from narcli.trace.pool import TaskResult
+
+    chosen = [cal.Candidate(f"zoo/m{i}", 10**8, 10**6, {}, np.zeros(0), graph_hash=f"busy-hash{i}", source="fake")
+              for i in range(3)]
+    tried = []
+    busy = {"busy": True, "reasons": ["the core's speed changed during the runs"]}
+
+    def one_worker(fn, tasks, on_result, **options):
+        for key, _ in tasks:
+            tried.append(key)
+            verdict = busy if key == "zoo/m1" else {"busy": False, "reasons": []}
+            on_result(TaskResult(key, True, {"median_ms": 2.0, "iqr_ms": 0.1, "runs": 2, "quiet": verdict}))
+
+    monkeypatch.setattr("narcli.trace.pool.run_pool", one_worker)
+    monkeypatch.setattr(quiet, "wait_for_quiet", lambda *a, **k: True)
+    lines = []
+    measured = cal.measure_models(chosen, None, 2, None, lines.append)
+    assert [c.name for c, _ in measured] == ["zoo/m0", "zoo/m2"]
+    assert tried.count("zoo/m1") == cal.BUSY_TRIES == 3 and tried[:3] == ["zoo/m0", "zoo/m1", "zoo/m2"]
+    assert lines[-1].endswith("; left out") and sum("measured again once quiet" in line for line in lines) == 2
+
+
+def test_calibrating_on_fewer_models_than_asked_says_how_to_add_them(capsys):
+    from narcli.cli.render_bench import print_calibrated
+
+    head = {"device": {"threads": 2}, "models": [{}] * 7, "asked": 20, "path": "/x/dev.json", "half_width_pct": 96.0}
+    print_calibrated("dev", head)
+    out = capsys.readouterr().out
+    assert "on 7 zoo models" in out and "13 of the 20 models asked for were not measured" in out
+    print_calibrated("dev", head | {"models": [{}] * 20})
+    assert "not measured" not in capsys.readouterr().out

@@ -330,7 +330,8 @@ def calibrate(name: str = "local", models: int = 20, budget: float | None = None
                                  "columns": list(CPU_COLUMNS), "created": time.strftime("%Y-%m-%d %H:%M:%S"),
                                  "reference": _reference_fingerprint(), "fitted_on": FITTED_ON}
     path = _save_head(name, head)
-    return head | {"path": str(path), "half_width_pct": round((math.exp(head["half"]) - 1) * 100, 1)}
+    return head | {"path": str(path), "half_width_pct": round((math.exp(head["half"]) - 1) * 100, 1),
+                   "asked": len(chosen)}
 
 
 def _save_head(name: str, head: dict[str, Any]) -> Path:

@@ -48,6 +48,11 @@ def print_calibrated(name: str, head: dict[str, Any]) -> None:
     print(f"calibrated {name!r} on {len(head['models'])} zoo models at {device['threads']} thread"
           f"{'s' * (device['threads'] != 1)}; wrote {head['path']}; 90 % interval ±{head['half_width_pct']:.0f} %; "
           f"use `nar predict MODEL --device {name}`")
+    missing = head.get("asked", 0) - len(head["models"])
+    if missing > 0:  # busy timings (or a spent budget) left models out: the head is weaker than asked for
+        print(f"note: {missing} of the {head['asked']} models asked for were not measured (the machine was busy "
+              "while timing them, or the budget ran out); run the same command again when the machine is quiet "
+              "to add them — what was measured is kept")
 
 
 def print_calibration_evaluation(result: dict[str, Any]) -> None:
