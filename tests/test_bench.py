@@ -397,6 +397,7 @@ def test_the_reference_times_come_from_the_set_the_reference_head_was_trained_on
 
 
 def test_a_device_fitted_on_the_reference_head_own_parts_is_fitted_again(monkeypatch, tmp_path):
+    from narcli.bench import transfer
     from narcli.predict.bundle import load_bundle
 
     monkeypatch.setattr(cal, "devices_dir", lambda: tmp_path)
@@ -406,8 +407,26 @@ def test_a_device_fitted_on_the_reference_head_own_parts_is_fitted_again(monkeyp
                "columns": list(cal.CPU_COLUMNS), "device": {"name": "AMD EPYC", "threads": 1},
                "reference": load_bundle().latency.fingerprint}  # current head, but no `fitted_on`
     (tmp_path / "mine.json").write_text(json.dumps(current))
+    fits, original = [], transfer.fit_head
+    monkeypatch.setattr(transfer, "fit_head", lambda *a, **k: fits.append(1) or original(*a, **k))
     head = cal.calibrated_devices()["mine"]
-    assert head["fitted_on"] == cal.FITTED_ON and head["scales"] != current["scales"]
+    # fitted on the reference set's times of these three: one common scale, the measured / reference ratio
+    times = cal.measured_on_reference()
+    zoo_hashes = {c.name: c.graph_hash for c in cal.with_parts([cal.Candidate(m["name"], 0, 0, {}, np.zeros(0))
+                                                                  for m in models])}
+    ratios = [m["ms"] / times[zoo_hashes[m["name"]]] for m in models]
+    assert head["fitted_on"] == cal.FITTED_ON and len(fits) == 1
+    assert np.exp(head["scales"]).min() >= min(ratios) * 0.9 and np.exp(head["scales"]).max() <= max(ratios) * 1.1
+    cal.calibrated_devices()
+    assert len(fits) == 1  # current now: read again, not fitted again
+
+
+def test_a_calibration_without_reference_times_says_so_and_is_not_fitted_again(monkeypatch):
+    chosen = [cal.Candidate("m", 0, 0, {}, np.zeros(0), graph_hash="g", parts=np.ones(4))]
+    assert cal.fitted_on(chosen, {}) == cal.HEAD_PARTS and cal.fitted_on(chosen, {"g": 2.0}) == cal.FITTED_ON
+    head = {"kind": "parts", "reference": "r", "fitted_on": cal.HEAD_PARTS}
+    monkeypatch.setattr(cal, "_reference_fingerprint", lambda: "r")
+    assert cal.refitted("mine", head) is head
 
 
 def test_a_model_busy_every_time_is_tried_three_times_then_left_out_and_the_rest_are_kept(monkeypatch):

@@ -5,6 +5,7 @@ benchmarks/bench_quiet.py, not here (tests do not depend on the machine's load).
 
 import json
 import os
+import statistics
 
 import pytest
 from narcli.bench import quiet
@@ -121,15 +122,17 @@ def _probing(monkeypatch, speeds):
 
 
 def test_a_short_slowing_leaves_its_runs_out_of_the_median(monkeypatch):
-    # the core slows down for two probes (a neighbour's burst): the runs beside them are slower
-    # and left out; the runs go on until 20 ran at full speed
-    taken = _probing(monkeypatch, [0.7, 0.7, 1.4, 1.4] + [0.7] * 200)
-    clock = FakeClock([0.02] * 6 + [0.04] * 6 + [0.02] * 400)
+    # every run takes longer than PROBE_EVERY, so a probe comes before each run (and one after the
+    # last): the slow probe before run 6 marks runs 5 and 6, the two a neighbour's burst slowed
+    taken = _probing(monkeypatch, [0.7] * 6 + [1.4] + [0.7] * 200)
+    clock = FakeClock([0.058, 0.062] * 2 + [0.058, 0.5, 0.5] + [0.062, 0.058] * 200)
     result = time_runs(clock.run, 20, timer=clock.timer, watch_threads=1, warmup_runs=0, warmup_seconds=0.0)
-    assert 5 <= len(taken) <= 30  # between runs, every PROBE_EVERY s of timing, and once after
+    assert len(taken) == result.runs + 1  # before every run, and once after
     assert not result.quiet["busy"] and result.quiet["probe_ms"] == [0.7, 1.4]
-    assert len(result.left_out) == result.quiet["slowed_runs"] > 0
-    assert result.runs - len(result.left_out) >= 20 and result.median_ms == pytest.approx(20.0)
+    assert result.left_out == [5, 6] and result.quiet["slowed_runs"] == 2
+    assert result.runs == 22  # went on until 20 ran at full speed
+    assert result.median_ms == pytest.approx(60.0)  # the median of all 22 runs would be 62 ms
+    assert statistics.median(result.times_ms) == pytest.approx(62.0)
 
 
 def test_a_core_slowed_for_most_runs_is_busy_and_nothing_is_left_out(monkeypatch):
@@ -286,11 +289,23 @@ def test_a_reference_run_does_not_keep_a_busy_timing_and_tries_it_again_when_qui
 def test_a_slowing_only_the_matrix_product_probe_sees_leaves_its_runs_out(monkeypatch):
     # a neighbour's burst that slows two-thread arithmetic while the one-thread loop runs at speed
     _probing(monkeypatch, [0.7] * 400)
-    products = iter([1.12, 1.13, 1.35, 1.36] + [1.13] * 400)
-    clock = FakeClock([0.02] * 6 + [0.03] * 6 + [0.02] * 400)
+    products = iter([1.12, 1.13] * 3 + [1.36] + [1.13] * 400)
+    clock = FakeClock([0.058, 0.062] * 2 + [0.058, 0.5, 0.5] + [0.062, 0.058] * 200)
     result = time_runs(clock.run, 20, timer=clock.timer, watch_threads=2, warmup_runs=0, warmup_seconds=0.0,
                        compute_probe=lambda: next(products))
     assert not result.quiet["busy"] and result.quiet["compute_probe_ms"] == [1.12, 1.36]
-    assert len(result.left_out) == result.quiet["slowed_runs"] > 0 and result.median_ms == pytest.approx(20.0)
+    assert result.left_out == [5, 6] and result.median_ms == pytest.approx(60.0)
     # within COMPUTE_DRIFT of the fastest is not slowed
     assert quiet.slowed_runs([1.12, 1.20, 1.13], [0, 3, 6], 6, quiet.COMPUTE_DRIFT) == []
+
+
+def test_a_slowing_that_leaves_too_few_runs_for_a_median_is_busy(monkeypatch):
+    # the reference protocol stops after `max_seconds`: two of its three runs slowed leave one
+    _probing(monkeypatch, [0.7, 1.4, 0.7, 0.7])
+    clock = FakeClock([0.3])
+    result = time_runs(clock.run, 10, timer=clock.timer, watch_threads=1, warmup_runs=0, warmup_seconds=0.0,
+                       max_seconds=0.8, min_repeat=3)
+    assert result.runs == 3 and result.left_out == [] and result.quiet["busy"]
+    assert quiet.too_slowed(1, 5, needed=3) is False and quiet.too_slowed(3, 5) is True
+    assert quiet.too_slowed(2, 5, needed=4) is True  # few enough by share, but three runs are too few
+    assert quiet.too_slowed(0, 3, needed=5) is False

@@ -44,6 +44,7 @@ CPU_COLUMNS = (REFERENCE_COLUMN,)  # what new heads are fitted on
 # what the transfer's parts were scaled to before fitting (`fitting_parts`); a head fitted otherwise
 # (before 2026-11-28: the reference head's own predictions) is fitted again from its measurements
 FITTED_ON = "reference-measured"
+HEAD_PARTS = "head-parts"  # what a head says when no calibration model had a reference time
 COARSE = ("convolutional", "transformer", "hybrid", "recurrent", "state-space", "mlp", "graph")
 
 
@@ -161,6 +162,13 @@ def measured_on_reference() -> dict[str, float]:
     if head is None or (card.get("device") or {}).get("key") != (head.device or {}).get("key"):
         return {}
     return {row["graph_hash"]: row["median_ms"] for row in rows if row["median_ms"] > 0}
+
+
+def fitted_on(chosen: list[Candidate], reference: dict[str, float] | None = None) -> str:
+    """What `fitting_parts` scaled these candidates' parts to: FITTED_ON when at least one had a
+    reference time, else HEAD_PARTS (another machine's reference set, or none)."""
+    reference = measured_on_reference() if reference is None else reference
+    return FITTED_ON if any(c.graph_hash in reference for c in chosen) else HEAD_PARTS
 
 
 def fitting_parts(chosen: list[Candidate], reference: dict[str, float] | None = None) -> np.ndarray:
@@ -323,12 +331,14 @@ def calibrate(name: str = "local", models: int = 20, budget: float | None = None
         measured = measure_models(chosen, threads, repeat, budget, report, allow_busy)
     if len(measured) < 3:
         raise NarError(f"only {len(measured)} models measured; calibration needs at least 3 (raise --budget)")
-    parts = fitting_parts([c for c, _ in measured])
+    reference = measured_on_reference()
+    parts = fitting_parts([c for c, _ in measured], reference)
     y = np.log([ms for _, ms in measured])
     head = fit_head(parts, y) | {"name": name, "device": device_info("cpu", threads).to_dict(), "batch": 1,
                                  "models": [{"name": c.name, "ms": ms} for c, ms in measured],
                                  "columns": list(CPU_COLUMNS), "created": time.strftime("%Y-%m-%d %H:%M:%S"),
-                                 "reference": _reference_fingerprint(), "fitted_on": FITTED_ON}
+                                 "reference": _reference_fingerprint(),
+                                 "fitted_on": fitted_on([c for c, _ in measured], reference)}
     path = _save_head(name, head)
     return head | {"path": str(path), "half_width_pct": round((math.exp(head["half"]) - 1) * 100, 1),
                    "asked": len(chosen)}
@@ -349,11 +359,12 @@ def _reference_fingerprint() -> str:
 def refitted(name: str, head: dict[str, Any]) -> dict[str, Any]:
     """`head` as fitted against the installed reference head. A head fitted on the parts of another
     one (nar upgraded, or the head retrained) scales parts that have moved: it is fitted again on the
-    measurements it stores (no new measurement) and saved. Unchanged when it is current, of the kind
-    fitted before parts, or when fewer than 3 of its models are still in the zoo."""
+    measurements it stores (no new measurement) and saved; so is one fitted before `fitting_parts`
+    (no `fitted_on`). Unchanged when it is current (this reference head, `fitted_on` set), of the
+    kind fitted before parts, or when fewer than 3 of its models are still in the zoo."""
     reference = _reference_fingerprint()
     if head.get("kind") != "parts" or not reference or \
-            (head.get("reference") == reference and head.get("fitted_on") == FITTED_ON):
+            (head.get("reference") == reference and head.get("fitted_on") in (FITTED_ON, HEAD_PARTS)):
         return head
     from narcli.bench.transfer import fit_head
 
@@ -362,9 +373,11 @@ def refitted(name: str, head: dict[str, Any]) -> dict[str, Any]:
     found = with_parts([Candidate(model, 0, 0, {}, np.zeros(0)) for model in measured])
     if len(found) < 3:
         return head
-    fitted = fit_head(fitting_parts(found), np.log([measured[c.name] for c in found]))
+    times = measured_on_reference()
+    fitted = fit_head(fitting_parts(found, times), np.log([measured[c.name] for c in found]))
     head = head | fitted | {"models": [{"name": c.name, "ms": measured[c.name]} for c in found],
-                            "reference": reference, "fitted_on": FITTED_ON, "refitted": time.strftime("%Y-%m-%d %H:%M:%S")}
+                            "reference": reference, "fitted_on": fitted_on(found, times),
+                            "refitted": time.strftime("%Y-%m-%d %H:%M:%S")}
     try:
         _save_head(name, head)
     except OSError:  # a read-only home still answers, fitted again next time

@@ -1,6 +1,7 @@
-"""The measuring protocol: warm up, then R timed runs; median and interquartile range. CPU threads
-are pinned (and reported), CUDA is synchronised around every run. The timer is a parameter, so tests
-run it with a fake clock."""
+"""The measuring protocol: warm up, then R timed runs; median and interquartile range of the runs no
+probe beside them saw a slowed core (`quiet.slowed_runs`; more runs are timed to make up for them).
+CPU threads are pinned (and reported), CUDA is synchronised around every run. The timer is a
+parameter, so tests run it with a fake clock."""
 
 from __future__ import annotations
 
@@ -45,7 +46,10 @@ def time_runs(run: Callable[[], None], repeat: int, timer: Callable[[], float] =
     in (the reference dataset's protocol: a slow model gets fewer runs, never fewer than five).
     With `watch_threads` (the CPU threads the runs were given; 0 for a GPU), the machine is watched
     around the timed runs and the verdict (`quiet.assess`) comes with the measurement;
-    `compute_probe` (ms of a fixed matrix product at those threads) is timed beside the loop probe."""
+    `compute_probe` (ms of a fixed matrix product at those threads) is timed beside the loop probe.
+    Runs beside a slowed probe are left out of the median while they are few enough
+    (`quiet.too_slowed`), and watched runs go on (up to 4x `repeat` and 3 s) until `repeat` of them
+    ran at full speed, as far as the probes taken by then tell."""
     from narcli.bench import quiet
 
     check_repeat(repeat)
@@ -86,9 +90,16 @@ def time_runs(run: Callable[[], None], repeat: int, timer: Callable[[], float] =
         return sorted(set(quiet.slowed_runs(probes, probed_at, len(times)))
                       | set(quiet.slowed_runs(computed, probed_at, len(times), quiet.COMPUTE_DRIFT)))
 
+    judged = {"probes": -1, "slowed": set()}  # slowed runs as of the last probe: only a probe changes them
+
+    def clean_times() -> list[float]:
+        if judged["probes"] != len(probes):
+            judged["probes"], judged["slowed"] = len(probes), set(slowed_now())
+        return [t for i, t in enumerate(times) if i not in judged["slowed"]]
+
     def short_of_full_speed_runs() -> bool:  # fewer than `repeat` runs no probe beside them saw a slowed
-        slowed = len(slowed_now())  # core, or too many that one did
-        return len(times) - slowed < repeat or slowed > quiet.SLOWED_SHARE_LIMIT * len(times)
+        clean = len(clean_times())  # core, or too many that one did
+        return clean < repeat or quiet.too_slowed(len(times) - clean, len(times))
 
     before = quiet.sample() if watched else None
     for _ in range(repeat):
@@ -98,15 +109,16 @@ def time_runs(run: Callable[[], None], repeat: int, timer: Callable[[], float] =
     # watched runs go on, up to 4x as many runs and 3 s, while they jitter (a small model at several
     # threads) or a slowed core took some of them, so that their median steadies
     while watched and max_seconds is None and len(times) < 4 * repeat and sum(times) < 3000 \
-            and (_spread(times) > quiet.SPREAD_LIMIT or short_of_full_speed_runs()):
+            and (_spread(clean_times()) > quiet.SPREAD_LIMIT or short_of_full_speed_runs()):
         timed()
     if watched:
         take_probes()
     after = quiet.sample() if before is not None else None
     slowed = slowed_now()
     # runs beside a slowed core (a neighbour's burst on the shared physical core) are left out of
-    # the median; more than SLOWED_SHARE_LIMIT of them make the machine busy (assess), all are kept
-    left_out = slowed if slowed and len(slowed) <= quiet.SLOWED_SHARE_LIMIT * len(times) else []
+    # the median; too many of them (`too_slowed`) make the machine busy (assess), and all are kept
+    needed = min(min_repeat, repeat)
+    left_out = slowed if slowed and not quiet.too_slowed(len(slowed), len(times), needed) else []
     counted = [t for i, t in enumerate(times) if i not in set(left_out)]
     median, iqr = _median_iqr(counted)
     verdict = None
@@ -114,7 +126,7 @@ def time_runs(run: Callable[[], None], repeat: int, timer: Callable[[], float] =
         spread = iqr / median if median > 0 and len(counted) >= 5 else 0.0
         verdict = quiet.assess(before, after, watch_threads or 0, spread, probes=probes,
                                slowed=(len(slowed), len(times)) if len(probes) >= 2 else None,
-                               compute_probes=computed).to_dict()
+                               compute_probes=computed, needed=needed).to_dict()
     return Measurement(median, iqr, len(times), warmup, times, warmed, verdict, left_out)
 
 

@@ -150,28 +150,36 @@ def probe(timer=time.perf_counter) -> float:
 
 def slowed_runs(probes: list[float], probed_at: list[int], runs: int, drift: float = SPEED_DRIFT) -> list[int]:
     """The timed runs (indices) next to a probe that saw a slowed core: more than `drift` slower
-    than the fastest probe. `probed_at[j]`: how many runs came before probe j; a run is judged by
-    the last probe before it and the first after it."""
+    than the fastest probe. `probed_at[j]`: how many runs came before probe j (non-decreasing); a
+    run is judged by the last probe before it and the first after it. One pass over runs and probes."""
     if len(probes) < 2 or min(probes) <= 0:
         return []
     limit = min(probes) * (1 + drift)
-    out = []
+    out, last = [], -1  # `last`: the last probe taken before the run
     for run in range(runs):
-        before = [p for p, at in zip(probes, probed_at) if at <= run][-1:]
-        after = [p for p, at in zip(probes, probed_at) if at > run][:1]
-        if any(p > limit for p in before + after):
+        while last + 1 < len(probes) and probed_at[last + 1] <= run:
+            last += 1
+        before = probes[last] if last >= 0 else 0.0
+        after = probes[last + 1] if last + 1 < len(probes) else 0.0
+        if before > limit or after > limit:
             out.append(run)
     return out
 
 
+def too_slowed(count: int, total: int, needed: int = 0) -> bool:
+    """Whether `count` of `total` runs beside a slowed core make the timing busy: more than
+    SLOWED_SHARE_LIMIT of them, or too few left (`needed`) to take a median of."""
+    return bool(count) and (count > SLOWED_SHARE_LIMIT * total or total - count < needed)
+
+
 def assess(before: Sample, after: Sample, threads: int, spread: float, tick: int | None = None,
            probes: list[float] | None = None, slowed: tuple[int, int] | None = None,
-           compute_probes: list[float] | None = None) -> Quietness:
+           compute_probes: list[float] | None = None, needed: int = 0) -> Quietness:
     """The verdict on the interval between two samples, for a measurement that asked for `threads`
     CPU threads and whose timed runs spread by `spread` (IQR / median); `probes`: the speed probe's
     times (ms) taken between the runs, `compute_probes` the matrix product's; `slowed`: (runs beside a
     slowed core, timed runs), where the probes were matched to the runs (`slowed_runs`) — without
-    it, the share of slow loop probes counts."""
+    it, the share of slow loop probes counts; `needed`: the runs a median must keep (`too_slowed`)."""
     wall = max(after.wall - before.wall, 1e-9)
     own = max(after.own_cpu - before.own_cpu, 0.0)
     quiet = Quietness(False, own_cpu_share=round(own / wall / max(threads, 1), 3),
@@ -212,7 +220,7 @@ def assess(before: Sample, after: Sample, threads: int, spread: float, tick: int
         if compute_probes and len(compute_probes) >= 2 and min(compute_probes) > 0:
             quiet.compute_probe_ms = [round(min(compute_probes), 3), round(max(compute_probes), 3)]
             product = f", a matrix product {min(compute_probes):.2f} to {max(compute_probes):.2f} ms"
-        if count and count > SLOWED_SHARE_LIMIT * total:
+        if too_slowed(count, total, needed if matched else 0):
             reasons.append(f"{SLOWED_CORE}'s speed changed during the runs (a fixed loop took {min(probes):.2f} to "
                            f"{max(probes):.2f} ms{product}; {count} of {total} "
                            f"{'runs beside a slowed core' if matched else 'probes slow'}"
