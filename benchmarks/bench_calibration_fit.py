@@ -1,6 +1,6 @@
 """The calibration's per-part fit, offline, on measurements already taken: squared error against
 Huber, and the parts as the reference head splits them against the parts rescaled to what the
-reference machine measured (`calibrate.fitting_parts`, what `nar calibrate` fits since 2026-11-28).
+reference machine measured (`transfer.fitting_parts`, what `nar calibrate` fits since 2026-11-28).
 
     python benchmarks/bench_calibration_fit.py [RESULT.json ...]
 
@@ -33,7 +33,7 @@ def main() -> None:
     files = [Path(a) for a in sys.argv[1:]] or sorted(RESULTS.glob("calibration-*thread*.json"))
     head = load_bundle().latency
     out = {}
-    reference = calibrate.measured_on_reference()
+    reference = transfer.measured_on_reference()
     with Zoo() as zoo:
         def parts(name: str) -> np.ndarray:
             model = zoo.resolve(name)
@@ -43,7 +43,7 @@ def main() -> None:
             model = zoo.resolve(name)
             candidate = calibrate.Candidate(name, 0, 0, {}, np.zeros(0), graph_hash=model.graph_hash,
                                             parts=parts(name))
-            return calibrate.fitting_parts([candidate], reference)[0]
+            return transfer.fitting_parts([candidate], reference)[0]
 
         for path in files:
             result = json.loads(path.read_text())

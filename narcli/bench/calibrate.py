@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from narcli.bench.lock import measuring
+from narcli.bench.transfer import FITTED_ON, HEAD_PARTS, fitted_on, fitting_parts, measured_on_reference
 from narcli.errors import NarError, UsageError
 from narcli.fsutil import write_text
 
@@ -41,10 +42,6 @@ BUSY_TRIES = 3
 RIDGE = 0.05  # per sample, on standardised features: little shrinkage, but K = 5 stays solvable
 REFERENCE_COLUMN = "reference-cpu"
 CPU_COLUMNS = (REFERENCE_COLUMN,)  # what new heads are fitted on
-# what the transfer's parts were scaled to before fitting (`fitting_parts`); a head fitted otherwise
-# (before 2026-11-28: the reference head's own predictions) is fitted again from its measurements
-FITTED_ON = "reference-measured"
-HEAD_PARTS = "head-parts"  # what a head says when no calibration model had a reference time
 COARSE = ("convolutional", "transformer", "hybrid", "recurrent", "state-space", "mlp", "graph")
 
 
@@ -146,45 +143,6 @@ def with_parts(chosen: list[Candidate]) -> list[Candidate]:
             if candidate.parts is not None:
                 out.append(candidate)
     return out
-
-
-def measured_on_reference() -> dict[str, float]:
-    """Graph hash -> ms the reference machine measured, from the bundled reference set, when the
-    installed reference head was trained on that machine's measurements (else nothing)."""
-    from narcli.predict.bundle import DATA_DIR, load_bundle
-    from narcli.predict.latency import read_reference
-
-    head = load_bundle().latency
-    try:
-        rows, card = read_reference(DATA_DIR)
-    except NarError:
-        return {}
-    if head is None or (card.get("device") or {}).get("key") != (head.device or {}).get("key"):
-        return {}
-    return {row["graph_hash"]: row["median_ms"] for row in rows if row["median_ms"] > 0}
-
-
-def fitted_on(chosen: list[Candidate], reference: dict[str, float] | None = None) -> str:
-    """What `fitting_parts` scaled these candidates' parts to: FITTED_ON when at least one had a
-    reference time, else HEAD_PARTS (another machine's reference set, or none)."""
-    reference = measured_on_reference() if reference is None else reference
-    return FITTED_ON if any(c.graph_hash in reference for c in chosen) else HEAD_PARTS
-
-
-def fitting_parts(chosen: list[Candidate], reference: dict[str, float] | None = None) -> np.ndarray:
-    """What the transfer is fitted on: each calibration model's parts (`with_parts`), rescaled to
-    the time the reference machine measured for it where the reference set has it. The fit then
-    learns how this machine differs from the reference machine, not the reference head's errors on
-    these few models: a GRU language model it costs at a third of its time, or an SRCNN at two thirds,
-    pulled every scale up, and the held-out models came out 10-30 % too slow (2026-11-28). A model
-    the user brings has no reference time, so predictions use the parts as they are."""
-    reference = measured_on_reference() if reference is None else reference
-    out = []
-    for candidate in chosen:
-        parts = np.asarray(candidate.parts, dtype=np.float64)
-        measured = reference.get(candidate.graph_hash)
-        out.append(parts * (measured / parts.sum()) if measured and parts.sum() > 0 else parts)
-    return np.stack(out)
 
 
 def features(candidate_predicted: dict[str, float], macs: int, columns: tuple[str, ...] = CPU_COLUMNS) -> np.ndarray:

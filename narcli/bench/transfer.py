@@ -14,7 +14,7 @@ error), shrunk towards one common scale by a ridge whose strength is chosen by l
 on the same measurements (with 5 models the scales stay together; with 40 they can part).
 
 The parts a calibration is fitted on are rescaled to what the reference machine measured for
-each model (`calibrate.fitting_parts`), which removes most of the reference head's own error from
+each model (`fitting_parts`, below), which removes most of the reference head's own error from
 the fit; what is left is the part of a model's time that moves differently on this machine.
 
 Why Huber: among 20 calibration models there are usually one or two the reference head gets badly
@@ -35,6 +35,10 @@ from __future__ import annotations
 
 import numpy as np
 
+# what the calibration's parts were scaled to before fitting (`fitting_parts`); a device head fitted
+# otherwise (before 2026-11-28: the reference head's own split) is fitted again from its measurements
+FITTED_ON = "reference-measured"
+HEAD_PARTS = "head-parts"  # what a head says when no calibration model had a reference time
 PRIORS = (0.003, 0.03, 0.3, 3.0)  # ridge strengths tried (per sample, on log-scale differences)
 HUBER = 0.1  # log error beyond which a model counts linearly (an outlier of the reference head)
 
@@ -117,3 +121,44 @@ def fit_head(parts: np.ndarray, y: np.ndarray, delta: float = HUBER) -> dict:
 def predict_log(head: dict, parts: np.ndarray) -> np.ndarray:
     """Predicted log ms for rows of parts."""
     return _predict(np.array(head["scales"], dtype=np.float64), np.atleast_2d(np.asarray(parts, dtype=np.float64)))
+
+
+def measured_on_reference() -> dict[str, float]:
+    """Graph hash -> ms the reference machine measured, from the bundled reference set, when the
+    installed reference head was trained on that machine's measurements (else nothing)."""
+    from narcli.errors import NarError
+    from narcli.predict.bundle import DATA_DIR, load_bundle
+    from narcli.predict.latency import read_reference
+
+    head = load_bundle().latency
+    try:
+        rows, card = read_reference(DATA_DIR)
+    except NarError:
+        return {}
+    if head is None or (card.get("device") or {}).get("key") != (head.device or {}).get("key"):
+        return {}
+    return {row["graph_hash"]: row["median_ms"] for row in rows if row["median_ms"] > 0}
+
+
+def fitted_on(chosen: list, reference: dict[str, float] | None = None) -> str:
+    """What `fitting_parts` scaled these candidates' parts to: FITTED_ON when at least one had a
+    reference time, else HEAD_PARTS (another machine's reference set, or none)."""
+    reference = measured_on_reference() if reference is None else reference
+    return FITTED_ON if any(c.graph_hash in reference for c in chosen) else HEAD_PARTS
+
+
+def fitting_parts(chosen: list, reference: dict[str, float] | None = None) -> np.ndarray:
+    """What the transfer is fitted on: each calibration model's parts (`calibrate.with_parts`; any
+    object with `parts` and `graph_hash`), rescaled to
+    the time the reference machine measured for it where the reference set has it. The fit then
+    learns how this machine differs from the reference machine, not the reference head's errors on
+    these few models: a GRU language model it costs at a third of its time, or an SRCNN at two thirds,
+    pulled every scale up, and the held-out models came out 10-30 % too slow (2026-11-28). A model
+    the user brings has no reference time, so predictions use the parts as they are."""
+    reference = measured_on_reference() if reference is None else reference
+    out = []
+    for candidate in chosen:
+        parts = np.asarray(candidate.parts, dtype=np.float64)
+        measured = reference.get(candidate.graph_hash)
+        out.append(parts * (measured / parts.sum()) if measured and parts.sum() > 0 else parts)
+    return np.stack(out)
