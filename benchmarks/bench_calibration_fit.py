@@ -39,11 +39,10 @@ def main() -> None:
             model = zoo.resolve(name)
             return head.parts(zoo.graph(model), model.macs, model.params)
 
-        def measured_parts(name: str) -> np.ndarray:  # rescaled to the reference machine's time
-            model = zoo.resolve(name)
-            candidate = calibrate.Candidate(name, 0, 0, {}, np.zeros(0), graph_hash=model.graph_hash,
-                                            parts=parts(name))
-            return transfer.fitting_parts([candidate], reference)[0]
+        def rescaled(names: list[str], split: np.ndarray) -> np.ndarray:  # to the reference machine's times
+            return transfer.fitting_parts([calibrate.Candidate(name, 0, 0, {}, np.zeros(0), parts=row,
+                                                               graph_hash=zoo.resolve(name).graph_hash)
+                                           for name, row in zip(names, split)], reference)
 
         for path in files:
             result = json.loads(path.read_text())
@@ -53,10 +52,10 @@ def main() -> None:
                 chosen = result["calibration"][:k]
                 y = np.log([r["ms"] for r in chosen])
                 fitted = np.stack([parts(r["name"]) for r in chosen])
-                rescaled = np.stack([measured_parts(r["name"]) for r in chosen])
+                measured = rescaled([r["name"] for r in chosen], fitted)
                 row = {}
                 for label, delta, fitted_on in (("squared", np.inf, fitted), ("huber", transfer.HUBER, fitted),
-                                                ("huber, reference-measured parts", transfer.HUBER, rescaled)):
+                                                ("huber, reference-measured parts", transfer.HUBER, measured)):
                     fit = transfer.fit_head(fitted_on, y, delta)
                     centre = transfer.predict_log(fit, held_out)
                     error = np.abs(np.exp(centre) - truth) / truth

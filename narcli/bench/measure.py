@@ -95,7 +95,7 @@ def time_runs(run: Callable[[], None], repeat: int, timer: Callable[[], float] =
     def clean_times() -> list[float]:
         if judged["probes"] != len(probes):
             judged["probes"], judged["slowed"] = len(probes), set(slowed_now())
-        return [t for i, t in enumerate(times) if i not in judged["slowed"]]
+        return _without(times, judged["slowed"])
 
     def short_of_full_speed_runs() -> bool:  # fewer than `repeat` runs no probe beside them saw a slowed
         clean = len(clean_times())  # core, or too many that one did
@@ -119,7 +119,7 @@ def time_runs(run: Callable[[], None], repeat: int, timer: Callable[[], float] =
     # the median; too many of them (`too_slowed`) make the machine busy (assess), and all are kept
     needed = min(min_repeat, repeat)
     left_out = slowed if slowed and not quiet.too_slowed(len(slowed), len(times), needed) else []
-    counted = [t for i, t in enumerate(times) if i not in set(left_out)]
+    counted = _without(times, set(left_out))
     median, iqr = _median_iqr(counted)
     verdict = None
     if before is not None and after is not None:
@@ -128,6 +128,10 @@ def time_runs(run: Callable[[], None], repeat: int, timer: Callable[[], float] =
                                slowed=(len(slowed), len(times)) if len(probes) >= 2 else None,
                                compute_probes=computed, needed=needed).to_dict()
     return Measurement(median, iqr, len(times), warmup, times, warmed, verdict, left_out)
+
+
+def _without(times: list[float], dropped: set[int]) -> list[float]:
+    return [t for i, t in enumerate(times) if i not in dropped]
 
 
 def _median_iqr(times: list[float]) -> tuple[float, float]:

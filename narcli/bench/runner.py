@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import importlib.util
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 from narcli.bench import store
