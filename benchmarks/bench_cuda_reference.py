@@ -95,6 +95,41 @@ def measure(picks_path: Path, budget: float, per_model: int, device: str = "cuda
           f"{len(store.known(info.key, 1, include_failed=False))} stored in all")
 
 
+def compare(store_db: Path, against: Path) -> None:
+    """The repeatability of the labels: a store's timings (another lease of the same kind of GPU)
+    against the same graphs in a reference set; writes benchmarks/results/reference_noise_cuda.json."""
+    import math
+    import sqlite3
+    import statistics
+
+    sys.path.insert(0, str(ROOT))
+    from common import machine
+
+    from narcli.predict.latency import read_reference
+
+    rows, card = read_reference(against)
+    stored = {r["graph_hash"]: r for r in rows}
+    with sqlite3.connect(store_db) as connection:
+        again = {h: (name, ms) for h, name, ms in connection.execute(
+            "select graph_hash, name, median_ms from measurements where device = ?", (card["device"]["key"],))}
+    common = [h for h in again if h in stored]
+    ratios = [again[h][1] / stored[h]["median_ms"] for h in common]
+    errors = [abs(r - 1) for r in ratios]
+    logs = [math.log(r) for r in ratios]
+    out = {"models": len(common), "device": card["device"], "stored_created": card.get("created"),
+           "median_abs_change_pct": round(statistics.median(errors) * 100, 2),
+           "mean_abs_change_pct": round(statistics.fmean(errors) * 100, 2),
+           "within10_pct": round(sum(e <= 0.1 for e in errors) / len(errors) * 100, 1),
+           "median_ratio": round(statistics.median(ratios), 3), "sd_log_ratio": round(statistics.pstdev(logs), 3),
+           "rows": [{"model": again[h][0], "stored_ms": stored[h]["median_ms"], "again_ms": round(again[h][1], 5)}
+                    for h in common], "machine": machine()}
+    print(f"{out['models']} models timed again on another lease: median |change| {out['median_abs_change_pct']} %, "
+          f"within 10 % {out['within10_pct']} %, median ratio {out['median_ratio']}, sd of log ratio {out['sd_log_ratio']}")
+    path = ROOT / "benchmarks" / "results" / "reference_noise_cuda.json"
+    path.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"wrote {path}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write-picks", type=Path)
@@ -102,8 +137,12 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=480)
     parser.add_argument("--per-model", type=int, default=60)
     parser.add_argument("--device", default="cuda", help="cuda (cpu: to try the script where there is no GPU)")
+    parser.add_argument("--compare-store", type=Path, help="a bench.db re-timing models of --against (repeatability)")
+    parser.add_argument("--against", type=Path, default=ROOT / "narcli" / "data" / "cuda")
     args = parser.parse_args()
-    if args.write_picks:
+    if args.compare_store:
+        compare(args.compare_store, args.against)
+    elif args.write_picks:
         write_picks(args.write_picks)
     elif args.picks:
         measure(args.picks, args.budget, args.per_model, args.device)

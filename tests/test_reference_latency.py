@@ -82,6 +82,47 @@ def test_a_model_that_cannot_be_measured_is_recorded_and_not_retried(monkeypatch
     assert again["failed"] == 0 and again["measured"] == 0
 
 
+def _store_reference_rows(picks, key: str, times: list[float]) -> None:
+    for pick, ms in zip(picks, times):
+        store.save(pick.graph_hash, 1, key, pick.id, {"median_ms": ms, "iqr_ms": 0.1, "runs": 10, "protocol": "reference", "name": pick.id,
+                                                       "quiet": {"other_cpu": 0.0}, "fingerprint": {"cores": 2}})
+
+
+def test_a_second_session_of_the_same_machine_adds_to_the_exported_set(tmp_path, monkeypatch):
+    picks = reference.candidates(max_gmacs=0.001, sources=["classics"])[:3]
+    key = device_info("cpu", 1).key
+    _store_reference_rows(picks[:2], key, [2.0, 4.0])
+    reference.export(tmp_path)
+    # the next lease: a fresh store (another NAR_HOME) times the second model again and a third one
+    monkeypatch.setenv("NAR_HOME", str(tmp_path / "second-home"))
+    _store_reference_rows(picks[1:], key, [16.0, 8.0])
+    card = reference.export(tmp_path)
+    rows, read_card = read_reference(tmp_path)
+    by_model = {r["model"]: r["median_ms"] for r in rows}
+    assert by_model == {picks[0].id: 2.0, picks[1].id: pytest.approx(8.0), picks[2].id: 8.0}, \
+        "the first session's row kept, the graph timed twice at the geometric mean of 4 and 16"
+    assert card["rows"] == read_card["rows"] == 3
+    assert [s["rows"] for s in read_card["sessions"]] == [2, 2]
+    assert read_card["quietness"]["watched"] == 4
+
+
+def test_an_export_never_overwrites_another_machines_set(tmp_path):
+    from narcli.errors import NarError
+
+    picks = reference.candidates(max_gmacs=0.001, sources=["classics"])[:1]
+    _store_reference_rows(picks, device_info("cpu", 1).key, [2.0])
+    reference.export(tmp_path)
+    card_path = tmp_path / "reference-latency.json"
+    card = json.loads(card_path.read_text())
+    card["device"]["key"] = "another-machine"
+    card_path.write_text(json.dumps(card))
+    before = (tmp_path / "reference-latency.csv").read_text()
+    with pytest.raises(NarError, match="another machine's reference set"):
+        reference.export(tmp_path)
+    assert (tmp_path / "reference-latency.csv").read_text() == before
+    assert json.loads(card_path.read_text())["device"]["key"] == "another-machine"
+
+
 def test_export_refuses_an_empty_store(tmp_path):
     from narcli.errors import NarError
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import random
 import time
 from collections import defaultdict
@@ -252,7 +253,9 @@ def _device_of(device: str) -> dict[str, Any]:
 
 
 def export(folder: Path, min_rows: int = 1, device: str = "cpu") -> dict[str, Any]:
-    """Write this machine's reference measurements on `device` as CSV + card into `folder`."""
+    """Write this machine's reference measurements on `device` as CSV + card into `folder`. A set the
+    same machine (device key) exported there before is kept and added to — a GPU lent for a few
+    minutes at a time grows its set session by session; another machine's set is refused."""
     from narcli.bench import store
     from narcli.zoo.store import Zoo, bundled_zoo_path
 
@@ -274,25 +277,84 @@ def export(folder: Path, min_rows: int = 1, device: str = "cpu") -> dict[str, An
                          "iqr_ms": round(result["iqr_ms"], 5), "runs": result["runs"]})
     if len(rows) < min_rows:
         raise NarError(f"only {len(rows)} reference measurements on this machine; run `nar bench --zoo` first")
+    quietness = {"watched": len(others), "other_cpu_median": round(float(sorted(others)[len(others) // 2]), 3)
+                 if others else None, "other_cpu_max": round(max(others), 3) if others else None}
+    session = {"rows": len(rows), "unmeasured": _unmeasured(failures, set(measured))}
+    earlier = _earlier_export(folder, info["key"])
+    if earlier:  # the same machine measured more in another session: add to the set, never drop it
+        rows, quietness = _merged(earlier, rows, quietness)
+    # failed here and measured by no session (a failure measured on a retry does not count); a later
+    # session may not have tried what an earlier one could not measure, so the larger count per reason
+    reasons = _unmeasured(failures, set(measured) | {r["graph_hash"] for r in rows})
+    for reason, count in ((earlier[1].get("unmeasured") or {}) if earlier else {}).items():
+        reasons[reason] = max(count, reasons.get(reason, 0))
+    reasons = dict(sorted(reasons.items()))
     rows.sort(key=lambda r: (r["source"], r["model"]))
     folder.mkdir(parents=True, exist_ok=True)
     with atomic_writer(folder / CSV_NAME, "w", newline="") as handle:
         writer = csv.DictWriter(handle, COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
-    reasons: dict[str, int] = defaultdict(int)
-    for graph_hash, reason in failures.items():
-        if graph_hash not in measured:  # failed once, measured on a retry
-            reasons[reason] += 1
-    quietness = {"watched": len(others), "other_cpu_median": round(float(sorted(others)[len(others) // 2]), 3)
-                 if others else None, "other_cpu_max": round(max(others), 3) if others else None}
     device_card = {k: v for k, v in info.items() if k not in ("rows",)}
     card = {"device": device_card, "fingerprint": fingerprint, "quietness": quietness,
             "protocol": PROTOCOL | ({"threads": 0} if device != "cpu" else {}), "rows": len(rows),
-            "unmeasured": dict(sorted(reasons.items())), "created": time.strftime("%Y-%m-%d"),
+            "unmeasured": reasons, "created": time.strftime("%Y-%m-%d"),
             "by_source": _count(rows, "source"), "by_coarse": _count(rows, "coarse")}
+    if earlier:
+        old = earlier[1]
+        card["sessions"] = old.get("sessions") or [{"created": old.get("created"), "rows": old.get("rows"),
+                                                    "unmeasured": old.get("unmeasured") or {}}]
+        card["sessions"].append({"created": card["created"]} | session)
     write_text(folder / CARD_NAME, json.dumps(card, indent=2) + "\n")
     return card | {"csv": str(folder / CSV_NAME)}
+
+
+def _unmeasured(failures: dict[str, str], measured: set[str]) -> dict[str, int]:
+    reasons: dict[str, int] = defaultdict(int)
+    for graph_hash, reason in failures.items():
+        if graph_hash not in measured:
+            reasons[reason] += 1
+    return dict(sorted(reasons.items()))
+
+
+def _earlier_export(folder: Path, key: str) -> tuple[list[dict[str, Any]], dict[str, Any]] | None:
+    """The set already in `folder` when it is this machine's (same key); another machine's set is
+    refused rather than overwritten."""
+    from narcli.predict.latency import read_reference
+
+    if not (folder / CSV_NAME).exists() and not (folder / CARD_NAME).exists():
+        return None
+    rows, card = read_reference(folder)
+    found = (card.get("device") or {}).get("key")
+    if found != key:
+        raise NarError(f"{folder} holds another machine's reference set (key {found}, this one {key}); "
+                       "export into an empty folder")
+    return rows, card
+
+
+def _merged(earlier: tuple[list[dict[str, Any]], dict[str, Any]], rows: list[dict[str, Any]],
+            quietness: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Earlier rows plus this store's; a graph timed in both gets the geometric mean of the two
+    (batch-1 GPU timings of one model differ by a third between leases of the same kind of machine:
+    benchmarks/results/reference_noise_cuda.json). Quietness is the worse of the two sessions
+    (their raw readings are not kept in the CSV)."""
+    old_rows, old_card = earlier
+    fresh = {r["graph_hash"]: r for r in rows}
+    for old in old_rows:
+        new = fresh.get(old["graph_hash"])
+        if new is not None:
+            new.update(median_ms=round(math.sqrt(new["median_ms"] * old["median_ms"]), 5),
+                       iqr_ms=max(new["iqr_ms"], old["iqr_ms"]), runs=new["runs"] + old["runs"])
+    rows = [r for r in old_rows if r["graph_hash"] not in fresh] + rows
+    old_quiet = old_card.get("quietness") or {}
+
+    def worse(key: str) -> float | None:
+        values = [v for v in (old_quiet.get(key), quietness.get(key)) if v is not None]
+        return max(values) if values else None
+
+    quietness = {"watched": (old_quiet.get("watched") or 0) + quietness["watched"],
+                 "other_cpu_median": worse("other_cpu_median"), "other_cpu_max": worse("other_cpu_max")}
+    return rows, quietness
 
 
 def _count(rows: list[dict[str, Any]], key: str) -> dict[str, int]:
