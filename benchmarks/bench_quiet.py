@@ -48,6 +48,9 @@ def main() -> None:
                    "cv_of_medians": round(statistics.stdev(medians) / statistics.mean(medians), 4),
                    "verdicts": [r["quiet"]["busy"] for r in runs],
                    "other_cpu": [r["quiet"]["other_cpu"] for r in runs],
+                   "reasons": [r["quiet"]["reasons"] for r in runs],
+                   # the matrix product's median in each (`quiet.compute_against_best` judges it)
+                   "compute_probe_median_ms": [r["quiet"].get("compute_probe_median") for r in runs],
                    # runs beside a slowed core left out of each median, and the median had they counted
                    "left_out": [len(r.get("left_out", [])) for r in runs],
                    "medians_of_all_runs_ms": [round(statistics.median(r["times_ms"]), 3) for r in runs]}

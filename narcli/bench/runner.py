@@ -173,14 +173,33 @@ def bench_target(text: str, batch: int = 1, device: str = "cpu", threads: int | 
 
 def core_speed_checked(verdict: dict[str, Any] | None) -> dict[str, Any] | None:
     """A measurement's verdict checked against the fastest core speed this machine has shown
-    (`quiet.against_best`; the best is kept in bench.db, per machine digest)."""
+    (`quiet.against_best`) and the lowest median matrix product at its thread count
+    (`quiet.compute_against_best`); the bests are kept in bench.db, per machine digest."""
     from narcli.bench.device import machine_digest
-    from narcli.bench.quiet import against_best
+    from narcli.bench.quiet import against_best, compute_against_best
 
     probes = (verdict or {}).get("probe_ms")
-    if not probes:
-        return verdict
-    return against_best(verdict, store.best_probe(machine_digest(), probes[0]))
+    loop_best = store.best_probe(machine_digest(), probes[0]) if probes else None
+    verdict = against_best(verdict, loop_best)
+    typical = (verdict or {}).get("compute_probe_median")
+    if typical:
+        clock = probes[0] / loop_best if probes and loop_best else 1.0
+        best = store.best_probe(_product_key(verdict.get("threads") or 0), typical)
+        verdict = compute_against_best(verdict, best, clock)
+    return verdict
+
+
+def _product_key(threads: int) -> str:
+    """Where the matrix product's best is kept: per machine, thread count and torch build (its BLAS)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from narcli.bench.device import machine_digest
+
+    try:
+        torch_version = version("torch")
+    except PackageNotFoundError:
+        torch_version = "?"
+    return f"{machine_digest()}:product:{threads}t:{torch_version}"
 
 
 # -- in the child ---------------------------------------------------------------------------------
