@@ -351,3 +351,14 @@ def test_the_products_best_is_kept_per_thread_count(monkeypatch):
     assert slowed["busy"] and quiet.slowed_from_outside(slowed)
     assert core_speed_checked(verdict(1.30, 1))["busy"] is True
     assert core_speed_checked(verdict(0.66, 2, loop=0.66))["busy"] is False  # the clock explains it (0.66/0.55)
+
+
+def test_a_slow_model_asked_for_many_runs_keeps_a_median_of_its_clean_ones(monkeypatch):
+    # `nar calibrate` asks for 20 runs and 20 at least; a 0.5 s model cannot make up the runs it
+    # loses within 3 s, and 18 clean runs are a median (it was called busy three times over)
+    _probing(monkeypatch, [0.7] * 6 + [1.4] + [0.7] * 100)
+    clock = FakeClock([0.5])
+    result = time_runs(clock.run, 20, timer=clock.timer, watch_threads=2, warmup_runs=0, warmup_seconds=0.0,
+                       min_repeat=20)
+    assert result.runs == 20 and result.left_out == [5, 6] and not result.quiet["busy"]
+    assert result.quiet["slowed_runs"] == 2

@@ -117,7 +117,9 @@ def time_runs(run: Callable[[], None], repeat: int, timer: Callable[[], float] =
     slowed = slowed_now()
     # runs beside a slowed core (a neighbour's burst on the shared physical core) are left out of
     # the median; too many of them (`too_slowed`) make the machine busy (assess), and all are kept
-    needed = min(min_repeat, repeat)
+    # a median of MEDIAN_RUNS clean runs is enough: a slow model asked for 20 runs (`nar calibrate`)
+    # cannot time more within 3 s, and four of 20 left out made it busy three times over
+    needed = min(min_repeat, repeat, quiet.MEDIAN_RUNS)
     left_out = slowed if slowed and not quiet.too_slowed(len(slowed), len(times), needed) else []
     counted = _without(times, set(left_out))
     median, iqr = _median_iqr(counted)
