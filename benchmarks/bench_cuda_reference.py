@@ -10,7 +10,13 @@ list written here (the same round-robin order as `nar bench --zoo`), registers t
 under plugins/ by hand, and measures each model with the same worker function and protocol
 (`reference.measure_zoo_model(..., device="cuda")`), storing rows in $NAR_HOME/bench.db exactly as
 `nar bench --zoo` does. Resumable: what is stored is skipped. Copy bench.db back and run
-`NAR_HOME=DIR nar bench --zoo --device cuda --export FOLDER`.
+`NAR_HOME=DIR nar bench --zoo --device cuda --export FOLDER` (a set of the same device key already
+in FOLDER is added to, one session per store).
+
+    python benchmarks/bench_cuda_reference.py --compare-store bench.db [--against FOLDER]
+
+compares a store that timed models of the set again (another lease) with the set as it was before
+that store was exported into it: the labels' noise.
 """
 
 from __future__ import annotations
@@ -97,7 +103,8 @@ def measure(picks_path: Path, budget: float, per_model: int, device: str = "cuda
 
 def compare(store_db: Path, against: Path) -> None:
     """The repeatability of the labels: a store's timings (another lease of the same kind of GPU)
-    against the same graphs in a reference set; writes benchmarks/results/reference_noise_cuda.json."""
+    against the same graphs in a reference set — the set as it was before this store was exported
+    into it (after, it holds the store's own timings); writes benchmarks/results/reference_noise_cuda.json."""
     import math
     import sqlite3
     import statistics
@@ -109,10 +116,15 @@ def compare(store_db: Path, against: Path) -> None:
 
     rows, card = read_reference(against)
     stored = {r["graph_hash"]: r for r in rows}
-    with sqlite3.connect(store_db) as connection:
+    if not store_db.is_file():
+        raise SystemExit(f"no store at {store_db}")
+    with sqlite3.connect(f"file:{store_db}?mode=ro", uri=True) as connection:
         again = {h: (name, ms) for h, name, ms in connection.execute(
-            "select graph_hash, name, median_ms from measurements where device = ?", (card["device"]["key"],))}
-    common = [h for h in again if h in stored]
+            "select graph_hash, name, median_ms from measurements where device = ? and batch = 1",
+            (card["device"]["key"],))}
+    common = [h for h in again if h in stored and stored[h]["median_ms"] > 0]
+    if not common:
+        raise SystemExit(f"{store_db} timed none of the {len(stored)} graphs of {against} (device {card['device']['key']})")
     ratios = [again[h][1] / stored[h]["median_ms"] for h in common]
     errors = [abs(r - 1) for r in ratios]
     logs = [math.log(r) for r in ratios]

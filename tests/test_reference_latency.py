@@ -89,21 +89,44 @@ def _store_reference_rows(picks, key: str, times: list[float]) -> None:
 
 
 def test_a_second_session_of_the_same_machine_adds_to_the_exported_set(tmp_path, monkeypatch):
-    picks = reference.candidates(max_gmacs=0.001, sources=["classics"])[:3]
+    picks = reference.candidates(max_gmacs=0.001, sources=["classics"])[:4]
     key = device_info("cpu", 1).key
     _store_reference_rows(picks[:2], key, [2.0, 4.0])
+    store.save_failure(picks[3].graph_hash, 1, key, picks[3].id, "KeyError", "not listed")
     reference.export(tmp_path)
-    # the next lease: a fresh store (another NAR_HOME) times the second model again and a third one
+    reference.export(tmp_path)  # the same store again (a resumed run): one session, nothing counted twice
+    rows, first = read_reference(tmp_path)
+    assert len(rows) == 2 and len(first["sessions"]) == 1 and first["quietness"]["watched"] == 2
+    assert first["unmeasured"] == {"KeyError": 1}
+    # the next lease: a fresh store (another NAR_HOME) times the second model again and a third one,
+    # and measures the graph the first could not
     monkeypatch.setenv("NAR_HOME", str(tmp_path / "second-home"))
-    _store_reference_rows(picks[1:], key, [16.0, 8.0])
-    card = reference.export(tmp_path)
+    _store_reference_rows(picks[1:], key, [16.0, 8.0, 1.0])
+    for _ in range(2):
+        card = reference.export(tmp_path)
     rows, read_card = read_reference(tmp_path)
     by_model = {r["model"]: r["median_ms"] for r in rows}
-    assert by_model == {picks[0].id: 2.0, picks[1].id: pytest.approx(8.0), picks[2].id: 8.0}, \
-        "the first session's row kept, the graph timed twice at the geometric mean of 4 and 16"
-    assert card["rows"] == read_card["rows"] == 3
-    assert [s["rows"] for s in read_card["sessions"]] == [2, 2]
-    assert read_card["quietness"]["watched"] == 4
+    assert by_model == {picks[0].id: 2.0, picks[1].id: 16.0, picks[2].id: 8.0, picks[3].id: 1.0}, \
+        "the first session's row kept, the graph timed twice at the newer timing"
+    assert card["rows"] == read_card["rows"] == 4 and [s["rows"] for s in read_card["sessions"]] == [2, 3]
+    assert read_card["quietness"]["watched"] == 5 and read_card["unmeasured"] == {}, "measured by the second"
+
+
+def test_an_export_adds_to_a_set_written_before_sessions_were_kept(tmp_path):
+    picks = reference.candidates(max_gmacs=0.001, sources=["classics"])[:2]
+    key = device_info("cpu", 1).key
+    _store_reference_rows(picks[:1], key, [2.0])
+    reference.export(tmp_path)
+    card_path = tmp_path / "reference-latency.json"
+    card = json.loads(card_path.read_text())
+    card.pop("sessions")
+    card["unmeasured"], card["quietness"] = {"KeyError": 3}, {"watched": 7, "other_cpu_median": 0.2}
+    card_path.write_text(json.dumps(card))
+    _store_reference_rows(picks[1:], key, [3.0])
+    merged = reference.export(tmp_path)
+    assert merged["rows"] == 2 and [s["store"] for s in merged["sessions"]][0] is None
+    assert merged["unmeasured"] == {"KeyError": 3} and merged["quietness"]["watched"] == 7 + 2
+    assert merged["quietness"]["other_cpu_median"] == 0.2
 
 
 def test_an_export_never_overwrites_another_machines_set(tmp_path):
@@ -117,7 +140,7 @@ def test_an_export_never_overwrites_another_machines_set(tmp_path):
     card["device"]["key"] = "another-machine"
     card_path.write_text(json.dumps(card))
     before = (tmp_path / "reference-latency.csv").read_text()
-    with pytest.raises(NarError, match="another machine's reference set"):
+    with pytest.raises(NarError, match="another device key"):
         reference.export(tmp_path)
     assert (tmp_path / "reference-latency.csv").read_text() == before
     assert json.loads(card_path.read_text())["device"]["key"] == "another-machine"

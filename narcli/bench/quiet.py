@@ -44,7 +44,7 @@ OWN_CPU_FLOOR = 0.80  # one thread must get at least this share of the wall cloc
 SWITCH_LIMIT = 100.0  # involuntary context switches per second of timing
 SPREAD_LIMIT = 0.10  # interquartile range / median of the timed runs
 FREQUENCY_DRIFT = 0.10  # a CPU clock that moved by more than this during the runs
-SPEED_DRIFT = 0.25  # a probe this much slower than the measurement's fastest saw a slowed core
+SPEED_DRIFT = 0.25  # a probe this much slower than the measurement's full speed (`typical_fast`) saw a slowed core
 # share of the timed runs beside a slowed core above which the timing is busy; below it, those runs
 # are left out of the median (a neighbour's short bursts on a shared physical core, which left most
 # runs alone, made every measurement "busy" on 2026-11-28)
@@ -162,7 +162,7 @@ def probe(timer=time.perf_counter) -> float:
 
 def slowed_runs(probes: list[float], probed_at: list[int], runs: int, drift: float = SPEED_DRIFT) -> list[int]:
     """The timed runs (indices) next to a probe that saw a slowed core: more than `drift` slower
-    than the fastest probe. `probed_at[j]`: how many runs came before probe j (non-decreasing); a
+    than the measurement's full speed (`typical_fast`). `probed_at[j]`: how many runs came before probe j (non-decreasing); a
     run is judged by the last probe before it and the first after it. One pass over runs and probes."""
     if len(probes) < 2 or min(probes) <= 0:
         return []
@@ -179,14 +179,14 @@ def slowed_runs(probes: list[float], probed_at: list[int], runs: int, drift: flo
 
 
 def typical_fast(probes: list[float], drift: float = SPEED_DRIFT) -> float:
-    """What the core does at full speed in this measurement: the probes' lower quartile — unless even
-    that is more than `drift` above the second-fastest probe, when most of the measurement ran on a
-    slowed core and the two fastest show full speed. Not the fastest alone: at two threads one
-    product in ten ran 5-10 % faster than the rest (thread wake-up), and against that one a quiet
+    """What the core does at full speed in this measurement: the probes' lower quartile, unless the
+    fastest probe is more than `drift` faster than even that (most of the measurement ran on a
+    slowed core; the fastest shows full speed). Not the fastest always: at two threads one product
+    in ten ran 5-10 % faster than the rest (thread wake-up), and against that one a quiet
     measurement's every other probe looked slowed (2026-11-28: fastest 0.56 ms, median 0.61)."""
     ordered = sorted(probes)
-    quartile, second = ordered[len(ordered) // 4], ordered[min(1, len(ordered) - 1)]
-    return second if quartile > second * (1 + drift) else quartile
+    quartile = ordered[len(ordered) // 4]
+    return ordered[0] if quartile > ordered[0] * (1 + drift) else quartile
 
 
 def too_slowed(count: int, total: int, needed: int = 0) -> bool:
@@ -242,7 +242,8 @@ def assess(before: Sample, after: Sample, threads: int, spread: float, tick: int
         product = ""
         if compute_probes and len(compute_probes) >= 2 and min(compute_probes) > 0:
             quiet.compute_probe_ms = [round(min(compute_probes), 3), round(max(compute_probes), 3)]
-            quiet.compute_probe_median = round(sorted(compute_probes)[len(compute_probes) // 2], 4)
+            if len(compute_probes) >= MEDIAN_RUNS:  # a median of two or three probes is not a figure to keep
+                quiet.compute_probe_median = round(sorted(compute_probes)[len(compute_probes) // 2], 4)
             product = f", a matrix product {min(compute_probes):.2f} to {max(compute_probes):.2f} ms"
         if too_slowed(count, total, needed if matched else 0):
             reasons.append(f"{SLOWED_CORE}'s speed changed during the runs (a fixed loop took {min(probes):.2f} to "

@@ -17,8 +17,8 @@ reads and that ships in `narcli/data/`.
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
-import math
 import random
 import time
 from collections import defaultdict
@@ -253,9 +253,11 @@ def _device_of(device: str) -> dict[str, Any]:
 
 
 def export(folder: Path, min_rows: int = 1, device: str = "cpu") -> dict[str, Any]:
-    """Write this machine's reference measurements on `device` as CSV + card into `folder`. A set the
-    same machine (device key) exported there before is kept and added to — a GPU lent for a few
-    minutes at a time grows its set session by session; another machine's set is refused."""
+    """Write this machine's reference measurements on `device` as CSV + card into `folder`. A set of
+    the same device key already there is kept and added to: a GPU lent for a few minutes at a time
+    grows its set lease by lease, each lease's bench.db exported in turn. Each store is one session
+    in the card (exporting the same store again replaces its session, never counts it twice); a
+    graph in the store and in the set takes the store's timing. Another device's set is refused."""
     from narcli.bench import store
     from narcli.zoo.store import Zoo, bundled_zoo_path
 
@@ -277,18 +279,20 @@ def export(folder: Path, min_rows: int = 1, device: str = "cpu") -> dict[str, An
                          "iqr_ms": round(result["iqr_ms"], 5), "runs": result["runs"]})
     if len(rows) < min_rows:
         raise NarError(f"only {len(rows)} reference measurements on this machine; run `nar bench --zoo` first")
-    quietness = {"watched": len(others), "other_cpu_median": round(float(sorted(others)[len(others) // 2]), 3)
-                 if others else None, "other_cpu_max": round(max(others), 3) if others else None}
-    session = {"rows": len(rows), "unmeasured": _unmeasured(failures, set(measured))}
+    # a session is named by its store (a digest of bench.db's path: the card travels, the path need not)
+    store_id = hashlib.sha256(str(store.store_path().resolve()).encode()).hexdigest()[:12]
+    session = {"store": store_id, "created": time.strftime("%Y-%m-%d"), "rows": len(rows),
+               "quietness": {"watched": len(others),
+                             "other_cpu_median": round(float(sorted(others)[len(others) // 2]), 3) if others else None,
+                             "other_cpu_max": round(max(others), 3) if others else None},
+               "unmeasured_graphs": dict(sorted((h, r) for h, r in failures.items() if h not in measured))}
+    sessions = [session]
     earlier = _earlier_export(folder, info["key"])
-    if earlier:  # the same machine measured more in another session: add to the set, never drop it
-        rows, quietness = _merged(earlier, rows, quietness)
-    # failed here and measured by no session (a failure measured on a retry does not count); a later
-    # session may not have tried what an earlier one could not measure, so the larger count per reason
-    reasons = _unmeasured(failures, set(measured) | {r["graph_hash"] for r in rows})
-    for reason, count in ((earlier[1].get("unmeasured") or {}) if earlier else {}).items():
-        reasons[reason] = max(count, reasons.get(reason, 0))
-    reasons = dict(sorted(reasons.items()))
+    if earlier:  # this set's other sessions, and their rows the store does not have
+        old_rows, old_card = earlier
+        fresh = {r["graph_hash"] for r in rows}
+        rows = [r for r in old_rows if r["graph_hash"] not in fresh] + rows
+        sessions = [s for s in _sessions(old_card) if s.get("store") != session["store"]] + sessions
     rows.sort(key=lambda r: (r["source"], r["model"]))
     folder.mkdir(parents=True, exist_ok=True)
     with atomic_writer(folder / CSV_NAME, "w", newline="") as handle:
@@ -296,65 +300,68 @@ def export(folder: Path, min_rows: int = 1, device: str = "cpu") -> dict[str, An
         writer.writeheader()
         writer.writerows(rows)
     device_card = {k: v for k, v in info.items() if k not in ("rows",)}
-    card = {"device": device_card, "fingerprint": fingerprint, "quietness": quietness,
+    card = {"device": device_card, "fingerprint": fingerprint, "quietness": _quietness(sessions),
             "protocol": PROTOCOL | ({"threads": 0} if device != "cpu" else {}), "rows": len(rows),
-            "unmeasured": reasons, "created": time.strftime("%Y-%m-%d"),
-            "by_source": _count(rows, "source"), "by_coarse": _count(rows, "coarse")}
-    if earlier:
-        old = earlier[1]
-        card["sessions"] = old.get("sessions") or [{"created": old.get("created"), "rows": old.get("rows"),
-                                                    "unmeasured": old.get("unmeasured") or {}}]
-        card["sessions"].append({"created": card["created"]} | session)
+            "unmeasured": _unmeasured(sessions, {r["graph_hash"] for r in rows}), "created": session["created"],
+            "by_source": _count(rows, "source"), "by_coarse": _count(rows, "coarse"), "sessions": sessions}
     write_text(folder / CARD_NAME, json.dumps(card, indent=2) + "\n")
     return card | {"csv": str(folder / CSV_NAME)}
 
 
-def _unmeasured(failures: dict[str, str], measured: set[str]) -> dict[str, int]:
-    reasons: dict[str, int] = defaultdict(int)
-    for graph_hash, reason in failures.items():
-        if graph_hash not in measured:
-            reasons[reason] += 1
-    return dict(sorted(reasons.items()))
-
-
 def _earlier_export(folder: Path, key: str) -> tuple[list[dict[str, Any]], dict[str, Any]] | None:
-    """The set already in `folder` when it is this machine's (same key); another machine's set is
+    """The set already in `folder` when it is this device's (same key); another device's set is
     refused rather than overwritten."""
     from narcli.predict.latency import read_reference
 
     if not (folder / CSV_NAME).exists() and not (folder / CARD_NAME).exists():
         return None
     rows, card = read_reference(folder)
-    found = (card.get("device") or {}).get("key")
-    if found != key:
-        raise NarError(f"{folder} holds another machine's reference set (key {found}, this one {key}); "
-                       "export into an empty folder")
+    device = card.get("device") if isinstance(card, dict) else None
+    if not isinstance(device, dict) or not isinstance(card.get("sessions", []), list):
+        raise NarError(f"{folder / CARD_NAME} is not a reference set's card; export into an empty folder")
+    if device.get("key") != key:
+        raise NarError(f"{folder} holds the reference set of another device key ({device.get('key')}; this one is "
+                       f"{key}: another machine, torch build or thread count); export into an empty folder")
     return rows, card
 
 
-def _merged(earlier: tuple[list[dict[str, Any]], dict[str, Any]], rows: list[dict[str, Any]],
-            quietness: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Earlier rows plus this store's; a graph timed in both gets the geometric mean of the two
-    (batch-1 GPU timings of one model differ by a third between leases of the same kind of machine:
-    benchmarks/results/reference_noise_cuda.json). Quietness is the worse of the two sessions
-    (their raw readings are not kept in the CSV)."""
-    old_rows, old_card = earlier
-    fresh = {r["graph_hash"]: r for r in rows}
-    for old in old_rows:
-        new = fresh.get(old["graph_hash"])
-        if new is not None:
-            new.update(median_ms=round(math.sqrt(new["median_ms"] * old["median_ms"]), 5),
-                       iqr_ms=max(new["iqr_ms"], old["iqr_ms"]), runs=new["runs"] + old["runs"])
-    rows = [r for r in old_rows if r["graph_hash"] not in fresh] + rows
-    old_quiet = old_card.get("quietness") or {}
+def _sessions(card: dict[str, Any]) -> list[dict[str, Any]]:
+    """A card's sessions; a card written before sessions were kept is one session without a store."""
+    if card.get("sessions"):
+        return [s for s in card["sessions"] if isinstance(s, dict)]
+    return [{"store": None, "created": card.get("created"), "rows": card.get("rows"),
+             "quietness": card.get("quietness") or {}, "unmeasured": card.get("unmeasured") or {}}]
 
-    def worse(key: str) -> float | None:
-        values = [v for v in (old_quiet.get(key), quietness.get(key)) if v is not None]
+
+def _quietness(sessions: list[dict[str, Any]]) -> dict[str, Any]:
+    """Over every session: the timings watched, and the worst session's figures (the raw readings
+    are not kept)."""
+    figures = [s.get("quietness") or {} for s in sessions]
+
+    def worst(key: str) -> float | None:
+        values = [f[key] for f in figures if isinstance(f.get(key), (int, float))]
         return max(values) if values else None
 
-    quietness = {"watched": (old_quiet.get("watched") or 0) + quietness["watched"],
-                 "other_cpu_median": worse("other_cpu_median"), "other_cpu_max": worse("other_cpu_max")}
-    return rows, quietness
+    return {"watched": sum(int(f.get("watched") or 0) for f in figures),
+            "other_cpu_median": worst("other_cpu_median"), "other_cpu_max": worst("other_cpu_max")}
+
+
+def _unmeasured(sessions: list[dict[str, Any]], kept: set[str]) -> dict[str, int]:
+    """Reasons, counted once per graph that some session could not measure and none measured. A
+    session from before graphs were kept has counts only: a reason counts at least as many as it
+    gave (later sessions retry what it could not measure, so adding them would count twice)."""
+    graphs: dict[str, str] = {}
+    for session in sessions:
+        graphs.update(session.get("unmeasured_graphs") or {})
+    counts: dict[str, int] = defaultdict(int)
+    for graph_hash, reason in graphs.items():
+        if graph_hash not in kept:
+            counts[reason] += 1
+    for session in sessions:
+        if "unmeasured_graphs" not in session:
+            for reason, count in (session.get("unmeasured") or {}).items():
+                counts[reason] = max(counts[reason], int(count))
+    return dict(sorted(counts.items()))
 
 
 def _count(rows: list[dict[str, Any]], key: str) -> dict[str, int]:
