@@ -93,7 +93,7 @@ class Quietness:
     mhz: list[float] = field(default_factory=list)  # min, max at the end, where readable
     probe_ms: list[float] = field(default_factory=list)  # the speed probe's fastest and slowest, where run
     compute_probe_ms: list[float] = field(default_factory=list)  # the matrix-product probe's, where run
-    compute_probe_median: float | None = None  # its median over the measurement (`against_best`)
+    compute_probe_median: float | None = None  # its median over the measurement (`compute_against_best`)
     threads: int = 0  # the CPU threads measured (the matrix product's speed depends on them)
     slowed_runs: int = 0  # timed runs beside a probe that saw a slowed core (left out of the median when few)
     runs: int = 0  # timed runs, where the probes were matched to them
