@@ -110,7 +110,7 @@ def compare(store_db: Path, against: Path) -> None:
     import statistics
 
     sys.path.insert(0, str(ROOT))
-    from common import machine
+    from common import change_figures, machine
 
     from narcli.predict.latency import read_reference
 
@@ -126,13 +126,8 @@ def compare(store_db: Path, against: Path) -> None:
     if not common:
         raise SystemExit(f"{store_db} timed none of the {len(stored)} graphs of {against} (device {card['device']['key']})")
     ratios = [again[h][1] / stored[h]["median_ms"] for h in common]
-    errors = [abs(r - 1) for r in ratios]
-    logs = [math.log(r) for r in ratios]
     out = {"models": len(common), "device": card["device"], "stored_created": card.get("created"),
-           "median_abs_change_pct": round(statistics.median(errors) * 100, 2),
-           "mean_abs_change_pct": round(statistics.fmean(errors) * 100, 2),
-           "within10_pct": round(sum(e <= 0.1 for e in errors) / len(errors) * 100, 1),
-           "median_ratio": round(statistics.median(ratios), 3), "sd_log_ratio": round(statistics.pstdev(logs), 3),
+           **change_figures(ratios), "sd_log_ratio": round(statistics.pstdev([math.log(r) for r in ratios]), 3),
            "rows": [{"model": again[h][0], "stored_ms": stored[h]["median_ms"], "again_ms": round(again[h][1], 5)}
                     for h in common], "machine": machine()}
     print(f"{out['models']} models timed again on another lease: median |change| {out['median_abs_change_pct']} %, "

@@ -13,11 +13,10 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import statistics
 import sys
 from pathlib import Path
 
-from common import machine
+from common import change_figures, machine
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -50,11 +49,7 @@ def main() -> None:
     with measuring("cpu"):
         run_pool(reference.measure_zoo_model, tasks, on_result, jobs=1, timeout=300, tasks_per_worker=400)
     ratios = [again[h] / stored[h]["median_ms"] for h in again]
-    errors = [abs(r - 1) for r in ratios]
-    out = {"models": len(ratios), "median_abs_change_pct": round(statistics.median(errors) * 100, 2),
-           "mean_abs_change_pct": round(statistics.fmean(errors) * 100, 2),
-           "within10_pct": round(sum(e <= 0.1 for e in errors) / len(errors) * 100, 1),
-           "median_ratio": round(statistics.median(ratios), 3),
+    out = {"models": len(ratios), **change_figures(ratios),
            "rows": [{"model": stored[h]["name"], "stored_ms": stored[h]["median_ms"], "again_ms": again[h]}
                     for h in again], "machine": machine()}
     print(f"{out['models']} models re-measured: median |change| {out['median_abs_change_pct']} %, mean "

@@ -41,3 +41,15 @@ def imports_torch(argv: list[str], env: dict[str, str]) -> bool:
 
 def machine() -> dict[str, object]:
     return {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()}
+
+
+def change_figures(ratios: list[float]) -> dict[str, float]:
+    """How far re-timed labels moved from the stored ones (`ratios`: again / stored): the figures
+    bench_reference_noise.py and bench_cuda_reference.py --compare-store report."""
+    import statistics
+
+    errors = [abs(r - 1) for r in ratios]
+    return {"median_abs_change_pct": round(statistics.median(errors) * 100, 2),
+            "mean_abs_change_pct": round(statistics.fmean(errors) * 100, 2),
+            "within10_pct": round(sum(e <= 0.1 for e in errors) / len(errors) * 100, 1),
+            "median_ratio": round(statistics.median(ratios), 3)}

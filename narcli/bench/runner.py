@@ -178,28 +178,26 @@ def core_speed_checked(verdict: dict[str, Any] | None) -> dict[str, Any] | None:
     from narcli.bench.device import machine_digest
     from narcli.bench.quiet import against_best, compute_against_best
 
-    probes = (verdict or {}).get("probe_ms")
-    loop_best = store.best_probe(machine_digest(), probes[0]) if probes else None
+    probes, digest = (verdict or {}).get("probe_ms"), machine_digest()
+    loop_best = store.best_probe(digest, probes[0]) if probes else None
     verdict = against_best(verdict, loop_best)
     typical = (verdict or {}).get("compute_probe_median")
     if typical:
         clock = probes[0] / loop_best if probes and loop_best else 1.0
-        best = store.best_probe(_product_key(verdict.get("threads") or 0), typical)
+        best = store.best_probe(_product_key(digest, verdict.get("threads") or 0), typical)
         verdict = compute_against_best(verdict, best, clock)
     return verdict
 
 
-def _product_key(threads: int) -> str:
+def _product_key(digest: str, threads: int) -> str:
     """Where the matrix product's best is kept: per machine, thread count and torch build (its BLAS)."""
     from importlib.metadata import PackageNotFoundError, version
-
-    from narcli.bench.device import machine_digest
 
     try:
         torch_version = version("torch")
     except PackageNotFoundError:
         torch_version = "?"
-    return f"{machine_digest()}:product:{threads}t:{torch_version}"
+    return f"{digest}:product:{threads}t:{torch_version}"
 
 
 # -- in the child ---------------------------------------------------------------------------------
