@@ -241,3 +241,34 @@ def test_a_gpu_head_names_itself_and_its_column(tmp_path):
     lat.save_head(head, tmp_path)
     loaded = lat.load_head(tmp_path)
     assert loaded.gpu and loaded.column == "reference-cuda"
+
+
+def test_the_shipped_head_fits_every_family_and_keeps_the_held_out_fit_beside_it(tmp_path, monkeypatch):
+    samples, _ = synthetic_samples(120)
+    _, calibration, _ = lt.family_split(samples, seed=0)
+    for i in calibration:  # an operation only the calibration families hold
+        samples[i].op_names = samples[i].op_names | {"gelu"}
+    monkeypatch.setattr(lt, "load_samples", lambda folder, report: (samples, {"device": {"kind": "cpu"}}))
+    card = lt.train(out=tmp_path, config=lt.Config(epochs=3, batch=16, hidden=8, embed=4))
+    shipped, held_out = lat.load_head(tmp_path), lat.load_head(tmp_path / lat.HELD_OUT_FOLDER)
+    assert card == tmp_path / "latency.json"
+    families = sorted({lt._family(samples[i]) for i in calibration})
+    assert held_out.metrics["held_out_families"] == shipped.metrics["held_out_families"] == families
+    assert "gelu" in shipped.seen_ops and "gelu" not in held_out.seen_ops
+    assert shipped.half == held_out.half  # the held-out fit's errors set both intervals
+    assert shipped.trained_on.startswith(f"{len(samples)} reference-CPU measurements of 7 families")
+    assert held_out.trained_on.startswith(f"{len(samples) - len(calibration)} reference-CPU measurements")
+    assert "held out of a second fit" in shipped.trained_on and "held out of this fit" in held_out.trained_on
+    assert shipped.fingerprint != held_out.fingerprint
+
+
+def test_the_bundled_head_keeps_its_held_out_fit_for_nar_eval_calibration():
+    from narcli.bench.calibration_eval import held_out_head, unfitted_families
+    from narcli.predict.bundle import DATA_DIR
+
+    shipped, held_out = lat.load_head(DATA_DIR), held_out_head()
+    assert held_out is not None and held_out.fingerprint != shipped.fingerprint
+    assert unfitted_families() == set(shipped.metrics["held_out_families"])
+    assert len(unfitted_families()) > 10
+    fitted = int(held_out.trained_on.split()[0].replace(",", ""))
+    assert fitted < int(shipped.trained_on.split()[0].replace(",", ""))

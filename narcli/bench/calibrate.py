@@ -70,14 +70,16 @@ def check_name(name: str) -> None:
         raise UsageError(f"device name {name!r}: use 1-64 letters, digits, '-', '_' or '.'")
 
 
-def candidates() -> list[Candidate]:
-    """Zoo models the calibration can use, in farthest-point order."""
+def candidates(head: Any = None) -> list[Candidate]:
+    """Zoo models the calibration can use, in farthest-point order of `head`'s predictions (default:
+    the bundled head's, stored in the zoo)."""
     from narcli.predict.bundle import load_bundle, reference_row
     from narcli.predict.zoo_predictions import stored_predictions
     from narcli.zoo.store import Zoo, bundled_zoo_path
 
-    bundle = load_bundle()
-    if bundle.latency is None:
+    bundle, stored = load_bundle(), head is None  # another head than the bundled one computes its own
+    head = head or bundle.latency
+    if head is None:
         raise NarError("the reference latency head is missing from this install; reinstall nar, or train it with "
                        "`nar train latency`")
     from narcli.zoo.plugins import zoo_sources
@@ -93,10 +95,10 @@ def candidates() -> list[Candidate]:
                 continue
             if model.graph_hash in seen:
                 continue
-            rows = stored_predictions(Path(model.db or bundled_zoo_path()), model.id, bundle)
+            rows = stored_predictions(Path(model.db or bundled_zoo_path()), model.id, bundle) if stored else None
             row = next((r for r in rows or [] if r.target.column == REFERENCE_COLUMN), None)
-            if row is None and rows is None:  # predictions not stored for this predictor: compute them
-                row = reference_row(bundle.latency, zoo.graph(model), model.macs, model.params)
+            if row is None and rows is None:  # predictions not stored for this head: compute them
+                row = reference_row(head, zoo.graph(model), model.macs, model.params)
             if row is None or row.status != "ok":
                 continue
             seen.add(model.graph_hash)
@@ -105,7 +107,6 @@ def candidates() -> list[Candidate]:
                                    model.family or ""))
     if not found:
         from narcli.zoo.plugins import install_line
-
         raise NarError("no zoo model to calibrate with: no zoo source plugin is installed (install one with "
                        f"`{install_line('timm')}`), or the reference head answers for none of their models")
     raw = np.array([[math.log(c.macs), math.log(max(c.params, 1)),
@@ -113,8 +114,7 @@ def candidates() -> list[Candidate]:
     z = (raw - raw.mean(0)) / (raw.std(0) + 1e-9)
     z[:, 0] *= 2  # MACs range matters most for latency
     kinds = np.array([[2.0 * (c.coarse == k) for k in COARSE] for c in found])  # a new kind is far away
-    z = np.concatenate([z, kinds], 1)
-    order = [int(np.argsort(raw[:, 0])[len(found) // 2])]
+    z, order = np.concatenate([z, kinds], 1), [int(np.argsort(raw[:, 0])[len(found) // 2])]
     distance = np.linalg.norm(z - z[order[0]], axis=1)
     while len(order) < len(found):
         nxt = int(np.argmax(distance))
@@ -123,13 +123,13 @@ def candidates() -> list[Candidate]:
     return [found[i] for i in order]
 
 
-def with_parts(chosen: list[Candidate]) -> list[Candidate]:
+def with_parts(chosen: list[Candidate], head: Any = None) -> list[Candidate]:
     """The candidates with their reference prediction split into `latency.PARTS` (graphs read from
-    the zoo); those the reference head does not answer for are left out."""
+    the zoo); those the reference head (default: the bundled one) does not answer for are left out."""
     from narcli.predict.bundle import load_bundle
     from narcli.zoo.store import Zoo
 
-    head = load_bundle().latency
+    head = head or load_bundle().latency
     out = []
     with Zoo() as zoo:
         for candidate in chosen:

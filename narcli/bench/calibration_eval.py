@@ -2,11 +2,12 @@
 
 Calibrate on the first K of the calibration order (as `nar calibrate --models K` would) and score on
 `held_out` other zoo models of every coarse class, spread over each class's MACs range. Held-out
-models are drawn first from families the reference head never fitted (its interval's families, named
-in its card), so the figure is for designs new to it as well as to the calibration; the result says
-how many were. Beside the calibrated head (`transfer`): the head fitted before it (ridge on the
-whole reference prediction and MACs), a MACs-only line, and the reference prediction rescaled by the
-K points' median ratio.
+models are drawn first from the families that set the reference head's interval (named in its card),
+and everything is predicted with the head fitted without them (`latency.HELD_OUT_FOLDER`, shipped
+beside the head, which itself fitted every family), so the figure is for designs new to the head as
+well as to the calibration; the result says how many were. Beside the calibrated head (`transfer`):
+the head fitted before it (ridge on the whole reference prediction and MACs), a MACs-only line, and
+the reference prediction rescaled by the K points' median ratio.
 """
 
 from __future__ import annotations
@@ -33,11 +34,18 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.corrcoef(ra, rb)[0, 1])
 
 
-def unfitted_families() -> set[str]:
-    """Families the bundled reference head never fitted (they set its interval), from its card."""
-    from narcli.predict.bundle import load_bundle
+def held_out_head() -> Any:
+    """The reference head fitted without the families that set its interval (the bundled head where
+    an install lacks it: then those families were fitted, and the figure flatters)."""
+    from narcli.predict.bundle import DATA_DIR, load_bundle
+    from narcli.predict.latency import HELD_OUT_FOLDER, load_head
 
-    head = load_bundle().latency
+    return load_head(DATA_DIR / HELD_OUT_FOLDER) or load_bundle().latency
+
+
+def unfitted_families(head: Any = None) -> set[str]:
+    """Families `head` (default: the held-out fit) never fitted (they set its interval), from its card."""
+    head = head or held_out_head()
     return set((head.metrics or {}).get("held_out_families", [])) if head is not None else set()
 
 
@@ -75,13 +83,14 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
     if not 10 <= held_out <= 500:
         raise UsageError(f"--held-out must be between 10 and 500, not {held_out}")
     info = device_info("cpu", threads)
-    order = candidates()
+    head = held_out_head()
+    order = candidates(head)
     pool, rest = order[: max(ks)], order[max(ks):]
     if len(rest) < held_out:
         raise NarError(f"only {len(rest)} zoo models left for the held-out set")
-    new_families = unfitted_families()
-    test = with_parts(held_out_models(rest, held_out, new_families))
-    pool = with_parts(pool)
+    new_families = unfitted_families(head)
+    test = with_parts(held_out_models(rest, held_out, new_families), head)
+    pool = with_parts(pool, head)
     report(f"measuring {len(pool)} calibration candidates and {len(test)} held-out models on {info.describe()}")
     with measuring("cpu"):
         calibration = measure_models(pool, threads, repeat, None, report, allow_busy)
@@ -97,19 +106,20 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
     for k in ks:
         chosen = calibration[:k]
         y = np.array([ms for _, ms in chosen])
-        head = fit_head(fitting_parts([c for c, _ in chosen], reference), np.log(y))
-        centre = predict_log(head, parts_test)
+        calibrated = fit_head(fitting_parts([c for c, _ in chosen], reference), np.log(y))
+        centre = predict_log(calibrated, parts_test)
         ours = np.exp(centre)
-        inside = np.abs(np.log(truth) - centre) <= head["half"]
+        inside = np.abs(np.log(truth) - centre) <= calibrated["half"]
         before = fit(np.stack([features(c.predicted, c.macs) for c, _ in chosen]), np.log(y))
         a, b = np.polyfit(np.array([c.macs for c, _ in chosen], dtype=np.float64), y, 1)
         scale = float(np.median(y / np.array([c.predicted[REFERENCE_COLUMN] for c, _ in chosen])))
         rows.append({"k": len(chosen), "calibrated": _scores(ours, truth) | {
                          "spearman": round(_spearman(ours, truth), 3),
                          "coverage90": round(float(inside.mean() * 100), 1),
-                         "half_width_pct": round(float((np.exp(head["half"]) - 1) * 100), 1),
+                         "half_width_pct": round(float((np.exp(calibrated["half"]) - 1) * 100), 1),
                          "new_families_mape": _scores(ours[new], truth[new])["mape"] if new.any() else None,
-                         "scales": [round(float(np.exp(t)), 4) for t in head["scales"]], "prior": head["prior"]},
+                         "scales": [round(float(np.exp(t)), 4) for t in calibrated["scales"]],
+                         "prior": calibrated["prior"]},
                      "previous_head": _scores(np.exp(apply(before, x_test)), truth),
                      "macs_linear": _scores(np.maximum(a * macs_test + b, 1e-3), truth),
                      "reference_rescaled": _scores(reference_test * scale, truth) | {"scale": round(scale, 3)}})

@@ -14,8 +14,9 @@ It applies when the graph is of a kind and size the reference dataset covers:
 - the operations it never measured hold at most `UNSEEN_SHARE` of the model's MACs and nodes;
 - its MACs, parameters and node count lie within the dataset's range (a factor `SIZE_MARGIN` beyond
   the largest and smallest measured; beyond that the answer says "out of range").
-The interval is split-conformal on families held out from training (whole families, so it holds
-for a new design rather than a sibling of a training one)."""
+The interval is split-conformal on families held out from a second fit (whole families, so it holds
+for a new design rather than a sibling of a training one); the shipped head is fitted on every family,
+and the held-out fit is kept beside it (`HELD_OUT_FOLDER`) for figures about designs it never saw."""
 
 from __future__ import annotations
 
@@ -36,6 +37,8 @@ HEAD_NAME = "reference"
 COLUMN = "reference-cpu"
 GPU_HEAD_NAME, GPU_COLUMN = "reference-gpu", "reference-cuda"  # the same head trained on `nar bench --zoo --device cuda`
 GPU_FOLDER = "cuda"  # beside the CPU head: narcli/data/cuda/latency.{json,safetensors}
+# beside each head, the same head fitted without the families that set its interval (`nar eval calibration`)
+HELD_OUT_FOLDER = "held-out"
 FILES = ("latency.json", "latency.safetensors")
 NUMERIC = 13  # per-node numeric features, see node_features
 UNSEEN_SHARE = 0.1
