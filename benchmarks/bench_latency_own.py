@@ -18,24 +18,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
-import subprocess
 from pathlib import Path
 
-from common import machine, nar_command
+from common import machine, nar_command, run_json, score_device
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "benchmarks" / "latency_own"
 INPUTS = {"wide_resnet.py": ["-i", "1,3,32,32"], "mobile_net.py": ["-i", "1,3,160,160"],
           "attention_unet.py": ["-i", "1,3,128,128"], "gru_classifier.py": ["-i", "1,64", "--input-dtype", "int64"],
           "tcn.py": ["-i", "1,8,512"], "tiny_vit.py": ["-i", "1,3,96,96"]}
-
-
-def run_json(command: list[str]) -> dict:
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(command)} failed: {done.stderr.strip()[-400:]}")
-    return json.loads(done.stdout)
 
 
 def main() -> None:
@@ -52,31 +43,8 @@ def main() -> None:
             head = run_json([*nar, "calibrate", "--device", device, "--threads", str(threads), "--models",
                              str(args.models), "--json"])
             print(f"calibrated {device}: ±{head['half_width_pct']} %, leave-one-out MAPE {head.get('loo_mape')} %")
-        rows = []
-        for path in sorted(MODELS.glob("*.py")):
-            inputs = INPUTS[path.name]
-            for _ in range(4):  # a timing the machine's own check calls busy is taken again
-                measured = run_json([*nar, "bench", str(path), *inputs, "--threads", str(threads), "--json"])
-                if not measured["busy"]:
-                    break
-            found = run_json([*nar, "predict", str(path), *inputs, "--device", device, "--json"])
-            row = next(r for r in found["results"][0]["predictions"] if r["head"] == "device")
-            truth = measured["median_ms"]
-            item = {"model": path.name, "measured_ms": round(truth, 3), "busy": measured["busy"],
-                    "status": row["status"], "predicted_ms": row["value"], "low_ms": row["low"], "high_ms": row["high"]}
-            if row["value"]:
-                item["error_pct"] = round((row["value"] - truth) / truth * 100, 1)
-                item["inside"] = row["low"] <= truth <= row["high"]
-                item["half_width_pct"] = round((row["high"] / row["value"] - 1) * 100, 1)
-            rows.append(item)
-            print(json.dumps(item))
-        scored = [r for r in rows if "error_pct" in r and not r["busy"]]
-        summary = {"threads": threads, "device": device, "models": rows, "scored": len(scored),
-                   "median_abs_error_pct": round(statistics.median(abs(r["error_pct"]) for r in scored), 1)
-                   if scored else None,
-                   "inside": sum(r["inside"] for r in scored),
-                   "half_width_pct": max((r["half_width_pct"] for r in scored), default=None)}
-        print(json.dumps({k: v for k, v in summary.items() if k != "models"}))
+        summary = score_device(nar, {path: INPUTS[path.name] for path in sorted(MODELS.glob("*.py"))}, threads,
+                               device)
         out["settings"].append(summary)
     path = ROOT / "benchmarks" / "results" / "latency_own.json"
     path.write_text(json.dumps(out, indent=2) + "\n")

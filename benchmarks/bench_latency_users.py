@@ -4,8 +4,14 @@ DiT, KAN) through `nar predict`: each must get a reference-CPU latency with an i
 count) and the prediction is scored against it.
 
     python benchmarks/bench_latency_users.py [--measure]
+    python benchmarks/bench_latency_users.py --calibrated [--threads 1,2]
 
-Writes benchmarks/results/latency_users.json.
+Writes benchmarks/results/latency_users.json. With `--calibrated`, the calibrated heads instead, as
+`bench_latency_own.py` scores its six: for each thread count T, `nar bench FILE --threads T` against
+`nar predict FILE --device own-Tt`, the devices `bench_latency_own.py --calibrate` fitted in the same
+NAR_HOME (run that first); writes benchmarks/results/latency_users_calibrated.json. These six were
+written outside the team (issue 33), so they check choices made for user-written models without
+touching the six that `bench_latency_own.py` reports. Run alone on the machine.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from common import machine, nar_command
+from common import machine, nar_command, score_device
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "benchmarks" / "latency_users"
@@ -32,8 +38,18 @@ INPUTS = {"cifar_resnet.py": ["-i", "1,3,32,32"], "unet.py": ["-i", "1,1,256,256
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--measure", action="store_true")
+    parser.add_argument("--calibrated", action="store_true")
+    parser.add_argument("--threads", default=f"1,{len(os.sched_getaffinity(0))}")
     args = parser.parse_args()
     nar = nar_command()
+    if args.calibrated:
+        models = {path: INPUTS.get(path.name, []) for path in sorted(MODELS.glob("*.py"))}
+        settings = [score_device(nar, models, threads, f"own-{threads}t")
+                    for threads in dict.fromkeys(int(t) for t in args.threads.split(","))]
+        path = ROOT / "benchmarks" / "results" / "latency_users_calibrated.json"
+        path.write_text(json.dumps({"machine": machine(), "settings": settings}, indent=2) + "\n")
+        print(f"wrote {path}")
+        return
     rows = []
     with tempfile.TemporaryDirectory() as home:
         env = {**os.environ, "NAR_HOME": home}

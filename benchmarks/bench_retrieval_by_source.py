@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sqlite3
 from collections import defaultdict
 from pathlib import Path
 

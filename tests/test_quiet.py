@@ -364,3 +364,17 @@ def test_a_slow_model_asked_for_many_runs_keeps_a_median_of_its_clean_ones(monke
                        min_repeat=20)
     assert result.runs == 20 and result.left_out == [5, 6] and not result.quiet["busy"]
     assert result.quiet["slowed_runs"] == 2
+
+
+def test_a_tiny_model_is_probed_often_enough_that_one_slow_product_does_not_condemn_every_run(monkeypatch):
+    # 20 runs of a 1 ms model fit between two probes PROBE_EVERY apart: with only a probe before and
+    # after them, the slower of two matrix products (10-20 % apart on a quiet core) marked all 20
+    # runs and the measurement was busy every time; at least MEDIAN_RUNS probes tell it from the rest
+    taken = _probing(monkeypatch, [0.7] * 400)
+    products = iter([1.13, 1.36] + [1.14, 1.13, 1.15] * 100)
+    clock = FakeClock([0.001])
+    result = time_runs(clock.run, 20, timer=clock.timer, watch_threads=1, warmup_runs=0, warmup_seconds=0.0,
+                       compute_probe=lambda: next(products))
+    assert len(taken) >= quiet.MEDIAN_RUNS
+    assert not result.quiet["busy"]
+    assert result.left_out == list(range(10)) and result.runs == 30  # went on until 20 ran at full speed

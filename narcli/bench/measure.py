@@ -67,11 +67,14 @@ def time_runs(run: Callable[[], None], repeat: int, timer: Callable[[], float] =
     computed: list[float] = []  # the matrix product's, at the same points
     probed_at: list[int] = []  # how many timed runs came before each probe
     since_probe = float("inf")  # ms of timing since the last probe
+    # and at least MEDIAN_RUNS probes over the asked runs: with a probe before and after 20 runs of
+    # a 1 ms model, the slower of two products (10-20 % apart on a quiet core) condemned all 20
+    probe_runs = max(1, repeat // (quiet.MEDIAN_RUNS - 1))
 
     def timed() -> None:
         nonlocal since_probe
         # the core's speed between runs (every PROBE_EVERY s of timing), outside the timed span
-        if watched and since_probe >= quiet.PROBE_EVERY * 1000:
+        if watched and (since_probe >= quiet.PROBE_EVERY * 1000 or len(times) - probed_at[-1] >= probe_runs):
             take_probes()
             since_probe = 0.0
         start = timer()
