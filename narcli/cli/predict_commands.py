@@ -118,7 +118,8 @@ def train_latency_command(
     seed: SeedOption = 0,
     device: TrainDeviceOption = "",
 ) -> None:
-    """Train the reference-CPU latency head on the reference dataset (held-out families set its interval)."""
+    """Train the reference latency head on every family of the reference dataset; a second fit without the
+    calibration families sets its interval and is kept beside it (held-out/) for `nar eval calibration`."""
     from narcli.predict.latency_training import Config, train
 
     console = stderr_console()
