@@ -106,3 +106,18 @@ def test_fewer_blocks_leaves_out_identity_blocks_and_rewires_around_them():
     assert [n.op for n in edited.nodes[-3:]] == ["global_avg_pool", "linear", "output"]
     # a single block is kept: a net is not edited down to its stem
     assert EDITS["fewer_blocks"](imagenet_stem_net(), random.Random(0)) is None
+
+
+def test_imagenet_stem_undoes_a_cifar_stem_and_its_missing_pool():
+    from narcli.encode.augment import imagenet_stem
+
+    original = imagenet_stem_net()
+    cifar = EDITS["no_stem_pool"](EDITS["cifar_stem"](original, random.Random(0)), random.Random(0))
+    back = imagenet_stem(cifar)
+    assert [n.op for n in back.nodes] == [n.op for n in original.nodes]
+    stem, pool = back.nodes[1], back.nodes[3]
+    assert stem.attrs["kernel"] == [7, 7] and stem.attrs["stride"] == [2, 2] and stem.params == 3 * 8 * 49 + 8
+    assert pool.attrs["kernel"] == [3, 3] and pool.attrs["stride"] == [2, 2] and pool.shape == [1, 8, 56, 56]
+    assert back.edges == original.edges
+    assert imagenet_stem(original) is None  # a stem with its max-pool is left alone
+    assert imagenet_stem(EDITS["cifar_stem"](original, random.Random(0))) is None  # so is one that kept the pool

@@ -61,7 +61,9 @@ def test_bench_measures_a_file_and_stores_it(cli, write):
     result = cli("bench", model, "-i", "1,16", "--repeat", "3", "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert data["runs"] == 3 and data["median_ms"] > 0 and data["batch"] == 1
+    # three runs, or up to four times as many when a probe beside some saw a slowed core (made up for)
+    assert 3 <= data["runs"] <= 12 and data["runs"] - len(data.get("left_out") or []) >= 3
+    assert data["median_ms"] > 0 and data["batch"] == 1
     assert data["device"]["kind"] == "cpu" and data["device"]["threads"] >= 1
 
 

@@ -459,3 +459,44 @@ def test_performance_in_json_is_structured(cli, write):
     assert f"top-1 {rows[0]['value']:.1f} %" in text.stdout  # the text line reads the same rows
     scanned = cli("scan", write("tiny.py", mlp_source(4, 8, 2)), "--json")
     assert json.loads(scanned.stdout)["models"][0]["performance"] == []  # none applies to an MLP
+
+
+class _FakeIndex:
+    """Cosines by query vector: the plain spelling finds a RegNet first, the ImageNet stem a ResNet."""
+
+    def __init__(self, answers):
+        self.answers = answers
+
+    def query(self, vector, n):
+        return self.answers[float(vector[0])][:n]
+
+
+def test_a_cifar_stem_query_takes_each_graph_at_the_better_of_its_two_spellings():
+    from narcli.search.query import STEM_KEY, Query
+    from narcli.search.similar import nearest_either_stem
+
+    index = _FakeIndex({1.0: [("regnet", 0.954), ("resnet", 0.942), ("vgg", 0.80)],
+                        2.0: [("resnet", 0.996), ("regnet", 0.915), ("densenet", 0.90)]})
+    plain = Query("q", "file", "h", np.array([1.0], np.float32), {"family": []}, [])
+    assert nearest_either_stem(index, plain, 3) == [("regnet", 0.954), ("resnet", 0.942), ("vgg", 0.80)]
+    both = Query("q", "file", "h", np.array([1.0], np.float32), {"family": [], STEM_KEY: [2.0]}, [])
+    assert nearest_either_stem(index, both, 3) == [("resnet", 0.996), ("regnet", 0.954), ("densenet", 0.90)]
+
+
+def test_only_a_query_with_a_cifar_stem_gets_a_second_spelling():
+    from narcli.encode.augment import EDITS
+    from narcli.search.query import STEM_KEY, embed_with_stem
+    from tests.test_augment import imagenet_stem_net
+
+    class Embedder:
+        def embed(self, graphs):
+            from narcli.encode.embedder import Embedding
+
+            return [Embedding(np.full(2, float(len(g.nodes)), np.float32), {}, []) for g in graphs]
+
+    imagenet = imagenet_stem_net()
+    cifar = EDITS["no_stem_pool"](EDITS["cifar_stem"](imagenet, __import__("random").Random(0)), None)
+    plain, respelled = embed_with_stem(Embedder(), [imagenet, cifar])
+    assert STEM_KEY not in plain.prediction
+    assert respelled.prediction[STEM_KEY] == [float(len(imagenet.nodes))] * 2  # the pool is back
+    assert respelled.vector[0] == len(cifar.nodes)

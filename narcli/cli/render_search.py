@@ -58,6 +58,10 @@ def print_similar(console: Any, results: list[Any]) -> None:
             from narcli.search.similar import ORDER_NOTE
 
             console.print(f"[dim]{ORDER_NOTE} (--order cosine: cosine alone)[/]")
+        if getattr(result, "stem_searched", False):
+            from narcli.search.similar import STEM_NOTE
+
+            console.print(f"[dim]{STEM_NOTE}[/]")
 
 
 NAME_FIRST = 28  # the name's width before the shared motifs get any room

@@ -68,6 +68,45 @@ def no_stem_pool(graph: ArchGraph, rng: random.Random) -> ArchGraph | None:
     return None
 
 
+STEM_ACTIVATIONS = ("relu", "relu6", "silu", "gelu", "hard_swish", "leaky_relu", "elu", "prelu", "mish")
+
+
+def imagenet_stem(graph: ArchGraph) -> ArchGraph | None:
+    """The inverse of `cifar_stem` + `no_stem_pool`, for searching: a first convolution that reads the
+    input at 3×3, stride 1, with no max-pool near it, as ImageNet code writes it (7×7, stride 2, then
+    a 3×3 stride-2 max-pool after its activation). None when the stem is not of that kind."""
+    out = _copy(graph)
+    nodes = out.nodes
+    if any(node.op.startswith("max_pool") for node in nodes[:STEM_NODES]):
+        return None
+    inputs = {i for i, node in enumerate(nodes) if node.op == "input"}
+    parents: dict[int, list[int]] = {}
+    children: dict[int, list[int]] = {}
+    for s, d in out.edges:
+        parents.setdefault(d, []).append(s)
+        children.setdefault(s, []).append(d)
+    conv = next((i for i, node in enumerate(nodes[:STEM_NODES]) if node.op in ("conv2d", "conv3d")
+                 and node.attrs.get("kernel") and max(node.attrs["kernel"]) == 3
+                 and max(node.attrs.get("stride") or [1]) == 1 and set(parents.get(i, [])) & inputs), None)
+    if conv is None:
+        return None
+    node = nodes[conv]
+    rank = len(node.attrs["kernel"])
+    per_tap = int(node.attrs.get("out_channels", 0)) * int(node.attrs.get("in_channels", 0)) \
+        // max(1, int(node.attrs.get("groups", 1)))
+    node.params = per_tap * 7 ** rank + max(0, node.params - per_tap * 3 ** rank)  # the same bias
+    node.attrs.update(kernel=[7] * rank, stride=[2] * rank, padding=[3] * rank)
+    after = conv
+    if len(children.get(conv, [])) == 1 and nodes[children[conv][0]].op in STEM_ACTIVATIONS:
+        after = children[conv][0]
+    shape = [d // 2 if isinstance(d, int) and axis >= 2 else d for axis, d in enumerate(nodes[after].shape or [])]
+    pool = len(nodes)
+    nodes.append(Node(f"max_pool{rank}d", shape or None, {"kernel": [3] * rank, "stride": [2] * rank,
+                                                          "padding": [1] * rank}, 0, 0, nodes[after].scope))
+    edges = [(pool, d) if s == after else (s, d) for s, d in out.edges] + [(after, pool)]
+    return ArchGraph(nodes, sorted(set(edges)), dict(out.meta)).canonicalize()
+
+
 def swap_activation(graph: ArchGraph, rng: random.Random) -> ArchGraph | None:
     """Another activation throughout (ReLU6 for ReLU, SiLU for GELU, ...)."""
     used = sorted({n.op for n in graph.nodes} & set(ACTIVATIONS))

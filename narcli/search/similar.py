@@ -20,7 +20,7 @@ from narcli.search.family import (
 )
 from narcli.search.predictions import performance_rows, summary_json, summary_line
 from narcli.scan.targets import is_cache_name, zoo_hash
-from narcli.search.query import Query, current_encoder, resolve_queries
+from narcli.search.query import Query, current_encoder, resolve_queries, stem_vector
 from narcli.zoo.composite import backbone_of
 
 MAX_K = 1000
@@ -30,6 +30,8 @@ LM_TASKS = ("causal-lm", "masked-lm")
 # the nearest, then neighbours by the family vote and cosine (`encode.family_rank`); or cosine alone
 ORDERS = ("family", "cosine")
 ORDER_NOTE = f"nearest {KEEP_NEAREST} first, then by family vote and cosine"  # shown (CLI and browser) when that is not cosine order
+STEM_NOTE = ("its 3×3 stride-1 stem was also searched as ImageNet code writes it (7×7 stride 2, then a max-pool); "
+             "each cosine is the better of the two")
 
 
 @dataclass
@@ -66,6 +68,7 @@ class SimilarResult:
     twins: list[str] = field(default_factory=list)  # other graphs at cosine >= TWIN_COSINE: same layers, other sizes
     order: str = "family"  # how the neighbours are ordered (ORDERS)
     reordered: bool = False  # whether that order shows other rows, or the same in another order, than cosine would
+    stem_searched: bool = False  # searched also with its stem as ImageNet code writes it (`nearest_either_stem`)
 
     @property
     def performance_text(self) -> str | None:
@@ -78,7 +81,7 @@ class SimilarResult:
                           **({"checkpoint": q.extra["checkpoint"]} if "checkpoint" in q.extra else {})},
                 "prediction": self.prediction.to_json(), "performance": summary_json(self.performance),
                 "identical": self.identical, "twins": self.twins, "filters": self.filters,
-                "order": self.order, "reordered": self.reordered,
+                "order": self.order, "reordered": self.reordered, "stem_searched": self.stem_searched,
                 "neighbours": [n.to_json() for n in self.neighbours]}
 
 
@@ -153,7 +156,8 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
         # than k, as a model's task heads fold into one row, and the second stage re-orders the nearest
         # RERANK_CANDIDATES
         wanted_rows = max(3 * k, RERANK_CANDIDATES) if order == "family" else 3 * k
-        nearest = [(h, c) for h, c in index.query(query.vector, max(wanted_rows, 3 * VOTERS) + 1) if h != own]
+        nearest = [(h, c) for h, c in nearest_either_stem(index, query, max(wanted_rows, 3 * VOTERS) + 1)
+                   if h != own]
         voters = nearest[:VOTERS]
         if only_cache:
             found: list[tuple[str, float]] = []
@@ -201,8 +205,20 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
             [m.id for m in models.get(query.graph_hash, [])]
         twins = [m.id for h, c in nearest if c >= TWIN_COSINE and h != query.graph_hash for m in models.get(h, [])]
         results.append(SimilarResult(query, prediction, neighbours, identical, filters, performance_rows(query),
-                                     [t for t in twins if t not in identical], order, reordered))
+                                     [t for t in twins if t not in identical], order, reordered,
+                                     stem_vector(query) is not None and not zoo_filtered and not only_cache))
     return results
+
+
+def nearest_either_stem(index: Any, query: Query, n: int) -> list[tuple[str, float]]:
+    """The index's `n` nearest to the query and, when it has one, to its ImageNet-stem spelling
+    (`query.stem_vector`), each graph at the better of its cosines, best first."""
+    found = dict(index.query(query.vector, n))
+    other = stem_vector(query)
+    if other is not None:
+        for key, cosine in index.query(other, n):
+            found[key] = max(found.get(key, -1.0), cosine)
+    return sorted(found.items(), key=lambda kc: -kc[1])[:n]
 
 
 def _is_query_itself(key: str, details: dict, query: Query) -> bool:

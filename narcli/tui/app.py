@@ -317,10 +317,12 @@ class NarApp(FileActions, App):
 
         self.similar_result = result
         head = Text.assemble(data.shown(entry.label, "bold"), "\n", Text.from_markup(prediction_line(result.prediction)))
-        if getattr(result, "reordered", False):
-            from narcli.search.similar import ORDER_NOTE
+        from narcli.search.similar import ORDER_NOTE, STEM_NOTE
 
-            head.append(f"\n{ORDER_NOTE}", style="dim")
+        for shown, note in ((getattr(result, "reordered", False), ORDER_NOTE),
+                            (getattr(result, "stem_searched", False), STEM_NOTE)):
+            if shown:
+                head.append(f"\n{note}", style="dim")
         self.query_one("#similar-head", Static).update(head)
         self.fill_similar()
         self.family = result.prediction
