@@ -159,7 +159,7 @@ def embed_for_query(graphs: list[Any]) -> list[dict[str, Any]]:
 # ResNet-50 and 0.954 from a RegNet, its ImageNet spelling at 0.996 from the ResNet-50. On the
 # encoder card's training part (never its test part or the real-client sets), CIFAR-stem rewrites
 # found their family 0.853 -> 0.867, and 59 models whose stems are natively small (VGGs, U-Nets,
-# super-resolution nets) kept every answer (README, "Retrieval results").
+# super-resolution nets) kept every answer (README, "Models written by other people").
 STEM_KEY = "imagenet_stem_vector"  # the second spelling's vector, kept with the query's prediction
 
 
