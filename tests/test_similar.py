@@ -497,6 +497,32 @@ def test_only_a_query_with_a_cifar_stem_gets_a_second_spelling():
     imagenet = imagenet_stem_net()
     cifar = EDITS["no_stem_pool"](EDITS["cifar_stem"](imagenet, __import__("random").Random(0)), None)
     plain, respelled = embed_with_stem(Embedder(), [imagenet, cifar])
-    assert STEM_KEY not in plain.prediction
+    assert plain.prediction[STEM_KEY] == []  # looked at: no second spelling
     assert respelled.prediction[STEM_KEY] == [float(len(imagenet.nodes))] * 2  # the pool is back
     assert respelled.vector[0] == len(cifar.nodes)
+
+
+def test_a_query_cached_before_the_second_spelling_gets_it_and_others_are_only_marked(tmp_path, monkeypatch):
+    from narcli.search import query as q
+    from narcli.search.query import STEM_KEY
+    from tests.test_augment import imagenet_stem_net
+    from narcli.encode.augment import EDITS
+
+    imagenet = imagenet_stem_net()
+    cifar = EDITS["no_stem_pool"](EDITS["cifar_stem"](imagenet, __import__("random").Random(0)), None)
+
+    class Cache:
+        def __init__(self, graph):
+            self.stored = graph
+
+        def graph(self, key):
+            return self.stored
+
+    class Record:
+        graph_key = "k"
+
+    old = {"vector": b"", "prediction": {"family": [["resnet", 0.9]]}, "motifs": []}
+    assert q._with_stem_checked(Cache(cifar), Record(), old) is None  # embed again: it has a CIFAR stem
+    marked = q._with_stem_checked(Cache(imagenet), Record(), old)
+    assert marked["prediction"] == {"family": [["resnet", 0.9]], STEM_KEY: []} and STEM_KEY not in old["prediction"]
+    assert q._with_stem_checked(Cache(cifar), Record(), marked) is marked  # looked at before: left alone

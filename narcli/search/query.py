@@ -119,6 +119,8 @@ def file_queries(path: Path, options: Any = None) -> list[Query]:
         note = notes[i] if notes[i] and notes[i]["encoder"] == encoder else None
         stored = note or (cache.embedding(record.graph_key, encoder)
                           if options.use_cache and record.graph_key else None)
+        if stored is not None and not note:
+            stored = _with_stem_checked(cache, record, stored)
         if stored is not None and options.use_cache:  # under this record too (fresh, or cached from another file)
             cache.store_embedding(record, encoder, stored["vector"], stored["prediction"], stored["motifs"])
         if stored is None:
@@ -172,10 +174,23 @@ def embed_with_stem(embedder: Any, graphs: list[Any]) -> list[Any]:
     extra = [g for g in respelled if g is not None]
     embeddings = embedder.embed(list(graphs) + extra)
     out, others = embeddings[:len(graphs)], iter(embeddings[len(graphs):])
-    for embedding, other in zip(out, respelled):
-        if other is not None:
-            embedding.prediction[STEM_KEY] = [float(x) for x in next(others).vector]
+    for embedding, other in zip(out, respelled):  # [] says: looked, no second spelling
+        embedding.prediction[STEM_KEY] = [float(x) for x in next(others).vector] if other is not None else []
     return out
+
+
+def _with_stem_checked(cache: Any, record: Any, stored: dict[str, Any]) -> dict[str, Any] | None:
+    """A cached embedding from before the second spelling: None (embed it again) when its graph has
+    a CIFAR-style stem, else the same marked as looked at (stored again by the caller, no torch)."""
+    from narcli.encode.augment import imagenet_stem
+
+    prediction = stored.get("prediction")
+    if not isinstance(prediction, dict) or STEM_KEY in prediction:
+        return stored
+    graph = cache.graph(record.graph_key) if record.graph_key else None
+    if graph is not None and imagenet_stem(graph) is not None:
+        return None
+    return stored | {"prediction": prediction | {STEM_KEY: []}}
 
 
 def stem_vector(query: Query) -> np.ndarray | None:
