@@ -13,7 +13,8 @@ real-client or breadth sets), each searched against the whole zoo index with its
   spelling could only do harm.
 
 For each: the nearest architecture's family with the query's own spelling alone, and with both
-spellings (each graph at the better of its cosines), and which families changed. Writes
+spellings (each graph at the better of its cosines), through the search's own code
+(`query.embed_with_stem`, `similar.nearest_either_stem`), and which families changed. Writes
 benchmarks/results/stem-spelling.json.
 """
 
@@ -39,7 +40,8 @@ def main() -> None:
     from narcli.encode.embedder import Embedder
     from narcli.encode.weights import bundled_weights_path
     from narcli.search.neighbours import zoo_index
-
+    from narcli.search.query import Query, embed_with_stem
+    from narcli.search.similar import nearest_either_stem, query_vectors
     from narcli.zoo.store import Zoo
 
     card = json.loads(bundled_weights_path().with_suffix(".json").read_text())
@@ -63,15 +65,14 @@ def main() -> None:
         pairs = pairs[:args.queries]
         plain = both = respelled = 0
         changed: Counter[str] = Counter()
-        for item, query in pairs:
-            other = imagenet_stem(query)
-            vectors = [e.vector for e in embedder.embed([query] + ([other] if other is not None else []))]
-            found = [{h: c for h, c in index.query(v, 30) if h != item.graph_hash} for v in vectors]
-            merged = dict(found[0])
-            for h, c in (found[1].items() if len(found) > 1 else []):
-                merged[h] = max(merged.get(h, -1.0), c)
-            right = [family_of.get(max(f, key=f.get)) == item.family for f in (found[0], merged)]
-            plain, both, respelled = plain + right[0], both + right[1], respelled + (other is not None)
+        for item, graph in pairs:
+            [embedding] = embed_with_stem(embedder, [graph])  # what `nar similar` searches with
+            query = Query(item.name, "file", item.graph_hash, embedding.vector, embedding.prediction, [])
+            found = [[h for h, _ in nearest if h != item.graph_hash]
+                     for nearest in (index.query(query.vector, 30), nearest_either_stem(index, query, 30))]
+            right = [family_of.get(f[0]) == item.family for f in found]
+            plain, both = plain + right[0], both + right[1]
+            respelled += len(query_vectors(query)) > 1
             if right[0] != right[1]:
                 changed[f"{item.family} {'found' if right[1] else 'lost'}"] += 1
         out["sets"][name] = {"queries": len(pairs), "second_spelling": respelled,

@@ -49,8 +49,6 @@ def machine() -> dict[str, object]:
 def change_figures(ratios: list[float]) -> dict[str, float]:
     """How far re-timed labels moved from the stored ones (`ratios`: again / stored): the figures
     bench_reference_noise.py and bench_cuda_reference.py --compare-store report."""
-    import statistics
-
     errors = [abs(r - 1) for r in ratios]
     return {"median_abs_change_pct": round(statistics.median(errors) * 100, 2),
             "mean_abs_change_pct": round(statistics.fmean(errors) * 100, 2),

@@ -526,3 +526,26 @@ def test_a_query_cached_before_the_second_spelling_gets_it_and_others_are_only_m
     marked = q._with_stem_checked(Cache(imagenet), Record(), old)
     assert marked["prediction"] == {"family": [["resnet", 0.9]], STEM_KEY: []} and STEM_KEY not in old["prediction"]
     assert q._with_stem_checked(Cache(cifar), Record(), marked) is marked  # looked at before: left alone
+
+
+def test_a_filtered_search_takes_each_graph_at_the_better_of_the_querys_vectors():
+    from types import SimpleNamespace
+
+    from narcli.search.similar import _filtered
+
+    class Index:
+        keys = ["resnet", "regnet", "vgg"]
+
+        def vectors(self, positions):
+            return np.eye(3, dtype=np.float32)[positions]
+
+    class Zoo:
+        def models(self, **filters):
+            return [SimpleNamespace(graph_hash=h) for h in ("resnet", "regnet")]
+
+    plain = np.array([0.2, 1.0, 0.0], np.float32)  # nearest the RegNet
+    respelled = np.array([1.0, 0.1, 0.0], np.float32)  # nearest the ResNet
+    found = _filtered(Index(), [plain, respelled], Zoo(), "x", None, None, 5, None)
+    assert [k for k, _ in found] == ["resnet", "regnet"]
+    assert found[0][1] == pytest.approx(1.0 / np.linalg.norm(respelled))
+    assert [k for k, _ in _filtered(Index(), [plain], Zoo(), "x", None, None, 5, None)] == ["regnet", "resnet"]

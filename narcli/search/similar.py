@@ -68,7 +68,7 @@ class SimilarResult:
     twins: list[str] = field(default_factory=list)  # other graphs at cosine >= TWIN_COSINE: same layers, other sizes
     order: str = "family"  # how the neighbours are ordered (ORDERS)
     reordered: bool = False  # whether that order shows other rows, or the same in another order, than cosine would
-    stem_searched: bool = False  # searched also with its stem as ImageNet code writes it (`nearest_either_stem`)
+    stem_searched: bool = False  # searched also with its stem as ImageNet code writes it (`query_vectors`)
 
     @property
     def performance_text(self) -> str | None:
@@ -162,12 +162,12 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
         if only_cache:
             found: list[tuple[str, float]] = []
         elif zoo_filtered:
-            found = _filtered(index, query.vector, zoo, family, task, source, wanted_rows, own)
+            found = _filtered(index, query_vectors(query), zoo, family, task, source, wanted_rows, own)
         else:
             found = nearest[:wanted_rows]
         if users is not None:
             mine, seen = [], set()
-            for key, c in users.query(query.vector, k + 5):
+            for key, c in nearest_either_stem(users, query, k + 5):
                 e = details.get(key, {})
                 same = (e.get("graph_hash"), e.get("path"), e.get("name"))  # one file scanned twice: one row
                 if _is_query_itself(key, details, query) or (is_cache_name(key) and same in seen):
@@ -206,17 +206,23 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
         twins = [m.id for h, c in nearest if c >= TWIN_COSINE and h != query.graph_hash for m in models.get(h, [])]
         results.append(SimilarResult(query, prediction, neighbours, identical, filters, performance_rows(query),
                                      [t for t in twins if t not in identical], order, reordered,
-                                     stem_vector(query) is not None and not zoo_filtered and not only_cache))
+                                     len(query_vectors(query)) > 1))
     return results
 
 
-def nearest_either_stem(index: Any, query: Query, n: int) -> list[tuple[str, float]]:
-    """The index's `n` nearest to the query and, when it has one, to its ImageNet-stem spelling
-    (`query.stem_vector`), each graph at the better of its cosines, best first."""
-    found = dict(index.query(query.vector, n))
+def query_vectors(query: Query) -> list[np.ndarray]:
+    """What a search compares with: the query's vector and, when it has one, its ImageNet-stem
+    spelling's (`query.stem_vector`); every index a search reads takes each graph at the better."""
     other = stem_vector(query)
-    if other is not None:
-        for key, cosine in index.query(other, n):
+    return [query.vector] if other is None else [query.vector, other]
+
+
+def nearest_either_stem(index: Any, query: Query, n: int) -> list[tuple[str, float]]:
+    """The index's `n` nearest to any of the query's vectors (`query_vectors`), each graph at the
+    better of its cosines, best first."""
+    found: dict[str, float] = {}
+    for vector in query_vectors(query):
+        for key, cosine in index.query(vector, n):
             found[key] = max(found.get(key, -1.0), cosine)
     return sorted(found.items(), key=lambda kc: -kc[1])[:n]
 
@@ -230,15 +236,17 @@ def _is_query_itself(key: str, details: dict, query: Query) -> bool:
     return entry["model_id"] == query.extra.get("model_id") or (bool(query.path) and entry["path"] == query.path)
 
 
-def _filtered(index: Any, vector: np.ndarray, zoo: Any, family: str | None, task: str | None, source: str | None,
-              k: int, own: str | None) -> list[tuple[str, float]]:
-    """Exact cosine over the architectures that pass the filters (few, so no approximation)."""
+def _filtered(index: Any, vectors: list[np.ndarray], zoo: Any, family: str | None, task: str | None,
+              source: str | None, k: int, own: str | None) -> list[tuple[str, float]]:
+    """Exact cosine over the architectures that pass the filters (few, so no approximation), each at
+    the better of the query's vectors (`query_vectors`)."""
     allowed = {m.graph_hash for m in zoo.models(family=family, task=task, source=source)}
     positions = [i for i, key in enumerate(index.keys) if key in allowed and key != own]
     if not positions:
         return []
     stored = index.vectors(positions)
-    cosines = stored @ vector / np.maximum(np.linalg.norm(stored, axis=1) * np.linalg.norm(vector), 1e-12)
+    cosines = np.max([stored @ v / np.maximum(np.linalg.norm(stored, axis=1) * np.linalg.norm(v), 1e-12)
+                      for v in vectors], axis=0)
     order = np.argsort(-cosines, kind="stable")[:k]
     return [(index.keys[positions[i]], float(cosines[i])) for i in order]
 
