@@ -317,3 +317,39 @@ def test_the_readme_pre_commit_snippet_is_the_shipped_hook():
     [shipped] = yaml.safe_load((root / ".pre-commit-hooks.yaml").read_text())
     for key in ("id", "entry", "files", "types_or", "require_serial"):
         assert hook[key] == shipped[key], key
+
+
+def test_a_cifar_stem_is_also_compared_in_its_imagenet_spelling():
+    """As `nar similar` does: a model is known by the embedding rule when its CIFAR-style stem,
+    spelled as ImageNet code writes it, is within the threshold of a zoo model though its own
+    spelling is not; the verdict says which spelling matched. A query without a second spelling
+    is compared as it is."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from narcli.search.check import _verdict
+    from narcli.search.query import STEM_KEY, Query
+
+    own, respelled = np.array([1.0, 0.0], dtype=np.float32), np.array([0.0, 1.0], dtype=np.float32)
+
+    class Index:  # the zoo model "near" is at 0.95 to the query's own vector, 0.995 to the respelled one
+        def query(self, vector, n):
+            return [("near", 0.995 if vector[1] > 0.5 else 0.95), ("far", 0.5)][:n]
+
+    class Zoo:
+        def models_by_hash(self, hashes):
+            return {h: [SimpleNamespace(id=f"timm/{h}", family="resnet", source="timm")] for h in hashes
+                    if h in ("near", "far")}
+
+    query = Query("cifar.py", "file", "mine", own, {STEM_KEY: respelled.tolist()}, [])
+    checked = _verdict(Path("cifar.py"), query, Index(), Zoo(), 0.99, [])
+    assert checked.flagged and checked.known.rule == "embedding" and checked.known.respelled
+    assert checked.cosine == pytest.approx(0.995) and "ImageNet" in checked.known.describe()
+    assert checked.to_json()["known"]["respelled"] is True
+    plain = _verdict(Path("cifar.py"), Query("cifar.py", "file", "mine", own, {STEM_KEY: []}, []), Index(), Zoo(),
+                     0.99, [])
+    assert not plain.flagged and plain.cosine == pytest.approx(0.95) and not plain.respelled
+    # below the threshold either way: not known, and the line says the nearest came by the respelling
+    near = _verdict(Path("cifar.py"), query, Index(), Zoo(), 0.999, [])
+    assert not near.flagged and near.respelled and near.cosine == pytest.approx(0.995)

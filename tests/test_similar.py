@@ -528,6 +528,56 @@ def test_a_query_cached_before_the_second_spelling_gets_it_and_others_are_only_m
     assert q._with_stem_checked(Cache(cifar), Record(), marked) is marked  # looked at before: left alone
 
 
+def test_a_cache_name_query_stored_before_the_second_spelling_is_embedded_again(monkeypatch):
+    """`cache:NAME` reads the stored embedding itself: one from before the second spelling is
+    embedded again when its graph has a CIFAR stem (and stored where its record is still cached);
+    one without a CIFAR stem is only marked; a marked one is used as it is."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from narcli.encode.augment import EDITS
+    from narcli.search import query as q
+    from narcli.search.query import STEM_KEY
+    from tests.test_augment import imagenet_stem_net
+
+    imagenet = imagenet_stem_net()
+    cifar = EDITS["no_stem_pool"](EDITS["cifar_stem"](imagenet, __import__("random").Random(0)), None)
+
+    class Embedder:
+        def embed(self, graphs):
+            return [SimpleNamespace(vector=np.full(2, float(len(g.nodes)), np.float32), prediction={}, motifs=[])
+                    for g in graphs]
+
+    monkeypatch.setattr(q, "_embedder", Embedder)
+
+    class Cache:
+        def __init__(self, graph, records):
+            self.stored, self.kept, self.saved = graph, records, []
+
+        def graph(self, key):
+            return self.stored
+
+        def records(self):
+            return self.kept
+
+        def store_embedding(self, record, encoder, vector, prediction, motifs):
+            self.saved.append((record.id, prediction))
+
+    old = {"model_id": "m1", "graph_key": "k", "vector": b"\0" * 8, "prediction": {"family": []}, "motifs": []}
+    cache = Cache(cifar, [SimpleNamespace(id="m1")])
+    again = q._stem_checked_entry(cache, old, "enc")
+    assert again["prediction"][STEM_KEY] == [float(len(imagenet.nodes))] * 2
+    assert np.frombuffer(again["vector"], dtype=np.float32)[0] == len(cifar.nodes)
+    assert [record for record, _ in cache.saved] == ["m1"]
+    gone = Cache(cifar, [])  # its record is gone: embedded for this search, nothing stored
+    assert q._stem_checked_entry(gone, old, "enc")["prediction"][STEM_KEY] and gone.saved == []
+    plain = Cache(imagenet, [SimpleNamespace(id="m1")])
+    marked = q._stem_checked_entry(plain, old, "enc")
+    assert marked["prediction"][STEM_KEY] == [] and marked["vector"] == old["vector"] and plain.saved == []
+    assert q._stem_checked_entry(Cache(cifar, []), marked, "enc") is marked
+
+
 def test_a_filtered_search_takes_each_graph_at_the_better_of_the_querys_vectors():
     from types import SimpleNamespace
 

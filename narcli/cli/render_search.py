@@ -209,8 +209,9 @@ def print_check(console: Any, report: Any) -> None:
             console.print(f"[red]KNOWN[/] {safe(_checked_name(r))}: {safe(r.known.describe())} "
                           f"(family {safe(r.family)}){settings}", soft_wrap=True)
         else:
+            respelled = " (its 3×3 stride-1 stem spelled as ImageNet code writes it)" if r.respelled else ""
             console.print(f"[green]ok[/] {safe(_checked_name(r))}: nearest {safe(r.nearest)} at cosine {r.cosine:.3f}"
-                          f"{settings}", soft_wrap=True)  # one line a file: hook logs are grepped
+                          f"{respelled}{settings}", soft_wrap=True)  # one line a file: hook logs are grepped
     if report.flagged:
         console.print(f"[bold red]{len(report.flagged)} model(s) match a known architecture[/]: the same graph, the "
                       f"same layers with an adapted stem or head, or cosine at or above {report.threshold:.3f} (from "

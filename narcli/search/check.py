@@ -41,6 +41,7 @@ class Checked:
     known: Any = None  # a known.Known: which rule made the model a known one
     allowed: bool = False  # known, but [tool.nar.files] says allow-known: reported, not failing
     settings: list[str] = field(default_factory=list)  # the [tool.nar.files] globs that applied
+    respelled: bool = False  # not known, and `cosine` is its CIFAR-style stem's, spelled as ImageNet code does
 
     def to_json(self) -> dict[str, Any]:
         data = dict(self.__dict__)
@@ -228,8 +229,11 @@ CANDIDATES = 10  # nearest zoo architectures compared layer by layer for the `ad
 
 def _verdict(path: Path, query: Any, index: Any, zoo: Any, threshold: float, used: list[str]) -> Checked:
     from narcli.search.known import Known, adapted_changes
+    from narcli.search.similar import nearest_either_stem
 
-    nearest = index.query(query.vector, CANDIDATES)
+    # as `nar similar` searches: a CIFAR-style stem is also compared in its ImageNet spelling
+    nearest = nearest_either_stem(index, query, CANDIDATES)
+    plain = dict(index.query(query.vector, CANDIDATES))
     if not nearest:
         return Checked(str(path), query.name, error="the zoo index is empty", settings=used)
     cosines = dict(nearest)
@@ -248,14 +252,16 @@ def _verdict(path: Path, query: Any, index: Any, zoo: Any, threshold: float, use
                 adapted.append((len(changed), zoo.rank(group[0].source), -cosine, Known("adapted", group[0].id, group[0].family, cosine, changed)))
         known = min(adapted, key=lambda a: a[:3])[3] if adapted else None
     graph_hash, cosine = nearest[0]
+    respelled = cosine > plain.get(graph_hash, -1.0) + 1e-6  # the nearest is nearest to the second spelling
     if known is None and cosine >= threshold and models.get(graph_hash):
         m = models[graph_hash][0]
-        known = Known("embedding", m.id, m.family, cosine, [])
+        known = Known("embedding", m.id, m.family, cosine, [], respelled)
     top = models.get(graph_hash, [])
     shown = known.zoo_id if known else (top[0].id if top else graph_hash)
     family = known.family if known else (top[0].family if top else "")
     score = known.cosine if known else cosine
-    return Checked(str(path), query.name, shown, family, score, known is not None, known=known, settings=used)
+    return Checked(str(path), query.name, shown, family, score, known is not None, known=known, settings=used,
+                   respelled=respelled and known is None)
 
 
 def _query_graph(query: Any) -> Any:

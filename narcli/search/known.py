@@ -37,6 +37,7 @@ class Known:
     family: str
     cosine: float
     changed: list[str]  # for `adapted`: the layers that differ, `-` the zoo model's, `+` the model's
+    respelled: bool = False  # for `embedding`: the cosine of its CIFAR-style stem spelled as ImageNet code does
 
     def describe(self) -> str:
         if self.rule == "same-graph":
@@ -44,11 +45,12 @@ class Known:
         if self.rule == "adapted":
             what = " ".join(self.changed) if self.changed else "only its number of outputs"
             return f"{self.zoo_id} with its stem or head adapted ({what})"
-        return f"cosine {self.cosine:.3f} to {self.zoo_id}"
+        respelled = " with its 3×3 stride-1 stem spelled as ImageNet code writes it" if self.respelled else ""
+        return f"cosine {self.cosine:.3f} to {self.zoo_id}{respelled}"
 
     def to_json(self) -> dict[str, Any]:
         return {"rule": self.rule, "zoo_id": self.zoo_id, "family": self.family, "cosine": round(self.cosine, 4),
-                "changed": self.changed}
+                "changed": self.changed, "respelled": self.respelled}
 
 
 def _final_layers(graph: Any) -> set[int]:

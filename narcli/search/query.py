@@ -217,10 +217,27 @@ def _cached_query(name: str) -> Query:
     if model_id not in entries:
         _embed_cached(cache, model_id, encoder)
         entries = {e["model_id"]: e for e in cache.embeddings(encoder)}
-    e = entries[model_id]
+    e = _stem_checked_entry(cache, entries[model_id], encoder)
     return Query(f"{Path(e['path']).name}:{e['name']}", "cache", e["graph_hash"],
                  np.frombuffer(e["vector"], dtype=np.float32), e["prediction"], e["motifs"], e["params"] or 0,
                  e["macs"] or 0, graph_key=e["graph_key"], path=e["path"], extra={"model_id": e["model_id"]})
+
+
+def _stem_checked_entry(cache: Any, entry: dict[str, Any], encoder: str) -> dict[str, Any]:
+    """A cached embedding as `_with_stem_checked` leaves it: one stored before the second spelling
+    is embedded again when its graph has a CIFAR-style stem (and stored again where its record is
+    still cached), else marked as looked at."""
+    from types import SimpleNamespace
+
+    checked = _with_stem_checked(cache, SimpleNamespace(graph_key=entry["graph_key"]), entry)
+    if checked is not None:
+        return checked
+    [embedding] = embed_with_stem(_embedder(), [cache.graph(entry["graph_key"])])
+    record = next((r for r in cache.records() if r.id == entry["model_id"]), None)
+    if record is not None:
+        cache.store_embedding(record, encoder, embedding.vector.tobytes(), embedding.prediction, embedding.motifs)
+    return entry | {"vector": embedding.vector.tobytes(), "prediction": embedding.prediction,
+                    "motifs": embedding.motifs}
 
 
 def cached_candidate(name: str, cache: Any, entries: dict[str, dict] | None = None) -> CachedCandidate:
