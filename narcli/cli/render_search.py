@@ -193,6 +193,7 @@ def _checked_name(r: Any) -> str:
 
 
 def print_check(console: Any, report: Any) -> None:
+    from narcli.search.known import RESPELLED
 
     for r in report.results:
         if r.skipped:
@@ -209,7 +210,7 @@ def print_check(console: Any, report: Any) -> None:
             console.print(f"[red]KNOWN[/] {safe(_checked_name(r))}: {safe(r.known.describe())} "
                           f"(family {safe(r.family)}){settings}", soft_wrap=True)
         else:
-            respelled = " (its 3×3 stride-1 stem spelled as ImageNet code writes it)" if r.respelled else ""
+            respelled = f" ({RESPELLED})" if r.respelled else ""
             console.print(f"[green]ok[/] {safe(_checked_name(r))}: nearest {safe(r.nearest)} at cosine {r.cosine:.3f}"
                           f"{respelled}{settings}", soft_wrap=True)  # one line a file: hook logs are grepped
     if report.flagged:

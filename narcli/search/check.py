@@ -229,11 +229,11 @@ CANDIDATES = 10  # nearest zoo architectures compared layer by layer for the `ad
 
 def _verdict(path: Path, query: Any, index: Any, zoo: Any, threshold: float, used: list[str]) -> Checked:
     from narcli.search.known import Known, adapted_changes
-    from narcli.search.similar import nearest_either_stem
+    from narcli.search.similar import nearest_by_spelling
 
     # as `nar similar` searches: a CIFAR-style stem is also compared in its ImageNet spelling
-    nearest = nearest_either_stem(index, query, CANDIDATES)
-    plain = dict(index.query(query.vector, CANDIDATES))
+    spelled = nearest_by_spelling(index, query, CANDIDATES)
+    nearest = [(key, cosine) for key, cosine, _ in spelled]
     if not nearest:
         return Checked(str(path), query.name, error="the zoo index is empty", settings=used)
     cosines = dict(nearest)
@@ -252,7 +252,7 @@ def _verdict(path: Path, query: Any, index: Any, zoo: Any, threshold: float, use
                 adapted.append((len(changed), zoo.rank(group[0].source), -cosine, Known("adapted", group[0].id, group[0].family, cosine, changed)))
         known = min(adapted, key=lambda a: a[:3])[3] if adapted else None
     graph_hash, cosine = nearest[0]
-    respelled = cosine > plain.get(graph_hash, -1.0) + 1e-6  # the nearest is nearest to the second spelling
+    respelled = spelled[0][2]  # the nearest is nearest to the second spelling
     if known is None and cosine >= threshold and models.get(graph_hash):
         m = models[graph_hash][0]
         known = Known("embedding", m.id, m.family, cosine, [], respelled)

@@ -28,6 +28,9 @@ END_SHARE = 0.2  # the stem and the head: this share of the nodes at each end, f
 END_MIN, END_MAX = 3, 12  # (a VGG's head is pool + three linear layers + activations: 8 nodes)
 
 
+RESPELLED = "its 3×3 stride-1 stem spelled as ImageNet code writes it"  # how a verdict names the second spelling
+
+
 @dataclass
 class Known:
     """Why a model counts as a known architecture."""
@@ -45,7 +48,7 @@ class Known:
         if self.rule == "adapted":
             what = " ".join(self.changed) if self.changed else "only its number of outputs"
             return f"{self.zoo_id} with its stem or head adapted ({what})"
-        respelled = " with its 3×3 stride-1 stem spelled as ImageNet code writes it" if self.respelled else ""
+        respelled = f" with {RESPELLED}" if self.respelled else ""
         return f"cosine {self.cosine:.3f} to {self.zoo_id}{respelled}"
 
     def to_json(self) -> dict[str, Any]:

@@ -220,11 +220,17 @@ def query_vectors(query: Query) -> list[np.ndarray]:
 def nearest_either_stem(index: Any, query: Query, n: int) -> list[tuple[str, float]]:
     """The index's `n` nearest to any of the query's vectors (`query_vectors`), each graph at the
     better of its cosines, best first."""
-    found: dict[str, float] = {}
-    for vector in query_vectors(query):
+    return [(key, cosine) for key, cosine, _ in nearest_by_spelling(index, query, n)]
+
+
+def nearest_by_spelling(index: Any, query: Query, n: int) -> list[tuple[str, float, bool]]:
+    """`nearest_either_stem` with, for each graph, whether its cosine is the second spelling's."""
+    found: dict[str, tuple[float, bool]] = {}
+    for spelling, vector in enumerate(query_vectors(query)):
         for key, cosine in index.query(vector, n):
-            found[key] = max(found.get(key, -1.0), cosine)
-    return sorted(found.items(), key=lambda kc: -kc[1])[:n]
+            if cosine > found.get(key, (-1.0, False))[0]:
+                found[key] = (cosine, spelling > 0)
+    return sorted(((key, c, respelled) for key, (c, respelled) in found.items()), key=lambda kcr: -kcr[1])[:n]
 
 
 def _is_query_itself(key: str, details: dict, query: Query) -> bool:
