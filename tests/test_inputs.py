@@ -109,3 +109,80 @@ def test_the_side_a_failed_head_names():
     assert side_from_mismatch("mat1 and mat2 shapes cannot be multiplied (1x100352 and 2048x10)", 224) == 32
     assert side_from_mismatch("mat1 and mat2 shapes cannot be multiplied (1x300 and 7x10)", 224) is None
     assert side_from_mismatch("some other error", 224) is None
+
+
+def test_example_batches_in_a_models_file_are_read_most_used_first():
+    from narcli.trace.inputs import ExampleSize, example_image_sizes
+
+    source = "\n".join([
+        "import torch",
+        "x = torch.randn(1, 3, 224, 224)",                # line 2
+        "y = net(torch.randn(2, 3, 32, 32))",             # line 3
+        "z = torch.zeros((4, 3, 32, 32), device='cpu')",  # line 4: a tuple, another batch: the same size
+        "m = torch.rand(size=(1, 1, 28, 28))",            # line 5
+        "w = torch.ones([8, 3, 64, 48])",                 # line 6: not square
+        "n = torch.randn(1, 3, side, side)",              # not a literal: no size to read
+        "s = torch.randn(1, 3, 2, 2)",                    # too small for an image
+        "t = torch.randn(1, 16)",                         # not an image batch
+    ])
+    assert example_image_sizes(source) == [
+        ExampleSize(3, 32, 32, 3), ExampleSize(3, 224, 224, 2), ExampleSize(1, 28, 28, 5), ExampleSize(3, 64, 48, 6)]
+    assert example_image_sizes("net = Net()\n") == []
+
+
+def test_an_example_size_with_the_first_layers_channels_is_tried_first():
+    from narcli.trace.inputs import ExampleSize, candidate_inputs
+
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.AdaptiveAvgPool2d(1))
+    examples = [ExampleSize(1, 28, 28, 3), ExampleSize(3, 32, 48, 9)]
+    first, second = list(candidate_inputs(model, examples))[:2]
+    assert first[0] == [InputSpec((1, 3, 32, 48))] and "example input on line 9 of its file" in first[1]
+    assert second[0] == [InputSpec((1, 3, 224, 224))] and "example" not in second[1]
+    assert list(candidate_inputs(model))[0][0] == [InputSpec((1, 3, 224, 224))]  # no example: as before
+
+
+CIFAR_ADAPTIVE = '''
+import torch
+from torch import nn
+
+class CifarNet(nn.Module):
+    """Adaptive pooling: it runs at 224 px as well as at the 32 px it was written for."""
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(3, 16, 3, 1, 1), nn.ReLU(), nn.Conv2d(16, 32, 3, 2, 1), nn.ReLU())
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(self.pool(self.features(x)), 1))
+'''
+
+
+@pytest.mark.parametrize("smoke_test, shape", [
+    ("\ndef test():\n    print(CifarNet()(torch.randn(1, 3, 32, 32)).shape)\n", [1, 3, 32, 32]),
+    ("", [1, 3, 224, 224]),
+])
+def test_a_network_that_runs_at_any_size_is_traced_at_its_files_example_size(cli, write, smoke_test, shape):
+    import json
+
+    result = cli("scan", write("cifar_net.py", CIFAR_ADAPTIVE + smoke_test), "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    [record] = data["models"] if isinstance(data, dict) and "models" in data else data
+    assert record["inputs"][0]["shape"] == shape
+    assert ("the size of the example input on line 17 of its file" in record["assumed"]) == bool(smoke_test)
+    # 16 and 32 channels at 32 px (the second convolution halves it): MACs follow the traced size
+    side = shape[2]
+    assert record["macs"] == 3 * 16 * 9 * side * side + 16 * 32 * 9 * (side // 2) ** 2 + 32 * 10
+
+
+def test_a_scan_with_guessed_inputs_is_traced_again_when_the_guess_changes(write, monkeypatch):
+    from narcli.scan.scanner import ScanOptions, cache_key
+    from narcli.trace import inputs
+
+    path = write("net.py", CIFAR_ADAPTIVE)
+    guessed = cache_key(path, "py", ScanOptions(), None)
+    given = cache_key(path, "py", ScanOptions(), [InputSpec((1, 3, 32, 32))])
+    monkeypatch.setattr(inputs, "GUESS_VERSION", inputs.GUESS_VERSION + 1)
+    assert cache_key(path, "py", ScanOptions(), None) != guessed
+    assert cache_key(path, "py", ScanOptions(), [InputSpec((1, 3, 32, 32))]) == given

@@ -93,6 +93,9 @@ def trace_python_file(path: Path, spec: str | None, inputs: list[InputSpec] | No
     from narcli.trace.input_search import forward_failed, meta_tensors, trace_guessing_inputs
     from narcli.trace.torch_tracer import trace_module
 
+    from narcli.trace.inputs import example_image_sizes
+
+    examples = example_image_sizes(path.read_text(errors="replace")) if inputs is None else []
     out, graphs = [], []
     for name, model in build_models(path, spec):
         if inputs is not None:
@@ -102,7 +105,7 @@ def trace_python_file(path: Path, spec: str | None, inputs: list[InputSpec] | No
             except TraceError as exc:
                 raise forward_failed(name, specs, exc, guessed=False) from None
         else:
-            raw, tracer, specs, assumed = trace_guessing_inputs(name, model, trace_module)
+            raw, tracer, specs, assumed = trace_guessing_inputs(name, model, trace_module, examples)
         graph = build_graph(raw, {"source": str(path), "tracer": tracer, "model": name,
                                   "inputs": [s.to_json() for s in specs]})
         out.append(_graph_payload(graph, name, tracer, specs, assumed))
@@ -182,6 +185,10 @@ def cache_key(path: Path, kind: str, options: ScanOptions, inputs: list[InputSpe
         fingerprint = fingerprint or file_fingerprint(path)
     parts = {"file": fingerprint, "kind": kind, "model": (options.model or "").strip(),
              "inputs": [s.to_json() for s in inputs] if inputs else None, "ir": IR_VERSION}
+    if kind == "py" and not inputs:  # how inputs are guessed decides the graph too
+        from narcli.trace.inputs import GUESS_VERSION
+
+        parts["guess"] = GUESS_VERSION
     if kind != "onnx":
         parts["torch"] = _torch_version()
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:32]

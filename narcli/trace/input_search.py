@@ -11,6 +11,7 @@ from typing import Any
 from narcli.errors import LoadError, TraceError, UsageError
 from narcli.trace.inputs import (
     MAX_TRIES,
+    ExampleSize,
     InputSpec,
     candidate_inputs,
     describe,
@@ -33,12 +34,13 @@ def forward_failed(name: str, specs: list[InputSpec], exc: TraceError, guessed: 
     return TraceError(f"{name}: forward failed on {which} {describe(specs)}{tried}: {type(cause).__name__}: {text}{hint}")
 
 
-def trace_guessing_inputs(name: str, model: Any, trace_module: Callable) -> tuple[Any, str, list[InputSpec], str]:
-    """Trace with the inputs the model's layers suggest, trying further sizes when the first guess
-    fails (a CIFAR network's head fits only 32 px): the first size that runs wins, and the summary
-    says which sizes failed before it."""
+def trace_guessing_inputs(name: str, model: Any, trace_module: Callable,
+                          examples: list[ExampleSize] | tuple = ()) -> tuple[Any, str, list[InputSpec], str]:
+    """Trace with the inputs the model's layers suggest (and the example sizes of its file), trying
+    further sizes when the first guess fails (a CIFAR network's head fits only 32 px): the first
+    size that runs wins, and the summary says which sizes failed before it."""
     try:
-        queue = list(candidate_inputs(model))
+        queue = list(candidate_inputs(model, examples))
     except UsageError as exc:
         raise LoadError(f"{name}: {exc}") from None
     first_error: TraceError | None = None

@@ -83,6 +83,39 @@ def guess_inputs(model: Any) -> tuple[list[InputSpec], str]:
     return next(candidate_inputs(model))
 
 
+# a literal example batch in the model's own file, as CIFAR code writes its smoke test:
+# `net(torch.randn(1, 3, 32, 32))`, `torch.zeros((2, 3, 32, 32))`, `torch.rand(size=(1, 1, 28, 28))`
+_EXAMPLE_IMAGE = re.compile(r"torch\.(?:randn|rand|zeros|ones|empty)\(\s*(?:size\s*=\s*)?[(\[]?\s*"
+                            r"(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*[)\],]")
+# bump when the guess changes: a file scanned with guessed inputs is then traced again
+GUESS_VERSION = 2
+
+
+@dataclass(frozen=True)
+class ExampleSize:
+    """An image size the model's file uses in a literal example batch."""
+    channels: int
+    height: int
+    width: int
+    line: int  # where it first appears (1-based)
+
+
+def example_image_sizes(source: str) -> list[ExampleSize]:
+    """The image sizes of the literal example batches in `source` (a model's `.py` file), the most
+    used first (ties: the first written first). A CIFAR network built with adaptive pooling runs at
+    224 px as well as at 32; its file's own `torch.randn(1, 3, 32, 32)` says which one it is for."""
+    found: dict[tuple[int, int, int], ExampleSize] = {}
+    uses: dict[tuple[int, int, int], int] = {}
+    for match in _EXAMPLE_IMAGE.finditer(source):
+        batch, channels, height, width = (int(g) for g in match.groups())
+        if not (batch >= 1 and 1 <= channels <= 64 and 8 <= height <= 4096 and 8 <= width <= 4096):
+            continue
+        key = (channels, height, width)
+        found.setdefault(key, ExampleSize(channels, height, width, source.count("\n", 0, match.start()) + 1))
+        uses[key] = uses.get(key, 0) + 1
+    return sorted(found.values(), key=lambda e: (-uses[(e.channels, e.height, e.width)], e.line))
+
+
 # Sizes tried after the first guess fails, most common first: CIFAR, MNIST, small ImageNet crops,
 # Inception's 299; for token ids, shorter contexts first (a small GPT's position table is often 64).
 IMAGE_SIDES = (32, 28, 64, 96, 128, 256, 299, 384, 512)
@@ -91,10 +124,10 @@ TOKEN_LENGTHS = (64, 32, 16, 8, 256, 512)
 MAX_TRIES = 8  # first guess included: meta-device traces are cheap, but a model may fail at every size
 
 
-def candidate_inputs(model: Any, failure: str = "") -> Iterator[tuple[list[InputSpec], str]]:
+def candidate_inputs(model: Any, examples: list[ExampleSize] | tuple = ()) -> Iterator[tuple[list[InputSpec], str]]:
     """Example inputs to try, best guess first: the first layer with weights decides the kind of
-    input (image, signal, video, token ids, vector, sequence); sizes follow. `failure` is the error
-    of the previous try: a head that met the wrong number of features names the side that fits."""
+    input (image, signal, video, token ids, vector, sequence); sizes follow. An image model whose
+    file shows an example batch with its channel count (`examples`) is tried at that size first."""
     for name, layer in model.named_modules():
         kind = type(layer).__name__
         first = f"first layer {name or kind}"
@@ -111,6 +144,9 @@ def candidate_inputs(model: Any, failure: str = "") -> Iterator[tuple[list[Input
                     if channels == 1 and length in (1024, 16000):  # a waveform the model unsqueezes itself
                         yield [InputSpec((1, length))], about
             elif rank == 2:
+                for example in (e for e in examples if e.channels == channels):
+                    yield [InputSpec((1, channels, example.height, example.width))], \
+                        f"{about} at {example.height}×{example.width}, the size of the example input on line {example.line} of its file"
                 for side in (224, *IMAGE_SIDES):
                     yield [InputSpec((1, channels, side, side))], about
             else:
