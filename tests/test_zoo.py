@@ -244,3 +244,23 @@ def test_a_missing_zoo_source_names_its_plugin_and_a_torch_keeping_install(cli, 
 def test_zoo_list_suggests_close_filter_values(cli):
     result = cli("zoo", "list", "-t", "image-clasification")
     assert result.exit_code == 1 and "did you mean image-classification" in result.stderr
+
+
+def test_a_graph_two_equally_common_families_share_is_named_after_the_root_of_their_design(fake_zoo, tmp_path,
+                                                                                            monkeypatch):
+    from narcli.zoo import lineage
+
+    db = tmp_path / "zoo.db"
+    shutil.copy(fake_zoo, db)
+    with sqlite3.connect(db) as conn:
+        conn.row_factory = sqlite3.Row
+        row = dict(conn.execute("select * from models where status = 'ok' and source = 'fake' order by id").fetchone())
+        # one graph, two families of two models each: the derived one's ids sort first
+        for name, family in (("aa_child", "child"), ("ab_child", "child"), ("zz_root", "root"), ("zy_root", "root")):
+            values = {**row, "id": f"fake/{name}", "name": name, "family": family, "graph_hash": "sharedhash"}
+            conn.execute(f"insert into models ({','.join(values)}) values ({','.join('?' * len(values))})",
+                         tuple(values.values()))
+    monkeypatch.setattr(lineage, "lineage_table", lambda: {"child": "root"})
+    with Zoo([db]) as zoo:
+        assert [m.id for m in zoo.models_by_hash(["sharedhash"])["sharedhash"]] == \
+            ["fake/zy_root", "fake/zz_root", "fake/aa_child", "fake/ab_child"]

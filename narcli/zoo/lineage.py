@@ -73,16 +73,24 @@ def lineage_table(path: Path = TABLE) -> dict[str, str]:
         return {row["family"]: row["parent"] for row in csv.DictReader(handle)}
 
 
-def design(family: str | None, parents: dict[str, str] | None = None) -> str | None:
-    """The family at the end of `family`'s lineage (itself when it derives from none); a cycle stops
-    at the family met twice."""
-    if family is None:
-        return None
+def _chain(family: str, parents: dict[str, str] | None) -> list[str]:
+    """`family`, its parent, the parent's parent, ... to its design's root; a cycle stops at the
+    family met twice."""
     parents = lineage_table() if parents is None else parents
     seen = [family]
     while (parent := parents.get(seen[-1])) is not None and parent not in seen:
         seen.append(parent)
-    return seen[-1]
+    return seen
+
+
+def design(family: str | None, parents: dict[str, str] | None = None) -> str | None:
+    """The family at the end of `family`'s lineage (itself when it derives from none)."""
+    return None if family is None else _chain(family, parents)[-1]
+
+
+def lineage_depth(family: str, parents: dict[str, str] | None = None) -> int:
+    """How many parents `family` has before its design's root (0: a root, or no lineage)."""
+    return len(_chain(family, parents)) - 1
 
 
 def main() -> None:

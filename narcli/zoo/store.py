@@ -340,7 +340,11 @@ class Zoo:
 
     def models_by_hash(self, hashes: list[str]) -> dict[str, list[ZooModel]]:
         """The models of each graph hash, best-ranked source first, then the most common family:
-        an architecture several families share (GPT-2 and GPT-SW3) is named after the larger one."""
+        an architecture several families share (GPT-2 and GPT-SW3) is named after the larger one;
+        of two as common, after the one nearer its design's root (`zoo.lineage`: Mistral before
+        Ministral, which transformers derives from it)."""
+        from narcli.zoo.lineage import lineage_depth
+
         out: dict[str, list[ZooModel]] = {}
         for start in range(0, len(hashes), 500):
             chunk = hashes[start:start + 500]
@@ -349,7 +353,7 @@ class Zoo:
                 out.setdefault(m.graph_hash, []).append(m)
         sizes = self.family_sizes()
         for group in out.values():
-            group.sort(key=lambda m: (self.rank(m.source), -sizes.get(m.family, 0), m.id))
+            group.sort(key=lambda m: (self.rank(m.source), -sizes.get(m.family, 0), lineage_depth(m.family), m.id))
         return out
 
     def family_sizes(self) -> dict[str, int]:
