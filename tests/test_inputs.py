@@ -111,8 +111,8 @@ def test_the_side_a_failed_head_names():
     assert side_from_mismatch("some other error", 224) is None
 
 
-def test_example_batches_in_a_models_file_are_read_most_used_first():
-    from narcli.trace.inputs import ExampleSize, example_image_sizes
+def test_example_inputs_in_a_models_file_are_read_most_used_first():
+    from narcli.trace.inputs import ExampleInput, example_inputs
 
     source = "\n".join([
         "import torch",
@@ -121,24 +121,30 @@ def test_example_batches_in_a_models_file_are_read_most_used_first():
         "z = torch.zeros((4, 3, 32, 32), device='cpu')",  # line 4: a tuple, another batch: the same size
         "m = torch.rand(size=(1, 1, 28, 28))",            # line 5
         "w = torch.ones([8, 3, 64, 48])",                 # line 6: not square
+        "a = torch.randn(1, 1, 16000)",                   # line 7: a signal
+        "summary(net, (3, 96, 96))",                      # line 8: torchsummary, no batch
+        "summary(net, input_size=(1, 3, 128, 128))",      # line 9: torchinfo, with the batch
         "n = torch.randn(1, 3, side, side)",              # not a literal: no size to read
-        "s = torch.randn(1, 3, 2, 2)",                    # too small for an image
-        "t = torch.randn(1, 16)",                         # not an image batch
+        "s = torch.randn(1, 3, 2, 2)",                    # too small for an input
+        "t = torch.randn(1, 16)",                         # no channels and sides
     ])
-    assert example_image_sizes(source) == [
-        ExampleSize(3, 32, 32, 3), ExampleSize(3, 224, 224, 2), ExampleSize(1, 28, 28, 5), ExampleSize(3, 64, 48, 6)]
-    assert example_image_sizes("net = Net()\n") == []
+    assert example_inputs(source) == [
+        ExampleInput((3, 32, 32), 3), ExampleInput((3, 224, 224), 2), ExampleInput((1, 28, 28), 5),
+        ExampleInput((3, 64, 48), 6), ExampleInput((1, 16000), 7), ExampleInput((3, 96, 96), 8),
+        ExampleInput((3, 128, 128), 9)]
+    assert example_inputs("net = Net()\n") == []
 
 
-def test_an_example_size_with_the_first_layers_channels_is_tried_first():
-    from narcli.trace.inputs import ExampleSize, candidate_inputs
+@pytest.mark.parametrize("layer, shape", [(nn.Conv2d(3, 8, 3), (1, 3, 32, 48)), (nn.Conv1d(1, 8, 3), (1, 1, 16000))])
+def test_an_example_input_with_the_first_layers_channels_and_sides_is_tried_first(layer, shape):
+    from narcli.trace.inputs import ExampleInput, candidate_inputs
 
-    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.AdaptiveAvgPool2d(1))
-    examples = [ExampleSize(1, 28, 28, 3), ExampleSize(3, 32, 48, 9)]
+    model = nn.Sequential(layer, nn.ReLU())
+    examples = [ExampleInput((1, 28, 28), 3), ExampleInput((3, 16000), 4), ExampleInput(shape[1:], 9)]
     first, second = list(candidate_inputs(model, examples))[:2]
-    assert first[0] == [InputSpec((1, 3, 32, 48))] and "example input on line 9 of its file" in first[1]
-    assert second[0] == [InputSpec((1, 3, 224, 224))] and "example" not in second[1]
-    assert list(candidate_inputs(model))[0][0] == [InputSpec((1, 3, 224, 224))]  # no example: as before
+    assert first[0] == [InputSpec(shape)] and "example input on line 9 of its file" in first[1]
+    assert "example" not in second[1]
+    assert list(candidate_inputs(model))[0][0] == second[0]  # no example: the first guess as before
 
 
 CIFAR_ADAPTIVE = '''

@@ -93,9 +93,9 @@ def trace_python_file(path: Path, spec: str | None, inputs: list[InputSpec] | No
     from narcli.trace.input_search import forward_failed, meta_tensors, trace_guessing_inputs
     from narcli.trace.torch_tracer import trace_module
 
-    from narcli.trace.inputs import example_image_sizes
+    from narcli.trace.inputs import example_inputs
 
-    examples = example_image_sizes(path.read_text(errors="replace")) if inputs is None else []
+    examples = example_inputs(path.read_text(errors="replace")) if inputs is None else []
     out, graphs = [], []
     for name, model in build_models(path, spec):
         if inputs is not None:

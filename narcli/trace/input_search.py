@@ -11,7 +11,7 @@ from typing import Any
 from narcli.errors import LoadError, TraceError, UsageError
 from narcli.trace.inputs import (
     MAX_TRIES,
-    ExampleSize,
+    ExampleInput,
     InputSpec,
     candidate_inputs,
     describe,
@@ -35,7 +35,7 @@ def forward_failed(name: str, specs: list[InputSpec], exc: TraceError, guessed: 
 
 
 def trace_guessing_inputs(name: str, model: Any, trace_module: Callable,
-                          examples: list[ExampleSize] | tuple = ()) -> tuple[Any, str, list[InputSpec], str]:
+                          examples: list[ExampleInput] | tuple = ()) -> tuple[Any, str, list[InputSpec], str]:
     """Trace with the inputs the model's layers suggest (and the example sizes of its file), trying
     further sizes when the first guess fails (a CIFAR network's head fits only 32 px): the first
     size that runs wins, and the summary says which sizes failed before it."""

@@ -83,37 +83,45 @@ def guess_inputs(model: Any) -> tuple[list[InputSpec], str]:
     return next(candidate_inputs(model))
 
 
-# a literal example batch in the model's own file, as CIFAR code writes its smoke test:
-# `net(torch.randn(1, 3, 32, 32))`, `torch.zeros((2, 3, 32, 32))`, `torch.rand(size=(1, 1, 28, 28))`
-_EXAMPLE_IMAGE = re.compile(r"torch\.(?:randn|rand|zeros|ones|empty)\(\s*(?:size\s*=\s*)?[(\[]?\s*"
-                            r"(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*[)\],]")
+# literal example inputs in the model's own file, as CIFAR code writes its smoke test:
+# `net(torch.randn(1, 3, 32, 32))`, `torch.zeros((2, 3, 32, 32))`, `torch.rand(size=(1, 1, 16000))`
+# (a batch first), and torchsummary's `summary(net, (3, 32, 32))` (no batch; torchinfo's
+# `input_size=(1, 3, 32, 32)` has one)
+_EXAMPLE_TENSOR = re.compile(r"torch\.(?:randn|rand|zeros|ones|empty)\(\s*(?:size\s*=\s*)?[(\[]?\s*"
+                             r"(\d+(?:\s*,\s*\d+){2,4})\s*[)\],]")
+_EXAMPLE_SUMMARY = re.compile(r"(?:\bsummary\s*\(\s*[\w.]+\s*,\s*(?:input_size\s*=\s*)?|\binput_size\s*=\s*)"
+                              r"[(\[]\s*(\d+(?:\s*,\s*\d+){2,3})\s*,?\s*[)\]]")
 # bump when the guess changes: a file scanned with guessed inputs is then traced again
 GUESS_VERSION = 2
 
 
 @dataclass(frozen=True)
-class ExampleSize:
-    """An image size the model's file uses in a literal example batch."""
-    channels: int
-    height: int
-    width: int
+class ExampleInput:
+    """One sample's shape in an example input the model's file writes: channels, then its sides."""
+    shape: tuple[int, ...]
     line: int  # where it first appears (1-based)
 
+    def fits(self, channels: int, sides: int) -> bool:
+        return len(self.shape) == 1 + sides and self.shape[0] == channels
 
-def example_image_sizes(source: str) -> list[ExampleSize]:
-    """The image sizes of the literal example batches in `source` (a model's `.py` file), the most
+
+def example_inputs(source: str) -> list[ExampleInput]:
+    """The sample shapes of the literal example inputs in `source` (a model's `.py` file), the most
     used first (ties: the first written first). A CIFAR network built with adaptive pooling runs at
     224 px as well as at 32; its file's own `torch.randn(1, 3, 32, 32)` says which one it is for."""
-    found: dict[tuple[int, int, int], ExampleSize] = {}
-    uses: dict[tuple[int, int, int], int] = {}
-    for match in _EXAMPLE_IMAGE.finditer(source):
-        batch, channels, height, width = (int(g) for g in match.groups())
-        if not (batch >= 1 and 1 <= channels <= 64 and 8 <= height <= 4096 and 8 <= width <= 4096):
-            continue
-        key = (channels, height, width)
-        found.setdefault(key, ExampleSize(channels, height, width, source.count("\n", 0, match.start()) + 1))
-        uses[key] = uses.get(key, 0) + 1
-    return sorted(found.values(), key=lambda e: (-uses[(e.channels, e.height, e.width)], e.line))
+    found: dict[tuple[int, ...], ExampleInput] = {}
+    uses: dict[tuple[int, ...], int] = {}
+    for pattern, batched in ((_EXAMPLE_TENSOR, True), (_EXAMPLE_SUMMARY, None)):
+        for match in pattern.finditer(source):
+            sizes = tuple(int(n) for n in re.split(r"\s*,\s*", match.group(1)))
+            if batched or (batched is None and len(sizes) == 4):  # torchinfo writes the batch too
+                sizes = sizes[1:]
+            channels, sides = sizes[0], sizes[1:]
+            if not (1 <= channels <= 4096 and all(8 <= side <= 1 << 20 for side in sides)):
+                continue  # not an input: a weight's shape, a tiny grid, a typo
+            found.setdefault(sizes, ExampleInput(sizes, source.count("\n", 0, match.start()) + 1))
+            uses[sizes] = uses.get(sizes, 0) + 1
+    return sorted(found.values(), key=lambda e: (-uses[e.shape], e.line))
 
 
 # Sizes tried after the first guess fails, most common first: CIFAR, MNIST, small ImageNet crops,
@@ -124,10 +132,11 @@ TOKEN_LENGTHS = (64, 32, 16, 8, 256, 512)
 MAX_TRIES = 8  # first guess included: meta-device traces are cheap, but a model may fail at every size
 
 
-def candidate_inputs(model: Any, examples: list[ExampleSize] | tuple = ()) -> Iterator[tuple[list[InputSpec], str]]:
+def candidate_inputs(model: Any, examples: list[ExampleInput] | tuple = ()) -> Iterator[tuple[list[InputSpec], str]]:
     """Example inputs to try, best guess first: the first layer with weights decides the kind of
-    input (image, signal, video, token ids, vector, sequence); sizes follow. An image model whose
-    file shows an example batch with its channel count (`examples`) is tried at that size first."""
+    input (image, signal, video, token ids, vector, sequence); sizes follow. A convolutional model
+    whose file writes an example input with the first layer's channels and as many sides
+    (`examples`) is tried at that size first."""
     for name, layer in model.named_modules():
         kind = type(layer).__name__
         first = f"first layer {name or kind}"
@@ -138,15 +147,16 @@ def candidate_inputs(model: Any, examples: list[ExampleSize] | tuple = ()) -> It
                 break
             channels = layer.in_channels
             about = f"{what} ({first}: {kind}({channels}, ...))"
+            for example in (e for e in examples if e.fits(channels, rank)):
+                yield [InputSpec((1, *example.shape))], \
+                    f"{about} at {'×'.join(map(str, example.shape[1:]))}, the size of the example input " \
+                    f"on line {example.line} of its file"
             if rank == 1:
                 for length in (1024, *SIGNAL_LENGTHS):
                     yield [InputSpec((1, channels, length))], about
                     if channels == 1 and length in (1024, 16000):  # a waveform the model unsqueezes itself
                         yield [InputSpec((1, length))], about
             elif rank == 2:
-                for example in (e for e in examples if e.channels == channels):
-                    yield [InputSpec((1, channels, example.height, example.width))], \
-                        f"{about} at {example.height}×{example.width}, the size of the example input on line {example.line} of its file"
                 for side in (224, *IMAGE_SIDES):
                     yield [InputSpec((1, channels, side, side))], about
             else:
