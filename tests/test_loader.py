@@ -169,6 +169,38 @@ def test_constructor_needing_arguments_explains_model_option(write):
         build_models(path, None)
 
 
+def test_a_module_without_weights_is_a_helper_beside_models_that_need_arguments(write):
+    """kuangliu/pytorch-cifar's shufflenetv2.py: `ShuffleNetV2(net_size)` needs an argument and the
+    only class that built, a weightless channel shuffle, was scanned as the model and failed with
+    "cannot guess the model's input"; the models needing arguments are named instead."""
+    path = write("shuffle.py", """
+        from torch import nn
+        class ShuffleBlock(nn.Module):
+            def __init__(self, groups=2):
+                super().__init__()
+                self.groups = groups
+            def forward(self, x):
+                return x
+        class Shuffle(nn.Module):
+            def __init__(self, net_size):
+                super().__init__()
+                self.fc = nn.Linear(4, net_size)
+                self.shuffle = ShuffleBlock()
+            def forward(self, x):
+                return self.shuffle(self.fc(x))
+    """)
+    with pytest.raises(LoadError, match=r"Shuffle\(net_size\).*--model"):
+        build_models(path, None)
+    # beside a model that builds, a weightless module nothing contains is left out too
+    with_model = write("with_model.py", path.read_text() + "\nclass Net(Shuffle):\n    def __init__(self):\n"
+                                                             "        super().__init__(8)\n")
+    assert [name for name, _ in build_models(with_model, None)] == ["Net"]
+    # alone, a weightless module is still what the file holds
+    alone = write("alone.py", "from torch import nn\nclass Flip(nn.Module):\n    def forward(self, x):\n"
+                              "        return -x\n")
+    assert [name for name, _ in build_models(alone, None)] == ["Flip"]
+
+
 def test_no_module_raises_no_model_error(write):
     path = write("util.py", "import torch\nX = 1\n")
     with pytest.raises(NoModelError):

@@ -210,14 +210,17 @@ def build_models(path: Path, spec: str | None) -> list[tuple[str, Any]]:
             continue  # a helper function that is not a model factory
         if isinstance(model, nn.Module):
             built.append((shown, model, name))
+    # a module class without a forward of its own (a container, a mixin) is a helper, not a model;
+    # so is one without weights (a channel shuffle, an activation) beside models that need arguments
+    runnable = [b for b in built if type(b[1]).forward is not nn.Module.forward]
+    built = runnable or built
+    weighted = [b for b in built if any(True for _ in b[1].parameters())]
+    built = weighted or ([] if needs_args else built)
     if not built:
         if needs_args:
             raise LoadError(f"{path}: every model needs constructor arguments ({'; '.join(needs_args)}); "
                             f"pick one with --model 'NAME(arg=value, ...)'")
         raise NoModelError(f"{path}: no nn.Module subclass or model factory found")
-    # a module class without a forward of its own (a container, a mixin) is a helper, not a model
-    runnable = [b for b in built if type(b[1]).forward is not nn.Module.forward]
-    built = runnable or built
     # a block that another candidate contains is part of a model, not a model of its own
     inner = {type(m) for _, model, _ in built for m in list(model.modules())[1:]}
     top = [(shown, m) for shown, m, attr in built if type(m) not in inner or not inspect.isclass(getattr(module, attr))]
