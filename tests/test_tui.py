@@ -299,6 +299,24 @@ def test_cached_scans_carry_their_predicted_family(monkeypatch):
     [mine] = [e for e in data.load_entries() if e.key == "cache:k1"]
     assert mine.family == "mlp" and str(mine.cells()[1]) == "mlp"
     assert dict(data.summary(mine))["family"] == "mlp (predicted)"
+    assert "assumed" not in dict(data.summary(mine))  # its inputs were given
+
+
+def test_a_cached_scan_says_what_was_assumed_of_its_input(monkeypatch):
+    from types import SimpleNamespace
+
+    from narcli.tui import data
+
+    assumed = "image (first layer conv: Conv2d(3, ...)) at 32×32, the size of the example input on line 9 of its file"
+    record = SimpleNamespace(source="/project/net.py", name="Net", graph_key="k1", params=10, macs=10, nodes=3,
+                             inputs=[{"shape": [1, 3, 32, 32], "dtype": "float32"}], depth=3, edges=2, top_ops=[],
+                             tracer="runtime", graph_hash="h1", assumed=assumed)
+    monkeypatch.setattr("narcli.scan.cache.Cache.records", lambda self: [record])
+    monkeypatch.setattr("narcli.search.similar.cached_families", lambda: {})
+    [mine] = [e for e in data.load_entries() if e.key == "cache:k1"]
+    rows = data.summary(mine)
+    assert [name for name, _ in rows][4:6] == ["input", "assumed"]
+    assert dict(rows)["input"] == "1×3×32×32 float32" and dict(rows)["assumed"] == assumed
 
 
 @SIZES

@@ -177,7 +177,8 @@ def graph_of(entry: Entry) -> Any:
 
 
 def summary(entry: Entry) -> list[tuple[str, str]]:
-    """The scan summary's rows: input, params, MACs, depth, nodes, top ops, tracer, hash, aliases."""
+    """The scan summary's rows: input (and what was assumed of it), params, MACs, depth, nodes, top
+    ops, tracer, hash, aliases."""
     from narcli.search.text import human, human_params
 
     source = entry.zoo_model or entry.record
@@ -186,6 +187,7 @@ def summary(entry: Entry) -> list[tuple[str, str]]:
     family = f"{entry.family} (predicted)" if entry.family and entry.record is not None else entry.family or "—"
     rows = [("name", entry.name), ("source", entry.source), ("family", family),
             ("task", entry.task or "—"), ("input", inputs or "—"),
+            *([("assumed", assumed)] if (assumed := getattr(entry.record, "assumed", None)) else []),
             ("params", f"{human_params(entry.params)} ({entry.params:,})"), ("MACs", f"{human(entry.macs)} ({entry.macs:,})"),
             ("depth", str(source.depth or "—")), ("graph", f"{entry.nodes} nodes, {source.edges or 0} edges"),
             ("top ops", ", ".join(f"{op} ×{n}" for op, n in (source.top_ops or [])) or "—"),
