@@ -145,6 +145,9 @@ def test_an_example_input_with_the_first_layers_channels_and_sides_is_tried_firs
     assert first[0] == [InputSpec(shape)] and "example input on line 9 of its file" in first[1]
     assert "example" not in second[1]
     assert list(candidate_inputs(model))[0][0] == second[0]  # no example: the first guess as before
+    many = [ExampleInput((shape[1], *[8 * k] * (len(shape) - 2)), k) for k in range(1, 6)]
+    tried = list(candidate_inputs(model, many))
+    assert sum("example input" in about for _, about in tried) == 2 and "example" not in tried[2][1]
 
 
 CIFAR_ADAPTIVE = '''

@@ -147,7 +147,8 @@ def candidate_inputs(model: Any, examples: list[ExampleInput] | tuple = ()) -> I
                 break
             channels = layer.in_channels
             about = f"{what} ({first}: {kind}({channels}, ...))"
-            for example in (e for e in examples if e.fits(channels, rank)):
+            # two at most: a file demonstrating many sizes leaves tries for the common ones
+            for example in [e for e in examples if e.fits(channels, rank)][:2]:
                 yield [InputSpec((1, *example.shape))], \
                     f"{about} at {'×'.join(map(str, example.shape[1:]))}, the size of the example input " \
                     f"on line {example.line} of its file"

@@ -341,8 +341,8 @@ class Zoo:
     def models_by_hash(self, hashes: list[str]) -> dict[str, list[ZooModel]]:
         """The models of each graph hash, best-ranked source first, then the most common family:
         an architecture several families share (GPT-2 and GPT-SW3) is named after the larger one;
-        of two as common, after the one nearer its design's root (`zoo.lineage`: Mistral before
-        Ministral, which transformers derives from it)."""
+        of two as common, after the one fewer steps from its design's root (`zoo.lineage`: Mistral,
+        derived from Llama, before Ministral, derived from Qwen2)."""
         from narcli.zoo.lineage import lineage_depth
 
         out: dict[str, list[ZooModel]] = {}
