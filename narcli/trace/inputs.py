@@ -111,10 +111,10 @@ def example_inputs(source: str) -> list[ExampleInput]:
     224 px as well as at 32; its file's own `torch.randn(1, 3, 32, 32)` says which one it is for."""
     found: dict[tuple[int, ...], ExampleInput] = {}
     uses: dict[tuple[int, ...], int] = {}
-    for pattern, batched in ((_EXAMPLE_TENSOR, True), (_EXAMPLE_SUMMARY, None)):
+    for pattern, always_batched in ((_EXAMPLE_TENSOR, True), (_EXAMPLE_SUMMARY, False)):
         for match in pattern.finditer(source):
             sizes = tuple(int(n) for n in re.split(r"\s*,\s*", match.group(1)))
-            if batched or (batched is None and len(sizes) == 4):  # torchinfo writes the batch too
+            if always_batched or len(sizes) == 4:  # a summary of four sizes is torchinfo's, batch first
                 sizes = sizes[1:]
             channels, sides = sizes[0], sizes[1:]
             if not (1 <= channels <= 4096 and all(8 <= side <= 1 << 20 for side in sides)):
