@@ -47,6 +47,42 @@ def test_every_tracer_gives_the_same_transformer_graph(tracer):
     assert hist["linear"] == 2 * 4 + 1 and hist["gelu"] == 2
 
 
+class _Shuffle(nn.Module):
+    """A channel shuffle and a transposed product, in old-style (`x.data.size()`, `.T`) or plain spelling."""
+
+    def __init__(self, old_style: bool):
+        super().__init__()
+        self.old_style = old_style
+        self.conv = nn.Conv2d(4, 4, 1)
+        self.weight = nn.Parameter(torch.empty(8, 4))
+
+    def forward(self, x):
+        x = self.conv(x)
+        n, c, h, w = x.data.size() if self.old_style else x.size()
+        x = x.view(n, 2, c // 2, h, w).transpose(1, 2).contiguous().view(n, c, h, w)
+        pooled = x.mean((2, 3))
+        return pooled @ (self.weight.T if self.old_style else self.weight.t())
+
+
+@pytest.mark.parametrize("tracer", TRACERS)
+def test_property_reads_are_the_calls_they_stand_for(tracer):
+    """`x.data` is the tensor itself and `x.T` a transpose: before, the runtime tracer recorded each
+    as an unknown `get` node, and an old-style ShuffleNetV2 landed nowhere near torchvision's."""
+    with torch.device("meta"):
+        old, plain, x = _Shuffle(True), _Shuffle(False), torch.empty(1, 4, 8, 8)
+    graph, _ = traced(old, x, tracers=(tracer,))
+    reference, _ = traced(plain, x, tracers=(tracer,))
+    assert not [n.op for n in graph.nodes if n.op.startswith("unknown")]
+    assert graph.content_hash() == reference.content_hash()
+
+
+def test_other_property_reads_keep_their_own_name():
+    from narcli.trace.torch_tracer import property_call
+
+    assert (property_call("data"), property_call("T"), property_call("mT")) == ("detach", "t", "transpose")
+    assert property_call("real") == "real"
+
+
 def test_conv_attributes_params_and_macs():
     with torch.device("meta"):
         model = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.Conv2d(8, 8, 3, groups=8))

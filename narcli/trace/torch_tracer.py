@@ -24,6 +24,14 @@ from narcli.trace.torch_ops import TensorArg, call_macs, describe_call, describe
 
 # Run-time recording is ~10x faster than torch.export and gives the same canonical graph.
 TRACERS = ("runtime", "export", "fx")
+# tensor properties read in a forward, and the call each stands for: `x.data` in old code is the
+# tensor itself (as `detach`), `x.T` a transpose. Others keep their own name (`real`, `imag`).
+PROPERTY_CALLS = {"data": "detach", "T": "t", "H": "t", "mT": "transpose", "mH": "transpose"}
+
+
+def property_call(name: str) -> str:
+    """The operator name a read of tensor property `name` is recorded as."""
+    return PROPERTY_CALLS.get(name, name)
 
 
 def trace_module(model: nn.Module, inputs: list[torch.Tensor],
@@ -168,6 +176,8 @@ def _raw_from_fx(graph: torch.fx.Graph, data_inputs: list, param_shapes: dict,
             macs = module_macs(module, [_shape(value_of(n)) for n in node.args if isinstance(n, torch.fx.Node)])
         else:
             name = _target_name(node.target)
+            if node.target is getattr and len(node.args) == 2 and isinstance(node.args[1], str):
+                name = property_call(node.args[1])  # `x.data`, `x.T` read in the forward
             if node.target is operator.getitem and isinstance(value, torch.Tensor) \
                     and isinstance(value_of(node.args[0]), torch.Tensor):
                 name = "select"  # indexing a tensor, not unpacking a tuple
@@ -252,6 +262,8 @@ def _trace_runtime(model: nn.Module, inputs: list[torch.Tensor]) -> RawGraph:
             if not outs:
                 return  # sizes, dims, flags: not data
             name = getattr(func, "__name__", str(func))
+            if name == "__get__":  # a property read (`x.data`, `x.T`) reaches the mode as its getter
+                name = property_call(getattr(getattr(func, "__self__", None), "__name__", "get"))
             if name == "__getitem__":
                 name = "index" if any(isinstance(t, torch.Tensor) for t in flat(args[1:])) else "select"
             arg_views = [view(a) for a in args]
