@@ -1,6 +1,6 @@
 """Re-score the shipped encoder on its own random split after its read-out changed.
 
-    python benchmarks/bench_card_readout.py [--write-card]
+    python benchmarks/bench_card_readout.py [--write-card] [--split-zoo DB]
 
 The read-out (the weights of the learned part and the sketches, `benchmarks/tune_readout.py`) only
 changes how a trained model's vector is read, so the shipped model is scored again on the split it
@@ -27,6 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write-card", action="store_true")
+    parser.add_argument("--split-zoo", type=Path, default=None,
+                        help="the zoo database the encoder was trained on: its split, carried to today's zoo by model id")
     args = parser.parse_args()
 
     from narcli.encode.dataset import split_random, zoo_items
@@ -38,6 +40,8 @@ def main() -> None:
     model, card = load_encoder(path)
     items = zoo_items(progress=True)
     train, test = split_random(items, seed=card["config"]["seed"])
+    if args.split_zoo:
+        train, test = carried_split(items, args.split_zoo, card["config"]["seed"])
     graphs = [item.encoded for item in items]
     family = [item.family for item in items]
     coarse = [item.coarse for item in items]
@@ -70,6 +74,28 @@ def main() -> None:
         data["readout"] = {**readout, "chosen_by": "benchmarks/tune_readout.py (validation queries of the "
                                                    "training part only)"}
         card_path.write_text(json.dumps(data, indent=1) + "\n")
+
+
+def carried_split(items: list, db: Path, seed: int) -> tuple[list[int], list[int]]:
+    """The card's split drawn on the zoo the encoder was trained on, carried to `items` (today's zoo)
+    by model id: a graph whose trace changed since keeps its part; a test graph that now equals a
+    training one (two spellings of one design merged) is left out of both."""
+    from types import SimpleNamespace
+
+    from narcli.encode.dataset import split_random, zoo_labels
+    from narcli.zoo.store import Zoo
+
+    with Zoo([db]) as old, Zoo() as now:
+        labelled = list(zoo_labels(old).values())
+        today = {model.id: model.graph_hash for model in now.models()}
+    old_train, old_test = split_random([SimpleNamespace(family=family) for _, family, _ in labelled], seed)
+    train_hashes = {today.get(labelled[i][0]) for i in old_train}
+    test_hashes = {today.get(labelled[i][0]) for i in old_test} - train_hashes
+    test = [i for i, item in enumerate(items) if item.graph_hash in test_hashes]
+    train = [i for i, item in enumerate(items) if item.graph_hash in train_hashes]
+    print(f"split carried from {db}: {len(old_train)} train / {len(old_test)} test there, "
+          f"{len(train)} / {len(test)} here")
+    return train, test
 
 
 if __name__ == "__main__":

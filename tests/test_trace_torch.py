@@ -83,6 +83,42 @@ def test_other_property_reads_keep_their_own_name():
     assert property_call("real") == "real"
 
 
+class _Gate(nn.Module):
+    """A squeeze-and-excitation gate whose weights get their spatial dimensions by indexing with None
+    (`w[:, :, None, None]`, as hand-written code often does) or by `unsqueeze`."""
+
+    def __init__(self, indexing: bool):
+        super().__init__()
+        self.indexing = indexing
+        self.conv, self.fc = nn.Conv2d(4, 8, 3), nn.Linear(8, 8)
+
+    def forward(self, x):
+        x = self.conv(x)
+        w = torch.sigmoid(self.fc(x.mean((2, 3))))
+        return x * (w[:, :, None, None] if self.indexing else w.unsqueeze(-1).unsqueeze(-1))
+
+
+@pytest.mark.parametrize("tracer", TRACERS)
+def test_indexing_with_none_is_an_unsqueeze_in_every_tracer(tracer):
+    """torch.export records `w[:, :, None, None]` as unsqueezes (folded); run-time recording and fx
+    recorded a slice, so the same file gave two graphs depending on the tracer."""
+    with torch.device("meta"):
+        indexing, plain, x = _Gate(True), _Gate(False), torch.empty(1, 4, 16, 16)
+    graph, _ = traced(indexing, x, tracers=(tracer,))
+    reference, _ = traced(plain, x, tracers=("export",))
+    assert "slice" not in graph.op_histogram()
+    assert graph.content_hash() == reference.content_hash()
+
+
+def test_only_indices_that_add_unit_dimensions_are_views():
+    from narcli.trace.torch_ops import only_adds_unit_dims
+
+    assert only_adds_unit_dims((slice(None), slice(None), None, None))
+    assert only_adds_unit_dims(None) and only_adds_unit_dims((Ellipsis, None))
+    assert not only_adds_unit_dims((slice(None), slice(0, 4), None))
+    assert not only_adds_unit_dims((slice(None), 0)) and not only_adds_unit_dims(1)
+
+
 def test_conv_attributes_params_and_macs():
     with torch.device("meta"):
         model = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.Conv2d(8, 8, 3, groups=8))

@@ -106,9 +106,18 @@ def _flat_tensors(values: Any) -> list[TensorArg]:
     return out
 
 
+def only_adds_unit_dims(index: Any) -> bool:
+    """Whether indexing with `index` (`x[:, :, None, None]`, `x[None]`, `x[..., None]`) selects every
+    element and only inserts size-1 dimensions: a view, which torch.export records as `unsqueeze`."""
+    items = index if isinstance(index, tuple) else (index,)
+    return all(i is None or i is Ellipsis or (isinstance(i, slice) and i == slice(None)) for i in items)
+
+
 def describe_call(name: str, args: list[Any], kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """Canonical type (or a FOLDED / NON_DATA name) and key attributes of one operator call."""
     name = bare_name(name)
+    if name == "select" and len(args) == 2 and only_adds_unit_dims(args[1]):
+        return "unsqueeze", {}  # indexing (`__getitem__`) that only adds dimensions
     if name in RECURRENT_CALLS or name in RECURRENT_STEPS:
         # (input, hx, weights...): the weights are the flat parameter list of a call, or a cell's
         # w_ih, w_hh and biases
