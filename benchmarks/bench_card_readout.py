@@ -63,7 +63,7 @@ def main() -> None:
         f = row["family"]
         print(f"{name:<58} MRR@20 {f['MRR@20']:.3f}  MAP@20 {f['MAP@20']:.3f}  NDCG@20 {f['NDCG@20']:.3f}")
     out = {"split": f"random, seed {card['config']['seed']}: {len(train)} train, {len(test)} test",
-           "readout": readout, "rerank_weight": FAMILY_RERANK_WEIGHT,
+           "split_zoo": str(args.split_zoo) if args.split_zoo else None, "readout": readout, "rerank_weight": FAMILY_RERANK_WEIGHT,
            "rerank_keep": KEEP_NEAREST, "methods": metrics, "machine": machine()}
     (ROOT / "benchmarks" / "results" / "card-readout.json").write_text(json.dumps(out, indent=2) + "\n")
     if args.write_card:
