@@ -392,3 +392,30 @@ def test_resnet50_fixture_matches_torchvision_figures(cli):
     assert model["params"] == 25_557_032
     assert abs(model["macs"] - 4.09e9) < 0.01e9
     assert dict(model["top_ops"])["conv2d"] == 53
+
+
+def test_the_bundled_zoo_holds_no_graph_traced_before_the_tracers_agreed():
+    """A zoo graph recorded before a tracer fix would no longer match a fresh scan of its model: no
+    stored graph may keep a property read as an unknown `get`, or a slice that only adds unit
+    dimensions (both are traced again whenever these rules change)."""
+    from narcli.zoo.store import Zoo
+
+    def squeezed(shape):
+        return [d for d in shape if d != 1]
+
+    stale = set()
+    with Zoo() as zoo:
+        seen = set()
+        for model in zoo.models():
+            if model.graph_hash in seen:
+                continue
+            seen.add(model.graph_hash)
+            graph = zoo.graph(model)
+            parent = {dst: src for src, dst in graph.edges}
+            for i, node in enumerate(graph.nodes):
+                source = graph.nodes[parent[i]] if i in parent else None
+                if node.op == "unknown:get" or (
+                        node.op == "slice" and source is not None and node.shape and source.shape
+                        and len(node.shape) > len(source.shape) and squeezed(node.shape) == squeezed(source.shape)):
+                    stale.add(model.id)
+    assert len(seen) > 3000 and not stale
