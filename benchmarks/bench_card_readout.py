@@ -39,9 +39,10 @@ def main() -> None:
     path = bundled_weights_path()
     model, card = load_encoder(path)
     items = zoo_items(progress=True)
-    train, test = split_random(items, seed=card["config"]["seed"])
     if args.split_zoo:
         train, test = carried_split(items, args.split_zoo, card["config"]["seed"])
+    else:
+        train, test = split_random(items, seed=card["config"]["seed"])
     graphs = [item.encoded for item in items]
     family = [item.family for item in items]
     coarse = [item.coarse for item in items]
@@ -79,7 +80,7 @@ def main() -> None:
 def carried_split(items: list, db: Path, seed: int) -> tuple[list[int], list[int]]:
     """The card's split drawn on the zoo the encoder was trained on, carried to `items` (today's zoo)
     by model id: a graph whose trace changed since keeps its part; a test graph that now equals a
-    training one (two spellings of one design merged) is left out of both."""
+    training one (two spellings of one design merged) stays in training only."""
     from types import SimpleNamespace
 
     from narcli.encode.dataset import split_random, zoo_labels
