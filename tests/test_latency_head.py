@@ -206,6 +206,29 @@ def test_an_interpolation_traced_as_unknown_is_costed_as_one():
     assert ops[1] == op_index("upsample_linear") and ops[2] == op_index("add")
 
 
+def test_a_reparametrised_weight_costs_its_layer_what_computing_it_moves():
+    plain = chain([("linear", 10**6)])
+    standardised = chain([("linear", 10**6)])
+    standardised.nodes[1].attrs["reparam_elements"] = 5000  # an NFNet convolution's weight, standardised at each call
+    _, _, before = lat.node_features(plain)
+    _, _, after = lat.node_features(standardised)
+    assert after[1, 1] - before[1, 1] == 5000 and after[1, 0] == before[1, 0]
+
+
+def test_the_offset_decay_pulls_each_operation_towards_its_kind():
+    # relu and its kindred sigmoid are both activations: a strong pull leaves their embeddings close
+    samples, rows = synthetic_samples(8)
+    from narcli.encode.features import op_index
+
+    def gap(decay: float) -> float:
+        weights = lt.fit(samples, rows, lt.Config(epochs=20, batch=4, hidden=8, embed=4, lr=3e-2, offset_decay=decay))
+        return float(np.linalg.norm(weights["embed"][op_index("relu")] - weights["embed"][op_index("sigmoid")]))
+
+    assert gap(10.0) < 0.5 * gap(0.0)
+    with pytest.raises(Exception, match="offset_decay"):
+        lt.Config(offset_decay=-1)
+
+
 def test_a_folded_permute_costs_its_reader_a_strided_copy():
     # SegFormer's decoder: a linear layer's (B, HW, C) output read as (B, C, H, W) by an interpolation
     nodes = [Node("input", [1, 1024, 64]), Node("linear", [1, 1024, 256], macs=64 * 256 * 1024),

@@ -110,6 +110,38 @@ def test_indexing_with_none_is_an_unsqueeze_in_every_tracer(tracer):
     assert graph.content_hash() == reference.content_hash()
 
 
+class _Reparametrised(nn.Module):
+    """A weight-standardised convolution (NFNet, BiT) and a weight-normed one (wav2vec2's positions)."""
+
+    def __init__(self):
+        super().__init__()
+        self.std = nn.Conv2d(3, 8, 3, padding=1)
+        self.normed = nn.utils.parametrizations.weight_norm(nn.Conv2d(8, 8, 3, padding=1))
+
+    def forward(self, x):
+        w = torch.nn.functional.batch_norm(self.std.weight.reshape(1, 8, -1), None, None, training=True,
+                                           momentum=0.0).reshape_as(self.std.weight)
+        return self.normed(torch.relu(torch.nn.functional.conv2d(x, w, self.std.bias, padding=1)))
+
+
+@pytest.mark.parametrize("tracer", TRACERS)
+def test_a_layer_owns_the_parameters_its_weight_is_computed_from(tracer):
+    """A weight computed from parameters at every call is still the layer's weight: it counts in the
+    layer's parameters (the graph's hash and the encoder read them), and the latency head reads what
+    computing it moves. fx, which keeps a weight-normed convolution as one module, agrees."""
+    with torch.device("meta"):
+        model, x = _Reparametrised(), torch.empty(1, 3, 8, 8)
+    graph, _ = traced(model, x, tracers=(tracer,))
+    reference, _ = traced(model, x, tracers=("export",))
+    std, normed = [n for n in graph.nodes if n.op == "conv2d"]
+    assert std.params == 8 * 3 * 9 + 8 and normed.params == 8 * 8 * 9 + 8 + 8  # weight norm: v, g, bias
+    assert graph.params == sum(p.numel() for p in model.parameters())
+    assert graph.content_hash() == reference.content_hash()
+    assert std.attrs["reparam_elements"] >= 2 * 8 * 3 * 9  # the weight read and written standardised
+    if tracer != "fx":
+        assert normed.attrs["reparam_elements"] >= 2 * 8 * 8 * 9
+
+
 def test_only_indices_that_add_unit_dimensions_are_views():
     from narcli.trace.torch_ops import only_adds_unit_dims
 
@@ -397,11 +429,24 @@ def test_resnet50_fixture_matches_torchvision_figures(cli):
 def test_the_bundled_zoo_holds_no_graph_traced_before_the_tracers_agreed():
     """A zoo graph recorded before a tracer fix would no longer match a fresh scan of its model: no
     stored graph may keep a property read as an unknown `get`, or a slice that only adds unit
-    dimensions (both are traced again whenever these rules change)."""
+    dimensions, and the designs that compute their convolutions' weights (NFNet and BiT standardise
+    them, the wav2vec2 family's position convolution is weight-normed) must own those weights
+    (each is traced again whenever these rules change)."""
+    import math
+
     from narcli.zoo.store import Zoo
 
     def squeezed(shape):
         return [d for d in shape if d != 1]
+
+    def unowned_weight(node):
+        a = node.attrs
+        if not node.op.endswith(("conv1d", "conv2d")) or "in_channels" not in a:
+            return False
+        weight = a["in_channels"] * a["out_channels"] * math.prod(a["kernel"]) // a["groups"]
+        return node.params < weight or "reparam_elements" not in a
+
+    reparametrised = {"nfnet", "resnetv2_bit", "wav2vec2", "hubert", "wavlm"}
 
     stale = set()
     with Zoo() as zoo:
@@ -417,5 +462,9 @@ def test_the_bundled_zoo_holds_no_graph_traced_before_the_tracers_agreed():
                 if node.op == "unknown:get" or (
                         node.op == "slice" and source is not None and node.shape and source.shape
                         and len(node.shape) > len(source.shape) and squeezed(node.shape) == squeezed(source.shape)):
+                    stale.add(model.id)
+                if model.family in reparametrised and unowned_weight(node) and node.op != "conv1d":
+                    stale.add(model.id)
+                if model.family in reparametrised and "pos_conv" in node.scope and unowned_weight(node):
                     stale.add(model.id)
     assert len(seen) > 3000 and not stale

@@ -22,7 +22,7 @@ from typing import Any
 
 from narcli.graph.arch_graph import ArchGraph, Node
 from narcli.graph.idioms import normalise_idioms
-from narcli.graph.vocab import FOLDED, NON_DATA, RECURRENT
+from narcli.graph.vocab import FOLDED, NON_DATA, OPS, RECURRENT
 
 Shape = tuple[int, ...]
 
@@ -88,6 +88,7 @@ def build_graph(raw: RawGraph, meta: dict[str, Any] | None = None) -> ArchGraph:
         return value
 
     constant_macs = 0
+    derived: dict[str, tuple[frozenset[str], int]] = {}  # see _derive
     for name, shape in raw.inputs:
         producer[name] = len(work)
         work.append(_Work("input", shape, {}, "", set(), []))
@@ -100,6 +101,7 @@ def build_graph(raw: RawGraph, meta: dict[str, Any] | None = None) -> ArchGraph:
             # runs it (a relative-position MLP over a fixed grid), so its MACs are the model's
             constant_macs += _macs(_Work(op.op, op.shape, dict(op.attrs), "", set(), list(op.in_shapes),
                                          counted=op.macs))
+            _derive(op, raw.param_shapes, derived)
             continue
         if op.op in FOLDED or _is_noop_slice(op):
             for out in op.outputs:
@@ -117,6 +119,8 @@ def build_graph(raw: RawGraph, meta: dict[str, Any] | None = None) -> ArchGraph:
             const_inputs=[v for v in op.inputs if v in raw.param_shapes],
             counted=op.macs,
         )
+        if OPS.get(op.op) == "convolution" or op.op == "linear":
+            _take_derived_weight(node, op, derived)
         for out in op.outputs:
             producer[out] = len(work)
         work.append(node)
@@ -153,6 +157,37 @@ def build_graph(raw: RawGraph, meta: dict[str, Any] | None = None) -> ArchGraph:
     else:
         graph.meta["params"] = sum(math.prod(s) for s in raw.param_shapes.values())
     return graph
+
+
+def _derive(op: RawOp, param_shapes: dict[str, Shape], derived: dict[str, tuple[frozenset[str], int]]) -> None:
+    """Note what a value computed from parameters alone stands for: the parameters it comes from,
+    and the elements its operations read and write. A reparametrised weight (weight standardisation,
+    weight norm) is computed so at every call, and the layer that uses it owns those parameters."""
+    sources: set[str] = set()
+    moved = 0 if op.op in FOLDED else sum(_count(s) for s in (op.shape, *op.in_shapes))
+    for value in op.inputs:
+        if value in param_shapes:
+            sources.add(value)
+        elif value in derived:
+            sources |= derived[value][0]
+            moved += derived[value][1]
+    if sources:
+        for out in op.outputs:
+            derived[out] = (frozenset(sources), moved)
+
+
+def _take_derived_weight(node: _Work, op: RawOp, derived: dict[str, tuple[frozenset[str], int]]) -> None:
+    """A convolution or linear layer whose weight is computed from parameters (`_derive`) owns them,
+    as it would own a plain weight; `reparam_elements` keeps what computing it costs at each call."""
+    taken = [derived[v] for v in dict.fromkeys(op.inputs) if v in derived]
+    if taken:
+        for sources, _ in taken:
+            node.params |= sources
+        node.attrs["reparam_elements"] = sum(moved for _, moved in taken)
+
+
+def _count(shape: Shape | None) -> int:
+    return math.prod(d for d in shape if isinstance(d, int)) if shape else 0
 
 
 def _is_noop_slice(op: RawOp) -> bool:

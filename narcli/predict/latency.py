@@ -43,8 +43,8 @@ FILES = ("latency.json", "latency.safetensors")
 NUMERIC = 13  # per-node numeric features, see node_features
 UNSEEN_SHARE = 0.1
 SIZE_MARGIN = 2.0
-CARD_VERSION = 3  # 2: kindred operations share rates, views move no memory (`cost_op`); 3: interpolations,
-#                   strided copies after folded permutes (`node_features`)
+CARD_VERSION = 4  # 2: kindred operations share rates, views move no memory (`cost_op`); 3: interpolations,
+#                   strided copies after folded permutes (`node_features`); 4: reparametrised weights
 # Per-operation priors. An operation the reference set holds few of gets rates from what little it
 # saw, and those can be wild: PyG's PNA clamps a few thousand elements, which the head costed at
 # 44 ns an element (3x the whole model's measured time). Operations that cost the same per unit of
@@ -124,7 +124,9 @@ def node_features(graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         rows.append(_numeric(node) + [math.log1p(macs) / 24, math.log1p(incoming) / 20,
                                       math.log1p(macs / max(size, 1)) / 10, rank / 5, float(macs > 0),
                                       float(new_call and bool(node.scope))])
-        work.append((float(macs), 0.0 if node.op in VIEWS else size + incoming + node.params))
+        # a reparametrised weight (weight standardisation, weight norm) is computed again at every call
+        reparam = float(node.attrs.get("reparam_elements", 0))
+        work.append((float(macs), 0.0 if node.op in VIEWS else size + incoming + node.params + reparam))
     numeric = np.array(rows or [[0.0] * NUMERIC], dtype=np.float32)
     return ops, numeric, np.array(work or [(0.0, 0.0)], dtype=np.float64)
 

@@ -57,11 +57,13 @@ class Config:
     device: str = "cpu"
     huber: float = 0.1  # log error beyond which a model's loss grows linearly; 0: squared error
     balance: float = 0.5  # each model weighs 1 / (its family's rows) ** balance: a decoder over 70 encoders is not 70 designs
+    offset_decay: float = 0.0  # L2 pull of each operation's own embedding offset towards its kind's
 
     def __post_init__(self) -> None:  # the command line's checks, for Python callers too
         check_training(self.seed, self.epochs)
         check_range("huber", self.huber, 0.0, 10.0)
         check_range("balance", self.balance, 0.0, 2.0)
+        check_range("offset_decay", self.offset_decay, 0.0, 100.0)
 
 
 def load_samples(folder: Path | None = None, report: Callable[[str], None] = lambda line: None
@@ -242,6 +244,8 @@ def fit(samples: list[Sample], rows: list[int], config: Config,
                 per_row = (predicted - target) ** 2
             weights = torch.tensor([weight[i] / mean_weight for i in ids], dtype=per_row.dtype, device=config.device)
             loss = (per_row * weights).mean()
+            if config.offset_decay:
+                loss = loss + config.offset_decay * net.embed.weight.pow(2).sum()
             optimiser.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(net.parameters(), 5.0)

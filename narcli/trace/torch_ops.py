@@ -190,7 +190,8 @@ def describe_call(name: str, args: list[Any], kwargs: dict[str, Any]) -> tuple[s
 
 def describe_module(module: Any) -> tuple[str, dict[str, Any]] | None:
     """Canonical type and attributes of a leaf `nn.Module`, or None when it is not a known leaf."""
-    cls = type(module).__name__
+    # torch.nn.utils.parametrize (weight norm, spectral norm) swaps in a `ParametrizedConv2d` class
+    cls = type(module).__name__.removeprefix("Parametrized")
     weight = getattr(module, "weight", None)
     if cls.startswith(("Conv", "LazyConv")) and weight is not None:
         return conv_attrs(tuple(weight.shape), module.stride, module.padding, module.dilation,
