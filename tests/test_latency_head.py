@@ -189,6 +189,7 @@ def test_kindred_operations_share_rates_and_a_slice_moves_no_memory():
     from narcli.encode.features import op_index
 
     assert ops[3] == op_index("relu")  # a clamp costs as a relu
+    assert lat.cost_op("gather") == "index_select"  # rows gathered at scale, as PyG's message passing does
     assert work[4, 1] == 0 and work[3, 1] > 0  # the slice is a view; the clamp reads and writes
     head = head_for(seen=("input", "output", "linear", "gru", "relu", "slice"))
     assert head.why_not(graph, lat.size_figures(graph)) == ("", "")  # the clamp counts as seen through its kin
@@ -200,6 +201,7 @@ def test_an_interpolation_traced_as_unknown_is_costed_as_one():
     from narcli.encode.features import op_index
 
     assert lat.cost_op("unknown:interpolate") == "upsample_linear"
+    assert lat.cost_op("unknown:argsort") == "sort"  # Reformer's hashed attention sorts its buckets
     assert lat.cost_op("unknown:fft_fftn") == "unknown:fft_fftn"  # the rest stay unknown
     graph = chain([("unknown:interpolate", 0), ("unknown:addcmul", 0)])
     ops, _, _ = lat.node_features(graph)

@@ -44,7 +44,8 @@ NUMERIC = 13  # per-node numeric features, see node_features
 UNSEEN_SHARE = 0.1
 SIZE_MARGIN = 2.0
 CARD_VERSION = 4  # 2: kindred operations share rates, views move no memory (`cost_op`); 3: interpolations,
-#                   strided copies after folded permutes (`node_features`); 4: reparametrised weights
+#                   strided copies after folded permutes (`node_features`); 4: reparametrised weights,
+#                   gathers at index_select's rates
 # Per-operation priors. An operation the reference set holds few of gets rates from what little it
 # saw, and those can be wild: PyG's PNA clamps a few thousand elements, which the head costed at
 # 44 ns an element (3x the whole model's measured time). Operations that cost the same per unit of
@@ -56,14 +57,17 @@ KINDRED = {
            **dict.fromkeys(("clamp", "hardtanh", "relu6", "threshold", "abs", "neg", "sign", "round",
                             "leaky_relu", "prelu"), "relu"),
            **dict.fromkeys(("maximum", "minimum", "where", "masked_fill", "compare", "logical", "equal",
-                            "not_equal", "sub"), "add")}
+                            "not_equal", "sub"), "add"),
+           # the reference set's gathers are a few small ones (position ids), which left Reformer's hashed
+           # attention costed at 3x its time; PyG's index_selects gather rows at scale the same way
+           "gather": "index_select"}
 VIEWS = ("slice", "split")
 
 
 # operations this torch traces under a name the vocabulary lacks; the canonical graph keeps the name
 # (it is part of the graph's hash), the head costs them as what they are. Before, smp's 3,500
 # interpolations shared the rates of every other unknown operation (FFTs, acos, sorting).
-TRACED_AS_UNKNOWN = {"unknown:interpolate": "upsample_linear", "unknown:addcmul": "add"}
+TRACED_AS_UNKNOWN = {"unknown:interpolate": "upsample_linear", "unknown:addcmul": "add", "unknown:argsort": "sort"}
 
 
 def cost_op(op: str) -> str:
