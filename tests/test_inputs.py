@@ -36,6 +36,18 @@ def test_guess_from_first_layer(layer, shape, dtype, word):
     assert why.startswith(word) and "first layer" in why
 
 
+class _WSConv2d(nn.Conv2d):
+    """A weight-standardised convolution as NFNet code writes it: a subclass with its own forward."""
+
+
+def test_a_subclass_of_a_torch_layer_reads_its_input_as_the_layer_does():
+    # an NFNet written by hand was guessed from its classifier (Linear(2048)) and ran at 32 px
+    model = nn.Sequential(_WSConv2d(3, 8, 7, 2), nn.Flatten(), nn.Linear(2048, 10))
+    [spec], why = guess_inputs(model)
+    assert spec == InputSpec((1, 3, 224, 224))
+    assert why.startswith("image") and "_WSConv2d(3, ...)" in why
+
+
 def test_guess_fails_clearly_without_a_known_first_layer():
     with pytest.raises(UsageError, match="--input-shape"):
         guess_inputs(nn.Sequential(nn.ReLU()))

@@ -92,7 +92,7 @@ _EXAMPLE_TENSOR = re.compile(r"torch\.(?:randn|rand|zeros|ones|empty)\(\s*(?:siz
 _EXAMPLE_SUMMARY = re.compile(r"(?:\bsummary\s*\(\s*[\w.]+\s*,\s*(?:input_size\s*=\s*)?|\binput_size\s*=\s*)"
                               r"[(\[]\s*(\d+(?:\s*,\s*\d+){2,3})\s*,?\s*[)\]]")
 # bump when the guess changes: a file scanned with guessed inputs is then traced again
-GUESS_VERSION = 2
+GUESS_VERSION = 3  # 3: a subclass of a torch layer (`WSConv2d(nn.Conv2d)`) is read as that layer
 
 
 @dataclass(frozen=True)
@@ -132,21 +132,30 @@ TOKEN_LENGTHS = (64, 32, 16, 8, 256, 512)
 MAX_TRIES = 8  # first guess included: meta-device traces are cheap, but a model may fail at every size
 
 
+def torch_layer_kind(layer: Any) -> str:
+    """The torch.nn layer a module is or derives from (`Conv2d` for an NFNet's weight-standardised
+    `WSConv2d(nn.Conv2d)`), else its own class name: a subclass reads its input as its base does."""
+    for cls in type(layer).__mro__:
+        if cls.__module__.startswith("torch.nn.modules.") and cls.__name__ != "Module":
+            return cls.__name__
+    return type(layer).__name__
+
+
 def candidate_inputs(model: Any, examples: list[ExampleInput] | tuple = ()) -> Iterator[tuple[list[InputSpec], str]]:
     """Example inputs to try, best guess first: the first layer with weights decides the kind of
     input (image, signal, video, token ids, vector, sequence); sizes follow. A convolutional model
     whose file writes an example input with the first layer's channels and as many sides
     (`examples`) is tried at that size first."""
     for name, layer in model.named_modules():
-        kind = type(layer).__name__
-        first = f"first layer {name or kind}"
+        own, kind = type(layer).__name__, torch_layer_kind(layer)
+        first = f"first layer {name or own}"
         if kind.startswith("Conv") and hasattr(layer, "in_channels"):
             rank = len(layer.kernel_size)
             what = {1: "signal", 2: "image", 3: "video"}.get(rank)
             if what is None:
                 break
             channels = layer.in_channels
-            about = f"{what} ({first}: {kind}({channels}, ...))"
+            about = f"{what} ({first}: {own}({channels}, ...))"
             # two at most: a file demonstrating many sizes leaves tries for the common ones
             for example in [e for e in examples if e.fits(channels, rank)][:2]:
                 yield [InputSpec((1, *example.shape))], \
