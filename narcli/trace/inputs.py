@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from narcli.errors import UsageError, shorten
+from narcli.trace.torch_ops import torch_layer_kind
 
 DTYPES = {
     "float": "float32", "float32": "float32", "fp32": "float32",
@@ -130,15 +131,6 @@ IMAGE_SIDES = (32, 28, 64, 96, 128, 256, 299, 384, 512)
 SIGNAL_LENGTHS = (16000, 256, 128, 4096)
 TOKEN_LENGTHS = (64, 32, 16, 8, 256, 512)
 MAX_TRIES = 8  # first guess included: meta-device traces are cheap, but a model may fail at every size
-
-
-def torch_layer_kind(layer: Any) -> str:
-    """The torch.nn layer a module is or derives from (`Conv2d` for an NFNet's weight-standardised
-    `WSConv2d(nn.Conv2d)`), else its own class name: a subclass reads its input as its base does."""
-    for cls in type(layer).__mro__:
-        if cls.__module__.startswith("torch.nn.modules.") and cls.__name__ != "Module":
-            return cls.__name__
-    return type(layer).__name__
 
 
 def candidate_inputs(model: Any, examples: list[ExampleInput] | tuple = ()) -> Iterator[tuple[list[InputSpec], str]]:

@@ -188,10 +188,18 @@ def describe_call(name: str, args: list[Any], kwargs: dict[str, Any]) -> tuple[s
     return canonical_torch(name), {}
 
 
+def torch_layer_kind(layer: Any) -> str:
+    """The torch.nn layer a module is or derives from, else its own class name: `Conv2d` for an
+    NFNet's `WSConv2d(nn.Conv2d)` and for the `ParametrizedConv2d` that weight norm swaps in."""
+    for cls in type(layer).__mro__:
+        if cls.__module__.startswith("torch.nn.modules.") and cls.__name__ != "Module":
+            return cls.__name__
+    return type(layer).__name__
+
+
 def describe_module(module: Any) -> tuple[str, dict[str, Any]] | None:
     """Canonical type and attributes of a leaf `nn.Module`, or None when it is not a known leaf."""
-    # torch.nn.utils.parametrize (weight norm, spectral norm) swaps in a `ParametrizedConv2d` class
-    cls = type(module).__name__.removeprefix("Parametrized")
+    cls = torch_layer_kind(module)
     weight = getattr(module, "weight", None)
     if cls.startswith(("Conv", "LazyConv")) and weight is not None:
         return conv_attrs(tuple(weight.shape), module.stride, module.padding, module.dilation,
