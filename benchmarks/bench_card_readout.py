@@ -1,10 +1,10 @@
 """Re-score the shipped encoder on its own random split after its read-out changed.
 
-    python benchmarks/bench_card_readout.py [--write-card] [--split-zoo DB]
+    python benchmarks/bench_card_readout.py [--write-card] [--store-test-models DB]
 
 The read-out (the weights of the learned part and the sketches, `benchmarks/tune_readout.py`) only
 changes how a trained model's vector is read, so the shipped model is scored again on the split it
-was trained on (the card's seed; its test part was never trained on) without retraining: op-type
+was trained on (the card's stored test models, `encode.dataset.card_split`; never trained on) without retraining: op-type
 histogram, WL subtree hashing, NAR as shipped, NAR's learned part alone, relevance = family,
 @20/50/100, in the protocol of `nar eval retrieval` (every other architecture is a candidate).
 Each method is scored twice: in cosine order, and with the search's second stage (`encode.family_rank`,
@@ -27,22 +27,22 @@ ROOT = Path(__file__).resolve().parent.parent
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write-card", action="store_true")
-    parser.add_argument("--split-zoo", type=Path, default=None,
-                        help="the zoo database the encoder was trained on: its split, carried to today's zoo by model id")
+    parser.add_argument("--store-test-models", type=Path, default=None, metavar="DB",
+                        help="first write into the card the model ids of its test part, drawn on DB, the zoo "
+                             "database it was trained on (for cards from before training kept them)")
     args = parser.parse_args()
 
-    from narcli.encode.dataset import split_random, zoo_items
+    from narcli.encode.dataset import card_split, zoo_items
     from narcli.encode.evaluation import op_histogram_embeddings, retrieval_metrics, wl_embeddings
     from narcli.encode.training import embed_items
     from narcli.encode.weights import bundled_weights_path, load_encoder
 
     path = bundled_weights_path()
+    if args.store_test_models:
+        store_test_models(path.with_suffix(".json"), args.store_test_models)
     model, card = load_encoder(path)
     items = zoo_items(progress=True)
-    if args.split_zoo:
-        train, test = carried_split(items, args.split_zoo, card["config"]["seed"])
-    else:
-        train, test = split_random(items, seed=card["config"]["seed"])
+    train, test = card_split(items, card)  # the card's own test models, carried to today's zoo
     graphs = [item.encoded for item in items]
     family = [item.family for item in items]
     coarse = [item.coarse for item in items]
@@ -64,7 +64,8 @@ def main() -> None:
         f = row["family"]
         print(f"{name:<58} MRR@20 {f['MRR@20']:.3f}  MAP@20 {f['MAP@20']:.3f}  NDCG@20 {f['NDCG@20']:.3f}")
     out = {"split": f"random, seed {card['config']['seed']}: {len(train)} train, {len(test)} test",
-           "split_zoo": str(args.split_zoo) if args.split_zoo else None, "readout": readout, "rerank_weight": FAMILY_RERANK_WEIGHT,
+           "split_from": "the card's test_models" if card.get("test_models") else "the card's seed on today's labels",
+           "readout": readout, "rerank_weight": FAMILY_RERANK_WEIGHT,
            "rerank_keep": KEEP_NEAREST, "methods": metrics, "machine": machine()}
     (ROOT / "benchmarks" / "results" / "card-readout.json").write_text(json.dumps(out, indent=2) + "\n")
     if args.write_card:
@@ -77,26 +78,25 @@ def main() -> None:
         card_path.write_text(json.dumps(data, indent=1) + "\n")
 
 
-def carried_split(items: list, db: Path, seed: int) -> tuple[list[int], list[int]]:
-    """The card's split drawn on the zoo the encoder was trained on, carried to `items` (today's zoo)
-    by model id: a graph whose trace changed since keeps its part; a test graph that now equals a
-    training one (two spellings of one design merged) stays in training only."""
+def store_test_models(card_path: Path, db: Path) -> None:
+    """Write into a card trained before cards kept their split (`test_models`) the model ids of its
+    test part, drawn the way training drew it: the card's seed on the zoo database it was trained on."""
     from types import SimpleNamespace
 
     from narcli.encode.dataset import split_random, zoo_labels
     from narcli.zoo.store import Zoo
 
-    with Zoo([db]) as old, Zoo() as now:
-        labelled = list(zoo_labels(old).values())
-        today = {model.id: model.graph_hash for model in now.models()}
-    old_train, old_test = split_random([SimpleNamespace(family=family) for _, family, _ in labelled], seed)
-    train_hashes = {today.get(labelled[i][0]) for i in old_train}
-    test_hashes = {today.get(labelled[i][0]) for i in old_test} - train_hashes
-    test = [i for i, item in enumerate(items) if item.graph_hash in test_hashes]
-    train = [i for i, item in enumerate(items) if item.graph_hash in train_hashes]
-    print(f"split carried from {db}: {len(old_train)} train / {len(old_test)} test there, "
-          f"{len(train)} / {len(test)} here")
-    return train, test
+    data = json.loads(card_path.read_text())
+    with Zoo([db]) as old:
+        labelled = list(zoo_labels(old).items())
+        _, test = split_random([SimpleNamespace(family=family) for _, (_, family, _) in labelled],
+                               data["config"]["seed"])
+        hashes = {labelled[i][0] for i in test}
+        data["test_models"] = sorted(m.id for m in old.models() if m.graph_hash in hashes)
+    if data.get("families") and sorted({family for _, (_, family, _) in labelled}) != sorted(data["families"]):
+        raise SystemExit(f"{db} is not the zoo this card was trained on: its families differ")
+    card_path.write_text(json.dumps(data, indent=1) + "\n")
+    print(f"{card_path}: {len(hashes)} test graphs, {len(data['test_models'])} test models, from {db}")
 
 
 if __name__ == "__main__":

@@ -32,18 +32,18 @@ def main() -> None:
     args = parser.parse_args()
 
     from narcli.encode.augment import EDITS
-    from narcli.encode.dataset import split_random, zoo_items
+    from narcli.encode.dataset import card_split, zoo_items
     from narcli.encode.embedder import Embedder
     from narcli.graph.arch_graph import ArchGraph
     from narcli.graph.idioms import normalise_idioms
     from narcli.zoo.store import Zoo
 
     items = zoo_items()
-    _, test = split_random(items, seed=0)
     zoo = Zoo()
+    embedder = Embedder(args.weights)
+    _, test = card_split(items, embedder.card, zoo)
     image = [items[i] for i in test if items[i].coarse in ("convolutional", "hybrid", "transformer")]
     chosen = random.Random(0).sample(image, min(args.models, len(image)))
-    embedder = Embedder(args.weights)
     out: dict[str, dict] = {}
     for name, edit in EDITS.items():
         originals, edited = [], []

@@ -26,13 +26,13 @@ def main() -> None:
     parser.add_argument("--weights", type=Path, default=None)
     args = parser.parse_args()
 
-    from narcli.encode.dataset import split_random, zoo_items
+    from narcli.encode.dataset import card_split, zoo_items
     from narcli.encode.embedder import Embedder
     from narcli.search.family import VOTERS, combine, vote
 
     embedder = Embedder(args.weights)
     items = zoo_items(progress=True)
-    train, test = split_random(items, seed=embedder.card["config"]["seed"])
+    train, test = card_split(items, embedder.card)
     vectors, predictions = embedder.embed_encoded([item.encoded for item in items])
     train_vectors = vectors[train]
     counts = {"head": [0, 0], "vote": [0, 0], "head + vote": [0, 0]}

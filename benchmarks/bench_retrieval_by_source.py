@@ -40,20 +40,20 @@ def graded_ndcg(gains_ranked: np.ndarray, gains_all: np.ndarray) -> float:
 
 
 def by_source(db: Path, without: str | None) -> dict[str, dict]:
-    from narcli.encode.dataset import Item, split_random, zoo_labels
+    from narcli.encode.dataset import Item, card_split, zoo_labels
     from narcli.encode.weights import bundled_weights_path
     from narcli.search import neighbours
     from narcli.zoo.composite import backbone_of
     from narcli.zoo.store import Zoo
 
-    seed = json.loads(bundled_weights_path().with_suffix(".json").read_text())["config"]["seed"]
+    card = json.loads(bundled_weights_path().with_suffix(".json").read_text())
     hashes, vectors, _ = neighbours._zoo_vectors(db)
     position = {h: i for i, h in enumerate(hashes)}
     with Zoo([db]) as zoo:
         labelled = zoo_labels(zoo)
         ranked = {m.graph_hash: m.source for m in sorted(zoo.models(), key=lambda m: zoo.rank(m.source), reverse=True)}
-    items = [Item(h, *labelled[h], None) for h in labelled if h in position]
-    train, test = split_random(items, seed=seed)
+        items = [Item(h, *labelled[h], None) for h in labelled if h in position]
+        train, test = card_split(items, card, zoo)
     if without:
         train = [i for i in train if ranked[items[i].graph_hash] != without]
         test = [i for i in test if ranked[items[i].graph_hash] != without]

@@ -36,7 +36,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=150)
     args = parser.parse_args()
     from narcli.encode.augment import cifar_stem, imagenet_stem, no_stem_pool
-    from narcli.encode.dataset import Item, split_random, zoo_labels
+    from narcli.encode.dataset import Item, card_split, zoo_labels
     from narcli.encode.embedder import Embedder
     from narcli.encode.weights import bundled_weights_path
     from narcli.search.neighbours import zoo_index
@@ -50,7 +50,7 @@ def main() -> None:
     with Zoo() as zoo:
         labelled = zoo_labels(zoo)
         items = [Item(h, *labelled[h], None) for h in labelled]
-        train, _ = split_random(items, seed=card["config"]["seed"])
+        train, _ = card_split(items, card, zoo)
         family_of = {h: family for h, (_, family, _) in labelled.items()}
         for i in train:
             graph = zoo.graph(zoo.resolve(items[i].name))

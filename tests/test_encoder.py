@@ -299,3 +299,54 @@ def test_cached_features_cut_short_are_rebuilt(tmp_path, monkeypatch):
     assert cached_features("demo", lambda: [first])[0] is first
     again = cached_features("demo", lambda: [second])  # rewritten, then read back
     assert len(again) == 1 and again[0].num_nodes == first.num_nodes
+
+
+class _FakeZoo:
+    """A zoo's models as `card_split` reads them: (id, graph hash)."""
+
+    def __init__(self, pairs):
+        self.pairs = pairs
+
+    def models(self):
+        from types import SimpleNamespace
+
+        return [SimpleNamespace(id=i, graph_hash=h) for i, h in self.pairs]
+
+
+def test_a_card_keeps_its_test_part_when_the_zoo_is_relabelled_or_grows():
+    from narcli.encode.dataset import card_split, test_models
+
+    items = _items(["a"] * 30 + ["b"] * 20)
+    zoo = _FakeZoo([(f"m{i}", f"h{i}") for i in range(50)] + [("alias-of-0", "h0"), ("alias-of-1", "h1")])
+    train, test = split_random(items, seed=0)
+    card = {"config": {"seed": 0}, "test_models": test_models(items, test, zoo)}
+    assert card["test_models"] == sorted(m for i in test for m in [f"m{i}"] + [f"alias-of-{i}"] * (i < 2))
+
+    relabelled = [Item(it.graph_hash, it.name, "c" if k % 2 else "d", it.coarse, it.encoded) for k, it in enumerate(items)]
+    assert split_random(relabelled, seed=0)[1] != test  # a split drawn again on new labels moves
+    assert card_split(relabelled, card, zoo) == (train, test)  # the card's does not
+
+    # a model added since training shares a test graph: that graph may have been trained on under
+    # its new name, so it leaves the test part
+    grown = _FakeZoo(zoo.pairs + [(f"new-{test[0]}", f"h{test[0]}")])
+    grown_train, grown_test = card_split(items, card, grown)
+    assert grown_test == test[1:] and sorted(grown_train) == sorted(train + [test[0]])
+
+    assert card_split(items, {"config": {"seed": 0}}, zoo) == (train, test)  # an older card: its seed
+
+
+def test_the_shipped_card_keeps_the_test_part_it_was_scored_on():
+    import json
+    import re
+
+    from narcli.encode.dataset import card_split, zoo_labels
+    from narcli.encode.weights import bundled_weights_path
+    from narcli.zoo.store import Zoo
+
+    card = json.loads(bundled_weights_path().with_suffix(".json").read_text())
+    with Zoo() as zoo:
+        labelled = zoo_labels(zoo)
+        items = [Item(h, *labelled[h], None) for h in labelled]
+        train, test = card_split(items, card, zoo)
+    assert card["test_models"] and not set(train) & set(test)
+    assert len(test) == int(re.search(r"(\d+) test", card["split"]).group(1))  # every test graph still there

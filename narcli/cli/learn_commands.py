@@ -68,6 +68,7 @@ def eval_retrieval(
     results = run(evaluate_retrieval, split, ks, config, ablations, seed, "darts" if nas else "zoo",
                    report=reporter(console), methods=chosen)
     results.pop("nar_model", None)
+    results.pop("test_models", None)  # a model card keeps them; here they would be hundreds of lines
     text = json.dumps(results, indent=2, default=str)
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)

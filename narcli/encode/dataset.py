@@ -159,6 +159,38 @@ def split_random(items: list[Item], seed: int = 0, test_fraction: float = 0.1) -
     return sorted(train), sorted(test)
 
 
+def test_models(items: list[Item], test: list[int], zoo=None) -> list[str]:
+    """Every zoo model id whose graph is in the test part: what a model card keeps of its split, so
+    relabelling or re-tracing the zoo later cannot move a trained-on graph into the test part."""
+    from narcli.zoo.store import Zoo
+
+    zoo = zoo or Zoo()
+    hashes = {items[i].graph_hash for i in test}
+    return sorted(model.id for model in zoo.models() if model.graph_hash in hashes)
+
+
+def card_split(items: list[Item], card: dict, zoo=None) -> tuple[list[int], list[int]]:
+    """The encoder card's own split of `items` (today's zoo): its stored test models, carried by model
+    id to today's graphs. A graph is test only when every model that has it today is one of them (a
+    test graph that now equals a trained one, or that a newly added model shares, stays out).
+    A card without stored test models falls back to its seed's split of today's labels."""
+    stored = card.get("test_models")
+    if not stored:
+        return split_random(items, seed=card["config"]["seed"])
+    from narcli.zoo.store import Zoo
+
+    zoo = zoo or Zoo()
+    tested = set(stored)
+    models_of: dict[str, list[str]] = defaultdict(list)
+    for model in zoo.models():
+        if model.graph_hash:
+            models_of[model.graph_hash].append(model.id)
+    test_hashes = {h for h, ids in models_of.items() if all(i in tested for i in ids)}
+    test = [i for i, item in enumerate(items) if item.graph_hash in test_hashes]
+    train = [i for i, item in enumerate(items) if item.graph_hash not in test_hashes]
+    return train, test
+
+
 def split_ood(items: list[Item], seed: int = 0, family_fraction: float = 0.2) -> tuple[list[int], list[int]]:
     """Whole families held out: 20 % of the families with 2+ members (fixed seed) are test only."""
     rng = random.Random(seed)

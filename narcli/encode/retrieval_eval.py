@@ -87,6 +87,10 @@ def evaluate_retrieval(split: str = "random", ks: tuple[int, ...] = (20, 50, 100
     coarse = [item.coarse for item in items]
     results: dict[str, Any] = {"data": data, "split": split, "seed": seed, "architectures": len(items), "train": len(train),
                                "test": len(test), "ks": list(ks), "methods": {}, "config": vars(config).copy()}
+    if data == "zoo":  # kept in the model card: later relabelling cannot move trained-on graphs into test
+        from narcli.encode.dataset import test_models
+
+        results["test_models"] = test_models(items, test)
 
     def score(name: str, embeddings: Any, seconds: float) -> None:
         # each method in cosine order and with the search's second stage (which any embedding can have)
@@ -143,6 +147,7 @@ def train_and_save(path: Path, config: TrainConfig, report: Callable[[str], None
     trained = results.pop("nar_model")
     card = {"date": date.today().isoformat(), "data": f"bundled zoo, {results['architectures']} distinct architectures",
             "split": f"random 90/10 stratified by family, seed {config.seed}: {results['train']} train, "
-                     f"{results['test']} test", "metrics": results["methods"], "log": trained.log}
+                     f"{results['test']} test", "metrics": results["methods"], "log": trained.log,
+            "test_models": results["test_models"]}
     save_weights(trained, path, card)
     return results

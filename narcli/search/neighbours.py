@@ -62,7 +62,7 @@ def zoo_calibration(db: Path, hashes: list[str], vectors: np.ndarray,
     seed) when `variants` > 0, each searched against all the other architectures.
     `split_seed`: recomputed on that random split's training part only, with edits of that seed,
     to see how much the threshold moves with what the zoo holds."""
-    from narcli.encode.dataset import Item, augmented_items, original_hash, split_random, zoo_labels
+    from narcli.encode.dataset import Item, augmented_items, card_split, original_hash, split_random, zoo_labels
     from narcli.encode.weights import bundled_weights_path
     from narcli.search.family import calibrate_novelty
     from narcli.zoo.store import Zoo
@@ -73,7 +73,7 @@ def zoo_calibration(db: Path, hashes: list[str], vectors: np.ndarray,
         labelled = zoo_labels(zoo)
         position = {h: i for i, h in enumerate(hashes)}
         items = [Item(h, *labelled[h], None) for h in labelled if h in position]
-        _, never_trained = split_random(items, seed=card_seed)  # the encoder card's test part
+        _, never_trained = card_split(items, card, zoo)  # the encoder card's test part
         pool = list(range(len(items))) if split_seed is None else split_random(items, seed=split_seed)[0]
         seed = card_seed if split_seed is None else split_seed
         local = {row: k for k, row in enumerate(pool)}
