@@ -207,3 +207,92 @@ def test_a_scan_with_guessed_inputs_is_traced_again_when_the_guess_changes(write
     monkeypatch.setattr(inputs, "GUESS_VERSION", inputs.GUESS_VERSION + 1)
     assert cache_key(path, "py", ScanOptions(), None) != guessed
     assert cache_key(path, "py", ScanOptions(), [InputSpec((1, 3, 32, 32))]) == given
+
+
+def test_token_ids_and_sequences_in_a_models_file_are_read_too():
+    from narcli.trace.inputs import ExampleInput, example_inputs
+
+    source = "\n".join([
+        "import torch",
+        "ids = torch.randint(0, vocab_size, (2, 48))",           # line 2: low, high, size
+        "ids = torch.randint(config.vocab_size, size=(1, 48))",  # line 3: the same length again
+        "mask = torch.ones(1, 20, dtype=torch.long)",            # line 4: integer ids another way
+        "x = torch.randn(8, 96, 4)",                             # line 5: a batch of 96 steps of 4 features
+        "y = torch.randn(1, 24, 1)",                             # line 6: a univariate series
+        "h = torch.zeros(1, 20)",                                # floats of two sizes: not an input we read
+    ])
+    found = example_inputs(source)
+    assert found == [ExampleInput((48,), 2, tokens=True), ExampleInput((20,), 4, tokens=True),
+                     ExampleInput((96, 4), 5), ExampleInput((24, 1), 6)]
+    assert found[0].batch == 2 and found[2].written == (8, 96, 4)
+    assert found[3].sequence_of(1) == (1, 24) and found[3].fits(24, 1) is False  # never an image or signal
+    assert found[0].sequence_of(48) is None and not found[0].fits(48, 0)
+
+
+@pytest.mark.parametrize("layer, examples, shape, dtype", [
+    (nn.Embedding(100, 8), [((48,), True, 2)], (1, 48), "int64"),
+    (nn.LSTM(4, 8, batch_first=True), [((96, 4), False, 8)], (1, 96, 4), "float32"),
+    (nn.GRU(4, 8), [((8, 4), False, 50)], (50, 1, 4), "float32"),  # time-major: (steps, batch, features)
+    (nn.Linear(4, 8), [((96, 4), False, 8)], (1, 96, 4), "float32"),
+])
+def test_a_token_or_sequence_example_sets_the_first_guess(layer, examples, shape, dtype):
+    from narcli.trace.inputs import ExampleInput, candidate_inputs
+
+    model = nn.Sequential(layer)
+    written = [ExampleInput(sizes, 7, tokens, batch) for sizes, tokens, batch in examples]
+    others = [ExampleInput((3, 32, 32), 2, batch=1), ExampleInput((96, 5), 3, batch=8)]  # an image; 5 features
+    first, *rest = list(candidate_inputs(model, others + written))
+    assert first[0] == [InputSpec(shape, dtype)] and "line 7 of its file" in first[1]
+    assert not any("line" in about for _, about in rest)
+    assert list(candidate_inputs(model, others))[0][0] != [InputSpec(shape, dtype)]  # without it: the usual guess
+
+
+TINY_GPT = '''
+import torch
+from torch import nn
+
+class TinyGPT(nn.Module):
+    def __init__(self, vocab=100, context=24, dim=32):
+        super().__init__()
+        self.tokens, self.positions = nn.Embedding(vocab, dim), nn.Parameter(torch.zeros(1, context, dim))
+        self.block = nn.TransformerEncoderLayer(dim, 4, 64, batch_first=True)
+        self.head = nn.Linear(dim, vocab)
+
+    def forward(self, ids):
+        return self.head(self.block(self.tokens(ids) + self.positions[:, :ids.shape[1]]))
+'''
+
+LSTM_FORECASTER = '''
+import torch
+from torch import nn
+
+class Forecaster(nn.Module):
+    def __init__(self, features=4, hidden=16, horizon=12, window=96):
+        super().__init__()
+        self.lstm = nn.LSTM(features, hidden, batch_first=True)
+        self.head = nn.Linear(hidden * window, horizon)  # reads the whole window: it runs at 96 steps only
+
+    def forward(self, x):
+        out, _ = self.lstm(x)
+        return self.head(out.flatten(1))
+'''
+
+
+@pytest.mark.parametrize("source, smoke_test, shape", [
+    (TINY_GPT, "\nprint(TinyGPT()(torch.randint(0, 100, (2, 24))).shape)\n", [1, 24]),
+    (TINY_GPT, "", [1, 16]),  # without it: the longest of the usual lengths that fits its 24 positions
+    (LSTM_FORECASTER, "\nprint(Forecaster()(torch.randn(8, 96, 4)).shape)\n", [1, 96, 4]),
+    (LSTM_FORECASTER, "", None),  # without it: 32 steps, which its head cannot take
+])
+def test_a_language_model_or_forecaster_is_traced_at_its_files_example_length(cli, write, source, smoke_test, shape):
+    import json
+
+    result = cli("scan", write("model.py", source + smoke_test), "--json")
+    if shape is None:
+        assert result.exit_code != 0 and "--input-shape" in result.output
+        return
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    [record] = data["models"] if isinstance(data, dict) and "models" in data else data
+    assert record["inputs"][0]["shape"] == shape
+    assert ("example input on line" in record["assumed"]) == bool(smoke_test)

@@ -62,7 +62,7 @@ def zoo_build(
 
 @zoo_app.command("relabel")
 def zoo_relabel(db: ZooDbOption = None) -> None:
-    """Apply the family table (narcli/data/families.csv) to a built zoo, without tracing again."""
+    """Apply the family table (narcli/data/families.csv) and the refinements by structure to a built zoo, without tracing again."""
     from narcli.zoo.upgrade import relabel_zoo
     from narcli.zoo.store import user_zoo_path
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from narcli.errors import UsageError, shorten
@@ -87,42 +87,76 @@ def guess_inputs(model: Any) -> tuple[list[InputSpec], str]:
 # literal example inputs in the model's own file, as CIFAR code writes its smoke test:
 # `net(torch.randn(1, 3, 32, 32))`, `torch.zeros((2, 3, 32, 32))`, `torch.rand(size=(1, 1, 16000))`
 # (a batch first), and torchsummary's `summary(net, (3, 32, 32))` (no batch; torchinfo's
-# `input_size=(1, 3, 32, 32)` has one)
+# `input_size=(1, 3, 32, 32)` has one); token ids as `torch.randint(0, vocab, (2, 64))` or
+# `torch.zeros(1, 64, dtype=torch.long)` (a batch, then the length)
 _EXAMPLE_TENSOR = re.compile(r"torch\.(?:randn|rand|zeros|ones|empty)\(\s*(?:size\s*=\s*)?[(\[]?\s*"
                              r"(\d+(?:\s*,\s*\d+){2,4})\s*[)\],]")
 _EXAMPLE_SUMMARY = re.compile(r"(?:\bsummary\s*\(\s*[\w.]+\s*,\s*(?:input_size\s*=\s*)?|\binput_size\s*=\s*)"
                               r"[(\[]\s*(\d+(?:\s*,\s*\d+){2,3})\s*,?\s*[)\]]")
+_EXAMPLE_TOKENS = re.compile(r"torch\.randint\(\s*(?:(?:low\s*=\s*)?\d+\s*,\s*)?(?:high\s*=\s*)?[\w.]+\s*,\s*"
+                             r"(?:size\s*=\s*)?[(\[]\s*(\d+\s*,\s*\d+)\s*,?\s*[)\]]")
+_EXAMPLE_INTEGERS = re.compile(r"torch\.(?:zeros|ones|empty|full)\(\s*(?:size\s*=\s*)?[(\[]?\s*(\d+\s*,\s*\d+)"
+                               r"\s*[)\]]?\s*,[^)\n]*?dtype\s*=\s*torch\.(?:long|int64|int32|int)\b")
 # bump when the guess changes: a file scanned with guessed inputs is then traced again
-GUESS_VERSION = 3  # 3: a subclass of a torch layer (`WSConv2d(nn.Conv2d)`) is read as that layer
+GUESS_VERSION = 4  # 4: token-id and sequence examples are read too
 
 
 @dataclass(frozen=True)
 class ExampleInput:
-    """One sample's shape in an example input the model's file writes: channels, then its sides."""
+    """One sample's shape in an example input the model's file writes: channels, then its sides
+    (an image or signal), the time steps then the features (a sequence), or the length (token ids)."""
     shape: tuple[int, ...]
     line: int  # where it first appears (1-based)
+    tokens: bool = False  # integer ids for an embedding
+    batch: int | None = field(default=None, compare=False)  # the first size, when the call wrote a batch
+
+    @property
+    def written(self) -> tuple[int, ...]:
+        """The shape as the file writes it, the batch (or a sequence's first size) included."""
+        return self.shape if self.batch is None else (self.batch, *self.shape)
 
     def fits(self, channels: int, sides: int) -> bool:
-        return len(self.shape) == 1 + sides and self.shape[0] == channels
+        return not self.tokens and len(self.shape) == 1 + sides and self.shape[0] == channels and \
+            1 <= channels <= 4096 and all(8 <= side <= 1 << 20 for side in self.shape[1:])
+
+    def sequence_of(self, features: int) -> tuple[int, int] | None:
+        """(first, second) of a three-size float input whose last size is `features`: a batch and a
+        length for batch-first code, a length and a batch otherwise."""
+        written = self.written
+        if self.tokens or len(written) != 3 or written[2] != features:
+            return None
+        return written[0], written[1]
 
 
 def example_inputs(source: str) -> list[ExampleInput]:
     """The sample shapes of the literal example inputs in `source` (a model's `.py` file), the most
     used first (ties: the first written first). A CIFAR network built with adaptive pooling runs at
-    224 px as well as at 32; its file's own `torch.randn(1, 3, 32, 32)` says which one it is for."""
-    found: dict[tuple[int, ...], ExampleInput] = {}
-    uses: dict[tuple[int, ...], int] = {}
+    224 px as well as at 32; its file's own `torch.randn(1, 3, 32, 32)` says which one it is for,
+    as `torch.randint(0, vocab, (1, 64))` says a language model's length."""
+    found: dict[tuple[tuple[int, ...], bool], ExampleInput] = {}
+    uses: dict[tuple[tuple[int, ...], bool], int] = {}
+
+    def add(match: re.Match, sizes: tuple[int, ...], batch: int | None, tokens: bool) -> None:
+        key = (sizes, tokens)
+        found.setdefault(key, ExampleInput(sizes, source.count("\n", 0, match.start()) + 1, tokens, batch))
+        uses[key] = uses.get(key, 0) + 1
+
     for pattern, always_batched in ((_EXAMPLE_TENSOR, True), (_EXAMPLE_SUMMARY, False)):
         for match in pattern.finditer(source):
             sizes = tuple(int(n) for n in re.split(r"\s*,\s*", match.group(1)))
+            batch = None
             if always_batched or len(sizes) == 4:  # a summary of four sizes is torchinfo's, batch first
-                sizes = sizes[1:]
+                batch, sizes = sizes[0], sizes[1:]
             channels, sides = sizes[0], sizes[1:]
-            if not (1 <= channels <= 4096 and all(8 <= side <= 1 << 20 for side in sides)):
-                continue  # not an input: a weight's shape, a tiny grid, a typo
-            found.setdefault(sizes, ExampleInput(sizes, source.count("\n", 0, match.start()) + 1))
-            uses[sizes] = uses.get(sizes, 0) + 1
-    return sorted(found.values(), key=lambda e: (-uses[e.shape], e.line))
+            sequence = always_batched and len(sizes) == 2 and all(sizes)  # (batch, steps, features)
+            if sequence or (1 <= channels <= 4096 and all(8 <= side <= 1 << 20 for side in sides)):
+                add(match, sizes, batch, False)  # else not an input: a weight's shape, a tiny grid, a typo
+    for pattern in (_EXAMPLE_TOKENS, _EXAMPLE_INTEGERS):
+        for match in pattern.finditer(source):
+            batch, length = (int(n) for n in re.split(r"\s*,\s*", match.group(1)))
+            if 1 <= length <= 1 << 20:
+                add(match, (length,), batch, True)
+    return sorted(found.values(), key=lambda e: (-uses[(e.shape, e.tokens)], e.line))
 
 
 # Sizes tried after the first guess fails, most common first: CIFAR, MNIST, small ImageNet crops,
@@ -167,11 +201,19 @@ def candidate_inputs(model: Any, examples: list[ExampleInput] | tuple = ()) -> I
             return
         if kind in ("Embedding", "EmbeddingBag"):
             about = f"token ids ({first}: Embedding({layer.num_embeddings}, ...))"
+            for example in [e for e in examples if e.tokens][:2]:
+                yield [InputSpec((1, example.shape[0]), "int64")], \
+                    f"{about} at length {example.shape[0]}, the length of the example input on line {example.line} " \
+                    "of its file"
             for length in (128, *TOKEN_LENGTHS):
                 yield [InputSpec((1, length), "int64")], about
             return
         if kind == "Linear":
             about = f"vector ({first}: Linear({layer.in_features}, ...))"
+            for example, (_, steps) in _sequences(examples, layer.in_features):
+                yield [InputSpec((1, steps, layer.in_features))], \
+                    f"sequence of vectors ({first}: Linear({layer.in_features}, ...)) of {steps} steps, as the " \
+                    f"example input on line {example.line} of its file has it"
             yield [InputSpec((1, layer.in_features))], about
             yield [InputSpec((1, 16, layer.in_features))], about.replace("vector", "sequence of vectors", 1)
             # a patch embedding written as a Linear over unfolded patches takes an image
@@ -179,10 +221,20 @@ def candidate_inputs(model: Any, examples: list[ExampleInput] | tuple = ()) -> I
                 yield [InputSpec(shape)], f"image ({first}: Linear({layer.in_features}, ...) on patches)"
             return
         if kind in ("LSTM", "GRU", "RNN"):
+            about = f"sequence ({first}: {kind}({layer.input_size}, ...))"
+            for example, (outer, inner) in _sequences(examples, layer.input_size):
+                steps = inner if layer.batch_first else outer
+                yield [InputSpec((1, steps, layer.input_size) if layer.batch_first else (steps, 1, layer.input_size))], \
+                    f"{about} of {steps} steps, as the example input on line {example.line} of its file has it"
             shape = (1, 32, layer.input_size) if layer.batch_first else (32, 1, layer.input_size)
-            yield [InputSpec(shape)], f"sequence ({first}: {kind}({layer.input_size}, ...))"
+            yield [InputSpec(shape)], about
             return
     raise UsageError("cannot guess the model's input from its layers; pass --input-shape")
+
+
+def _sequences(examples: list[ExampleInput] | tuple, features: int) -> list[tuple[ExampleInput, tuple[int, int]]]:
+    """The examples that are sequences of `features`-wide vectors (two at most), with their first two sizes."""
+    return [(e, sizes) for e in examples if (sizes := e.sequence_of(features))][:2]
 
 
 def side_from_mismatch(message: str, side: int) -> int | None:

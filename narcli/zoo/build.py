@@ -141,7 +141,7 @@ def _result_row(source: ZooSource, entry: ZooEntry, result: TaskResult) -> tuple
     key = payload.get("family") or entry.family
     row["source_family"] = key
     counts = graph.op_histogram()
-    family, coarse, reviewed = label(source.name, key, counts)
+    family, coarse, reviewed = label(source.name, key, counts, graph)
     summary = graph.summary()
     row.update(family=family, coarse=coarse, labelled_by="table" if reviewed else "structure", status="ok",
                reason=None, message=None, graph_hash=summary["hash"], params=summary["params"],

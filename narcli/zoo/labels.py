@@ -11,6 +11,7 @@ import csv
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from narcli import DATA_DIR
 
@@ -81,9 +82,55 @@ def possible_coarse(op_counts: Mapping[str, int]) -> set[str]:
     return allowed
 
 
-def label(source: str, key: str, op_counts: Mapping[str, int]) -> tuple[str, str, bool]:
-    """(family, coarse, reviewed): from the table when it has `key`, else from the structure."""
+def label(source: str, key: str, op_counts: Mapping[str, int], graph: Any = None) -> tuple[str, str, bool]:
+    """(family, coarse, reviewed): from the table when it has `key`, else from the structure; with
+    the traced `graph`, a ResNet family is refined by what its blocks hold (`refine_family`)."""
     found = family_table().get((source, key))
     if found:
-        return found[0], found[1], True
+        return (refine_family(found[0], graph) if graph is not None else found[0]), found[1], True
     return key, coarse_from_structure(op_counts), False
+
+
+# Sources file one design under another's builder: timm's SE-ResNets and ResNet-RS sit in its resnet
+# module (its legacy SE-ResNets and MONAI's under senet), torchvision's ResNeXts in its resnet module
+# (timm's under resnext). The blocks say which design it is, so every source gets the same name.
+REFINED = ("resnet", "resnext")
+
+
+def refine_family(family: str, graph: Any) -> str:
+    """A ResNet with squeeze-and-excitation gates is an SENet (SE-ResNeXt too, as the SENet paper
+    and timm's legacy models file it); one with grouped bottleneck convolutions a ResNeXt."""
+    if family not in REFINED:
+        return family
+    if has_squeeze_excitation(graph):
+        return "senet"
+    grouped = any(n.op == "conv2d" and 1 < (n.attrs or {}).get("groups", 1) < (n.attrs or {}).get("in_channels", 0)
+                  for n in graph.nodes)
+    return "resnext" if grouped else family
+
+
+GATES = ("sigmoid", "hard_sigmoid")
+
+
+def has_squeeze_excitation(graph: Any) -> bool:
+    """A gate that scales a feature map by a sigmoid of two projections of its global pool, with an
+    activation between them (ECA's single 1-D convolution is another design)."""
+    parents, children = graph.parents(), graph.children()
+    nodes = graph.nodes
+
+    def only_parent(i: int) -> int | None:
+        return parents[i][0] if len(parents[i]) == 1 else None
+
+    for i, node in enumerate(nodes):
+        if node.op not in GATES or not any(nodes[c].op == "mul" for c in children[i]):
+            continue
+        chain, at = [], i
+        for _ in range(4):
+            at = only_parent(at)
+            if at is None:
+                break
+            chain.append(nodes[at].op)
+        if len(chain) == 4 and chain[0] == "linear" and chain[2] == "linear" and chain[1] not in ("linear", *GATES) \
+                and chain[3] in ("global_avg_pool", "mean"):
+            return True
+    return False

@@ -108,7 +108,7 @@ def _move_models(conn: Any, old_hash: str, old: Any, new: Any) -> int:
 
 
 def relabel_zoo(db: Path) -> Counter:
-    """Apply the current family table to every model of `db` without tracing again."""
+    """Apply the current family table and refinements to every model of `db` without tracing again."""
     from narcli.graph.arch_graph import ArchGraph
     from narcli.zoo.writer import writing
     from narcli.zoo.labels import label
@@ -118,13 +118,14 @@ def relabel_zoo(db: Path) -> Counter:
     changed: Counter = Counter()
     with writing(db) as writer:
         rows = writer.conn.execute("select id, source, source_family, graph_hash, family, coarse from models").fetchall()
-        counts: dict[str, Counter] = {}
+        graph, loaded = None, None  # one graph in memory at a time: the rows come grouped by graph
         with writer.conn:
-            for model_id, source, key, graph_hash, old_family, old_coarse in rows:
-                if graph_hash and graph_hash not in counts:
+            for model_id, source, key, graph_hash, old_family, old_coarse in sorted(rows, key=lambda r: r[3] or ""):
+                if graph_hash != loaded:
                     data = writer.conn.execute("select data from graphs where hash = ?", (graph_hash,)).fetchone()
-                    counts[graph_hash] = ArchGraph.from_json(zlib.decompress(data[0]).decode()).op_histogram()
-                family, coarse, reviewed = label(source, key, counts.get(graph_hash, Counter()))
+                    graph = ArchGraph.from_json(zlib.decompress(data[0]).decode()) if data else None
+                    loaded = graph_hash
+                family, coarse, reviewed = label(source, key, graph.op_histogram() if graph else Counter(), graph)
                 if (family, coarse) != (old_family, old_coarse):
                     changed["changed"] += 1
                 changed["table" if reviewed else "structure"] += 1

@@ -55,8 +55,8 @@ class TimmSource(ZooSource):
         model = build_on_meta(lambda: timm.create_model(entry.name, pretrained=False))
         config = getattr(model, "pretrained_cfg", None) or {}
         size = tuple(config.get("input_size") or (3, 224, 224))
-        family = "resnext" if entry.family == "resnet" and _grouped_bottleneck(model) else None
-        return BuiltModel(model, [torch.empty((1, *size), device="meta")], family, ["pixel_values"])
+        # a ResNeXt or SE-ResNet built by the resnet module is named by its blocks (zoo.labels.refine_family)
+        return BuiltModel(model, [torch.empty((1, *size), device="meta")], None, ["pixel_values"])
 
 
 def _generator(entrypoint: object) -> str | None:
@@ -67,13 +67,6 @@ def _generator(entrypoint: object) -> str | None:
             if name.startswith(prefix):
                 return name[len(prefix):]
     return None
-
-
-def _grouped_bottleneck(model: object) -> bool:
-    # ResNeXt is the ResNet generator with grouped 3x3 convolutions in its bottlenecks
-    import torch
-
-    return any(isinstance(m, torch.nn.Conv2d) and 1 < m.groups < m.in_channels for m in model.modules())
 
 
 @hookimpl
