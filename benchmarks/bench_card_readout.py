@@ -83,12 +83,16 @@ def store_test_models(card_path: Path, db: Path) -> None:
     test part, drawn the way training drew it: the card's seed on the zoo database it was trained on."""
     from types import SimpleNamespace
 
-    from narcli.encode.dataset import split_random, zoo_labels
+    from narcli.encode.dataset import split_random
     from narcli.zoo.store import Zoo
 
     data = json.loads(card_path.read_text())
     with Zoo([db]) as old:
-        labelled = list(zoo_labels(old).items())
+        # labelled as training labelled the zoo then: each graph by its best-ranked source's first model id
+        labelled: dict[str, tuple[str, str, str]] = {}
+        for model in sorted(old.models(), key=lambda m: (old.rank(m.source), m.id)):
+            labelled.setdefault(model.graph_hash, (model.id, model.family, model.coarse))
+        labelled = list(labelled.items())
         _, test = split_random([SimpleNamespace(family=family) for _, (_, family, _) in labelled],
                                data["config"]["seed"])
         hashes = {labelled[i][0] for i in test}

@@ -350,3 +350,21 @@ def test_the_shipped_card_keeps_the_test_part_it_was_scored_on():
         train, test = card_split(items, card, zoo)
     assert card["test_models"] and not set(train) & set(test)
     assert len(test) == int(re.search(r"(\d+) test", card["split"]).group(1))  # every test graph still there
+
+
+def test_a_shared_graph_is_labelled_for_training_as_searches_name_it(tmp_path):
+    from narcli.encode.dataset import zoo_labels
+    from narcli.zoo.store import Zoo
+    from narcli.zoo.writer import writing
+
+    shared, own = mlp_graph(2), mlp_graph(3)
+    rows = [("hf/aria", "aria", shared), ("hf/llama", "llama", shared), ("hf/llama-heads", "llama", own)]
+    with writing(tmp_path / "zoo.db") as writer:  # alphabetically the shared graph is aria's first
+        for model_id, family, graph in rows:
+            writer.store({"id": model_id, "source": "transformers", "name": model_id[3:], "family": family,
+                          "source_family": family, "coarse": "transformer", "status": "ok",
+                          "graph_hash": graph.content_hash()}, graph.to_json())
+    with Zoo([tmp_path / "zoo.db"]) as zoo:
+        labelled = zoo_labels(zoo)
+        named = zoo.models_by_hash([shared.content_hash()])[shared.content_hash()][0]
+    assert labelled[shared.content_hash()] == ("hf/llama", "llama", "transformer") and named.id == "hf/llama"

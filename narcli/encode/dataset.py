@@ -41,9 +41,10 @@ def zoo_items(zoo=None, progress: bool = False, jobs: int = 2) -> list[Item]:
 
 
 def zoo_labels(zoo) -> dict[str, tuple[str, str, str]]:
-    """Graph hash -> (model id, family, coarse class) of its best-ranked model, in item order."""
+    """Graph hash -> (model id, family, coarse class) of the model searches name it after
+    (`Zoo.models_by_hash`: best-ranked source, then the most common family), in item order."""
     labelled: dict[str, tuple[str, str, str]] = {}
-    for model in sorted(zoo.models(), key=lambda m: (zoo.rank(m.source), m.id)):
+    for model in sorted(zoo.models(), key=zoo.naming_key):
         if model.graph_hash and model.graph_hash not in labelled:
             labelled[model.graph_hash] = (model.id, model.family, model.coarse)
     return labelled

@@ -343,18 +343,21 @@ class Zoo:
         an architecture several families share (GPT-2 and GPT-SW3) is named after the larger one;
         of two as common, after the one fewer steps from its design's root (`zoo.lineage`: Mistral,
         derived from Llama, before Ministral, derived from Qwen2)."""
-        from narcli.zoo.lineage import lineage_depth
-
         out: dict[str, list[ZooModel]] = {}
         for start in range(0, len(hashes), 500):
             chunk = hashes[start:start + 500]
             marks = ",".join("?" * len(chunk))
             for m in self._query(f"select * from models where status = 'ok' and graph_hash in ({marks})", tuple(chunk)):
                 out.setdefault(m.graph_hash, []).append(m)
-        sizes = self.family_sizes()
         for group in out.values():
-            group.sort(key=lambda m: (self.rank(m.source), -sizes.get(m.family, 0), lineage_depth(m.family), m.id))
+            group.sort(key=self.naming_key)
         return out
+
+    def naming_key(self, model: ZooModel) -> tuple:
+        """Sort key of the models sharing a graph, the one it is named after first (`models_by_hash`)."""
+        from narcli.zoo.lineage import lineage_depth
+
+        return self.rank(model.source), -self.family_sizes().get(model.family, 0), lineage_depth(model.family), model.id
 
     def family_sizes(self) -> dict[str, int]:
         """Models per family (traced ones), over every zoo."""
