@@ -480,3 +480,58 @@ def test_log_softmax_on_the_logits_is_the_classifier_itself():
     with_probabilities = nn.Sequential(head, nn.LogSoftmax(dim=1))
     assert canonical(with_probabilities, 1, 12).content_hash() == canonical(head, 1, 12).content_hash()
     assert "softmax" in ops(canonical(nn.Sequential(nn.Linear(12, 10), nn.Softmax(1), nn.Linear(10, 3)), 1, 12))
+
+
+class HeadPerModule(nn.Module):
+    """Attention as tutorials write a GPT: one module per head, each with its q/k/v projections and a
+    causal mask, the heads' outputs concatenated, then the output projection."""
+
+    class Head(nn.Module):
+        def __init__(self, dim, size, context=16):
+            super().__init__()
+            self.q, self.k, self.v = (nn.Linear(dim, size) for _ in range(3))
+            self.register_buffer("tril", torch.tril(torch.ones(context, context)))
+
+        def forward(self, x):
+            t = x.shape[1]
+            q, k = self.q(x), self.k(x)
+            w = (q @ k.transpose(-2, -1)) * k.shape[-1] ** -0.5
+            w = F.softmax(w.masked_fill(self.tril[:t, :t] == 0, float("-inf")), dim=-1)
+            return w @ self.v(x)
+
+    def __init__(self, dim=32, heads=4, norm_per_head=False):
+        super().__init__()
+        self.norm, self.norm_per_head = nn.LayerNorm(dim), norm_per_head
+        self.heads = nn.ModuleList(self.Head(dim, dim // heads) for _ in range(heads))
+        self.out = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        if self.norm_per_head:  # the norm called inside the loop: the same value, computed per head
+            return x + self.out(torch.cat([head(self.norm(x)) for head in self.heads], dim=-1))
+        h = self.norm(x)
+        return x + self.out(torch.cat([head(h) for head in self.heads], dim=-1))
+
+
+@pytest.mark.parametrize("norm_per_head", [False, True])
+def test_attention_written_one_module_per_head_is_the_multi_head_attention(norm_per_head):
+    per_head = canonical(HeadPerModule(norm_per_head=norm_per_head), 1, 16, 32)
+    fused = canonical(Block("separate"), 1, 16, 32)
+    assert ops(per_head) == ["input", "layer_norm", "linear", "attention", "linear", "add", "output"]
+    assert per_head.content_hash() == fused.content_hash()
+    attention = per_head.nodes[3]
+    assert attention.shape == [1, 4, 16, 8] and attention.macs == fused.nodes[3].macs
+    assert per_head.nodes[2].params == fused.nodes[2].params == 32 * 96 + 96
+
+
+def test_concatenated_attentions_of_different_inputs_stay_apart():
+    class TwoStreams(nn.Module):  # two attentions over different tensors: not one module's heads
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = HeadPerModule.Head(32, 16), HeadPerModule.Head(32, 16)
+            self.mix = nn.Linear(32, 32)
+
+        def forward(self, x):
+            return self.mix(torch.cat([self.a(x), self.b(torch.relu(x))], dim=-1))
+
+    graph = canonical(TwoStreams(), 1, 16, 32)
+    assert ops(graph).count("attention") == 2 and "concat" in ops(graph)

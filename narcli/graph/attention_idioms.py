@@ -113,6 +113,56 @@ def attention_projections(a: int, nodes: list[Node], parents: list[list[int]], c
     return changed
 
 
+def merge_heads(cat: int, nodes: list[Node], parents: list[list[int]], children: list[list[int]],
+                alive: list[bool]) -> bool:
+    """Attention written one module per head (`torch.cat([head(x) for head in self.heads], -1)`, as
+    tutorials write a GPT) -> the one multi-head `attention` a fused module traces to: the heads'
+    projections one `linear` (run after `attention_projections`, so each head has one), no concat.
+    A norm recomputed inside the loop (`head(self.ln(x))`) is one norm."""
+    heads = parents[cat]
+    if len(heads) < 2 or any(nodes[h].op != "attention" or children[h] != [cat] or len(parents[h]) != 1
+                             or not nodes[h].shape for h in heads):
+        return False
+    projections = [parents[h][0] for h in heads]
+    if len(set(projections)) != len(projections) or any(
+            nodes[p].op != "linear" or children[p] != [h] or len(parents[p]) != 1 for p, h in zip(projections, heads)):
+        return False
+    widths = {(nodes[p].attrs.get("in_features"), nodes[p].attrs.get("out_features")) for p in projections}
+    sources = [parents[p][0] for p in projections]
+    if len(widths) != 1 or len({tuple(nodes[h].shape) for h in heads}) != 1 or not _one_input(sources, nodes, parents,
+                                                                                                children):
+        return False
+    keep, head = projections[0], heads[0]
+    first = nodes[keep]
+    out = sum(int(nodes[p].attrs.get("out_features") or 0) for p in projections)
+    nodes[keep] = Node("linear", [*first.shape[:-1], out] if first.shape else None, {**first.attrs, "out_features": out},
+                       sum(nodes[p].params for p in projections), sum(nodes[p].macs for p in projections), first.scope)
+    shape = nodes[head].shape
+    nodes[head] = Node("attention", [*shape[:-2], len(heads), *shape[-2:]], dict(nodes[head].attrs),
+                       sum(nodes[h].params for h in heads), sum(nodes[h].macs for h in heads), nodes[head].scope)
+    dropped = set(projections[1:]) | set(heads[1:]) | ({*sources[1:]} - {sources[0]})
+    for d in dropped:
+        for q in parents[d]:
+            children[q] = [c for c in children[q] if c != d]
+        parents[d], children[d], alive[d] = [], [], False
+    parents[cat] = [head]
+    fold(cat, parents, children, alive)
+    return True
+
+
+def _one_input(sources: list[int], nodes: list[Node], parents: list[list[int]], children: list[list[int]]) -> bool:
+    """The heads read one tensor: the same node, or one computation repeated per head (same operation
+    and settings, one reader each, the same single input)."""
+    if len(set(sources)) == 1:
+        return True
+    if len(set(sources)) != len(sources):
+        return False
+    first = nodes[sources[0]]
+    return all(nodes[s].op == first.op and nodes[s].attrs == first.attrs and nodes[s].shape == first.shape
+               and len(children[s]) == 1 and len(parents[s]) == 1 and parents[s] == parents[sources[0]]
+               for s in sources)
+
+
 def _expand_module(a: int, width: int, nodes: list[Node], parents: list[list[int]], children: list[list[int]],
                    alive: list[bool], order: list[float]) -> bool:
     """An attention node that holds its projections' weights -> `linear` in, `attention`, `linear` out."""

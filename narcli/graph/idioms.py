@@ -55,6 +55,7 @@ safe on stored graphs as well as inside the canonicaliser (it is idempotent).
 | concatenation | `cat([x])` of one tensor; `cat(cat(a, b), c)` (DenseNet written as a chain) | folded; `cat(a, b, c)` |
 | probability head | `log_softmax`/`softmax` of the final logits, right before the output | the logits |
 | grouped-query heads | k/v heads repeated (`repeat_interleave`, `repeat`) right before attention | folded (like `expand`) |
+| heads as modules | one attention module per head, outputs concatenated (a norm recomputed per head is one) | one multi-head `attention`, one `linear` in |
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ import math
 from collections import Counter
 
 from narcli.graph.arch_graph import ArchGraph, Node
-from narcli.graph.attention_idioms import attention_projections, fuse_attention, rotary_rotate_half
+from narcli.graph.attention_idioms import attention_projections, fuse_attention, merge_heads, rotary_rotate_half
 from narcli.graph.attention_idioms import fold as _fold
 from narcli.graph.vocab import OPS
 
@@ -165,6 +166,9 @@ def normalise_idioms(graph: ArchGraph) -> ArchGraph:
     for i in range(len(nodes)):
         if nodes[i].op == "attention" and alive[i]:
             changed |= attention_projections(i, nodes, parents, children, alive, order)
+    for i in range(len(nodes)):
+        if nodes[i].op == "concat" and alive[i]:
+            changed |= merge_heads(i, nodes, parents, children, alive)
     again = True
     while again:
         again = False
