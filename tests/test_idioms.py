@@ -535,3 +535,16 @@ def test_concatenated_attentions_of_different_inputs_stay_apart():
 
     graph = canonical(TwoStreams(), 1, 16, 32)
     assert ops(graph).count("attention") == 2 and "concat" in ops(graph)
+
+
+def test_attentions_concatenated_along_the_tokens_stay_apart():
+    class Stacked(nn.Module):  # the same input, but the outputs joined one after another, not side by side
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = HeadPerModule.Head(32, 32), HeadPerModule.Head(32, 32)
+
+        def forward(self, x):
+            return torch.cat([self.a(x), self.b(x)], dim=1)
+
+    graph = canonical(Stacked(), 1, 16, 32)
+    assert ops(graph).count("attention") == 2 and "concat" in ops(graph)

@@ -123,6 +123,9 @@ def merge_heads(cat: int, nodes: list[Node], parents: list[list[int]], children:
     if len(heads) < 2 or any(nodes[h].op != "attention" or children[h] != [cat] or len(parents[h]) != 1
                              or not nodes[h].shape for h in heads):
         return False
+    joined = nodes[cat].shape
+    if not joined or joined[-1] != sum(nodes[h].shape[-1] for h in heads):  # heads side by side, not one after another
+        return False
     projections = [parents[h][0] for h in heads]
     if len(set(projections)) != len(projections) or any(
             nodes[p].op != "linear" or children[p] != [h] or len(parents[p]) != 1 for p, h in zip(projections, heads)):
