@@ -302,6 +302,25 @@ def test_cached_scans_carry_their_predicted_family(monkeypatch):
     assert "assumed" not in dict(data.summary(mine))  # its inputs were given
 
 
+def test_a_file_scanned_again_lists_only_its_newest_scan(monkeypatch):
+    from types import SimpleNamespace
+
+    from narcli.tui import data
+
+    def record(key, shape, family_hash):
+        return SimpleNamespace(source="/project/gpt.py", name="GPT", graph_key=key, params=10, macs=10, nodes=3,
+                               inputs=[{"shape": shape, "dtype": "int64"}], depth=3, edges=2, top_ops=[],
+                               tracer="runtime", graph_hash=family_hash)
+
+    # oldest first, as the cache lists them: a scan from before an upgrade, the same input scanned
+    # since, and the file scanned at another length on purpose
+    records = [record("old", [1, 128], "h1"), record("new", [1, 128], "h2"), record("short", [1, 64], "h3")]
+    monkeypatch.setattr("narcli.scan.cache.Cache.records", lambda self: records)
+    monkeypatch.setattr("narcli.search.similar.cached_families", lambda: {"old": "new", "new": "gpt2"})
+    mine = {e.key: e.family for e in data.load_entries() if e.source == "cache"}
+    assert mine == {"cache:new": "gpt2", "cache:short": ""}
+
+
 def test_a_cached_scan_says_what_was_assumed_of_its_input(monkeypatch):
     from types import SimpleNamespace
 

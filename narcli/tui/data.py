@@ -117,9 +117,13 @@ def load_entries() -> list[Entry]:
         records = Cache().records()
     except NarError:  # a damaged cache: browse the zoo anyway
         records = []
+    # a file scanned again (after an upgrade of nar, or after it was edited) supersedes its older
+    # scans of the same model at the same input: one row each, the newest (`cache:NAME` still finds
+    # the others)
+    latest = {(r.source, r.name, json.dumps(r.inputs, sort_keys=True)): r for r in records if r.graph_key}
     # one row per stored graph: two scans may share one (the same file under another torch, say),
     # and a table cannot hold two rows of one key; the newest scan names it
-    cached = {entry.key: entry for entry in (cache_entry(r) for r in records if r.graph_key)}
+    cached = {entry.key: entry for entry in (cache_entry(r) for r in latest.values())}
     if cached:  # their families as `nar similar` predicts them, from the embeddings stored (no torch)
         from narcli.search.similar import cached_families
 
