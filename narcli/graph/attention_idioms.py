@@ -23,6 +23,13 @@ def fold(i: int, parents: list[list[int]], children: list[list[int]], alive: lis
     parents[i], children[i] = [], []
 
 
+def drop(i: int, parents: list[list[int]], children: list[list[int]], alive: list[bool]) -> None:
+    """Remove node `i` and its edges (what it computed is merged into a node kept)."""
+    for q in parents[i]:
+        children[q] = [c for c in children[q] if c != i]
+    parents[i], children[i], alive[i] = [], [], False
+
+
 _PRODUCTS = {"matmul", "bmm", "einsum"}
 # what authors put between q·kᵀ and the softmax: scale, additive mask/bias, masked_fill, where
 _SCORE_STEPS = {"mul", "div", "add", "sub", "masked_fill", "where"}
@@ -105,9 +112,7 @@ def attention_projections(a: int, nodes: list[Node], parents: list[list[int]], c
         nodes[keep] = Node("linear", shape, {**first.attrs, "out_features": out}, sum(nodes[m].params for m in members),
                            sum(nodes[m].macs for m in members), first.scope)
         for m in rest:
-            for q in parents[m]:
-                children[q] = [c for c in children[q] if c != m]
-            parents[m], children[m], alive[m] = [], [], False
+            drop(m, parents, children, alive)
         parents[a] = [p for p in parents[a] if p not in rest]
         changed = True
     return changed
@@ -145,9 +150,7 @@ def merge_heads(cat: int, nodes: list[Node], parents: list[list[int]], children:
                        sum(nodes[h].params for h in heads), sum(nodes[h].macs for h in heads), nodes[head].scope)
     dropped = set(projections[1:]) | set(heads[1:]) | ({*sources[1:]} - {sources[0]})
     for d in dropped:
-        for q in parents[d]:
-            children[q] = [c for c in children[q] if c != d]
-        parents[d], children[d], alive[d] = [], [], False
+        drop(d, parents, children, alive)
     parents[cat] = [head]
     fold(cat, parents, children, alive)
     return True

@@ -117,7 +117,7 @@ class ExampleInput:
 
     def fits(self, channels: int, sides: int) -> bool:
         return not self.tokens and len(self.shape) == 1 + sides and self.shape[0] == channels and \
-            1 <= channels <= 4096 and all(8 <= side <= 1 << 20 for side in self.shape[1:])
+            _image_or_signal(self.shape)
 
     def sequence_of(self, features: int) -> tuple[int, int] | None:
         """(first, second) of a three-size float input whose last size is `features`: a batch and a
@@ -126,6 +126,11 @@ class ExampleInput:
         if self.tokens or len(written) != 3 or written[2] != features:
             return None
         return written[0], written[1]
+
+
+def _image_or_signal(sizes: tuple[int, ...]) -> bool:
+    """Channels then sides an input can have (not a weight's shape, a tiny grid, a typo)."""
+    return 1 <= sizes[0] <= 4096 and all(8 <= side <= 1 << 20 for side in sizes[1:])
 
 
 def example_inputs(source: str) -> list[ExampleInput]:
@@ -147,9 +152,8 @@ def example_inputs(source: str) -> list[ExampleInput]:
             batch = None
             if always_batched or len(sizes) == 4:  # a summary of four sizes is torchinfo's, batch first
                 batch, sizes = sizes[0], sizes[1:]
-            channels, sides = sizes[0], sizes[1:]
             sequence = always_batched and len(sizes) == 2 and all(sizes)  # (batch, steps, features)
-            if sequence or (1 <= channels <= 4096 and all(8 <= side <= 1 << 20 for side in sides)):
+            if sequence or _image_or_signal(sizes):
                 add(match, sizes, batch, False)  # else not an input: a weight's shape, a tiny grid, a typo
     for pattern in (_EXAMPLE_TOKENS, _EXAMPLE_INTEGERS):
         for match in pattern.finditer(source):
@@ -222,12 +226,16 @@ def candidate_inputs(model: Any, examples: list[ExampleInput] | tuple = ()) -> I
             return
         if kind in ("LSTM", "GRU", "RNN"):
             about = f"sequence ({first}: {kind}({layer.input_size}, ...))"
+
+            def steps_of(steps: int) -> InputSpec:  # batch-first, or time-major: (steps, batch, features)
+                n = layer.input_size
+                return InputSpec((1, steps, n) if layer.batch_first else (steps, 1, n))
+
             for example, (outer, inner) in _sequences(examples, layer.input_size):
                 steps = inner if layer.batch_first else outer
-                yield [InputSpec((1, steps, layer.input_size) if layer.batch_first else (steps, 1, layer.input_size))], \
+                yield [steps_of(steps)], \
                     f"{about} of {steps} steps, as the example input on line {example.line} of its file has it"
-            shape = (1, 32, layer.input_size) if layer.batch_first else (32, 1, layer.input_size)
-            yield [InputSpec(shape)], about
+            yield [steps_of(32)], about
             return
     raise UsageError("cannot guess the model's input from its layers; pass --input-shape")
 

@@ -118,14 +118,14 @@ def relabel_zoo(db: Path) -> Counter:
     changed: Counter = Counter()
     with writing(db) as writer:
         rows = writer.conn.execute("select id, source, source_family, graph_hash, family, coarse from models").fetchall()
-        graph, loaded = None, None  # one graph in memory at a time: the rows come grouped by graph
+        graph, counts, loaded = None, Counter(), None  # one graph in memory at a time: rows grouped by graph
         with writer.conn:
             for model_id, source, key, graph_hash, old_family, old_coarse in sorted(rows, key=lambda r: r[3] or ""):
                 if graph_hash != loaded:
                     data = writer.conn.execute("select data from graphs where hash = ?", (graph_hash,)).fetchone()
                     graph = ArchGraph.from_json(zlib.decompress(data[0]).decode()) if data else None
-                    loaded = graph_hash
-                family, coarse, reviewed = label(source, key, graph.op_histogram() if graph else Counter(), graph)
+                    counts, loaded = graph.op_histogram() if graph else Counter(), graph_hash
+                family, coarse, reviewed = label(source, key, counts, graph)
                 if (family, coarse) != (old_family, old_coarse):
                     changed["changed"] += 1
                 changed["table" if reviewed else "structure"] += 1
