@@ -94,3 +94,21 @@ def test_relabelling_the_zoo_applies_the_refinement(tmp_path):
     with sqlite3.connect(db) as conn:  # the graphs themselves are untouched
         stored = dict(conn.execute("select hash, data from graphs"))
     assert {zlib.decompress(v).decode() for v in stored.values()} == {g.to_json() for g in graphs.values()}
+
+
+def test_a_query_is_named_by_its_blocks_as_the_zoo_is():
+    from narcli.encode.embedder import Embedder
+    from narcli.search.family import predict_family, renamed
+
+    # a ResNet-voted query with grouped bottlenecks: the two ResNet labels pool into the block's name
+    assert renamed([("resnet", 0.6), ("regnet", 0.3), ("resnext", 0.1)], {"resnet": "resnext"}) == \
+        [("resnext", 0.7), ("regnet", 0.3)]
+    assert renamed([("vit", 1.0)], {}) == [("vit", 1.0)]
+    grouped, se, plain = Embedder().embed([graph_of(groups=4), graph_of(gate="se"), graph_of()])
+    assert grouped.prediction["refined"] == {"resnet": "resnext"}
+    assert se.prediction["refined"] == {"resnet": "senet", "resnext": "senet"}
+    assert plain.prediction["refined"] == {}
+    voters = [("resnet", "convolutional", 0.95), ("resnet", "convolutional", 0.94), ("regnet", "convolutional", 0.93)]
+    assert predict_family(grouped.prediction, voters, 0.6).family == "resnext"
+    assert predict_family(plain.prediction, voters, 0.6).family == "resnet"
+    assert predict_family(None, voters, 0.6).family == "resnet"  # a cached prediction from before the rule

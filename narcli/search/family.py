@@ -64,7 +64,8 @@ def predict_family(prediction: dict[str, Any] | None, neighbours: list[tuple[str
     `neighbours`: (family, coarse, cosine) of the nearest zoo architectures, best first."""
     nearest = neighbours[0][2] if neighbours else -1.0
     voters = neighbours[:VOTERS]
-    families = combine((prediction or {}).get("family"), vote([f for f, _, _ in voters], [c for _, _, c in voters]))
+    families = renamed(combine((prediction or {}).get("family"), vote([f for f, _, _ in voters], [c for _, _, c in voters])),
+                       (prediction or {}).get("refined") or {})
     coarse = combine((prediction or {}).get("coarse"), vote([k for _, k, _ in voters], [c for _, _, c in voters]))
     possible = (prediction or {}).get("coarse_possible")
     if possible is not None:  # what the graph's operations rule out (an MLP is never convolutional)
@@ -85,6 +86,17 @@ def predict_family(prediction: dict[str, Any] | None, neighbours: list[tuple[str
     root, share = min(pooled.items(), key=lambda kv: (-kv[1], kv[0]))
     return FamilyPrediction(families[0][0], families[0][1], coarse_label, coarse_p, nearest, threshold,
                             families[1:4], root if root != families[0][0] else None, share)
+
+
+def renamed(families: list[tuple[str, float]], names: dict[str, str]) -> list[tuple[str, float]]:
+    """`families` with each label in `names` replaced by its new name, shares of a name summed: a
+    ResNet-voted query with grouped bottlenecks is a ResNeXt, as the zoo's own models are named."""
+    if not names:
+        return families
+    scores: Counter[str] = Counter()
+    for label, p in families:
+        scores[names.get(label, label)] += p
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
 # the threshold keeps this share of the known-family queries (edited copies of zoo designs, each left out)
