@@ -471,6 +471,48 @@ class _FakeIndex:
         return self.answers[float(vector[0])][:n]
 
 
+def test_the_zoo_graph_a_file_rebuilds_exactly_comes_first_and_votes_first():
+    """A hand-written BERT whose canonical graph is hf/bert's was shown below BigBird: traced at
+    another sequence length, the two vectors of one graph sat at the same cosine as a near twin."""
+    from narcli.search.similar import Neighbour, fold_heads, same_graph_first, votes
+
+    class Index:
+        keys = ["bigbird", "bert", "far"]
+        stored = {"bigbird": np.array([1.0, 0.0]), "bert": np.array([0.6, 0.8]), "far": np.array([0.0, 1.0])}
+
+        def position(self, key):
+            return self.keys.index(key) if key in self.keys else None
+
+        def vector(self, position):
+            return self.stored[self.keys[position]]
+
+    nearest = [("bigbird", 0.9753), ("bert", 0.9751), ("far", 0.5)]
+    assert same_graph_first(Index(), [np.array([1.0, 0.0])], nearest, "bert") == \
+        [("bert", 0.9751), ("bigbird", 0.9753), ("far", 0.5)]  # its own cosine, shown as measured
+    assert same_graph_first(Index(), [np.array([1.0, 0.0])], nearest, None) == nearest
+    assert same_graph_first(Index(), [np.array([1.0, 0.0])], nearest, "not-in-the-zoo") == nearest
+    # beyond the nearest asked for, it is still found and put in front, the list keeping its length
+    assert same_graph_first(Index(), [np.array([1.0, 0.0])], nearest[:1] + nearest[2:], "bert") == \
+        [("bert", pytest.approx(0.6)), ("bigbird", 0.9753)]
+
+    class Model:
+        def __init__(self, family):
+            self.family, self.coarse = family, "transformer"
+
+    models = {"bigbird": [Model("big_bird")], "bert": [Model("bert")]}
+    first = same_graph_first(Index(), [np.array([1.0, 0.0])], nearest, "bert")
+    vote_on = votes(first, models, "bert")
+    assert vote_on[0][0] == "bert" and vote_on[0][2] > max(c for _, _, c in vote_on[1:])
+    assert [c for _, _, c in votes(nearest, models)] == [0.9753, 0.9751]  # no graph of its own: as measured
+
+    def row(name, cosine, graph_hash):
+        return Neighbour(name, "zoo", "x", "transformer", "feature-extraction", "transformers", cosine, 1, 1, graph_hash)
+
+    rows = [row("hf/big_bird", 0.9753, "bigbird"), row("hf/bert", 0.9751, "bert")]
+    assert [n.name for n in fold_heads(rows, None, "bert")] == ["hf/bert", "hf/big_bird"]
+    assert [n.name for n in fold_heads(rows, None)] == ["hf/big_bird", "hf/bert"]
+
+
 def test_a_cifar_stem_query_takes_each_graph_at_the_better_of_its_two_spellings():
     from narcli.search.query import STEM_KEY, Query
     from narcli.search.similar import nearest_either_stem

@@ -278,6 +278,7 @@ class VectorIndex:
         self.dim: int = self.meta["dim"]
         self._annoy: Any = None
         self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray, tuple | None] | None = None
+        self._positions: dict[str, int] | None = None
 
     def _open_files(self) -> None:
         for kind in ("ann", "vec"):
@@ -369,6 +370,12 @@ class VectorIndex:
 
     def vector(self, position: int) -> np.ndarray:
         return self.vectors([position])[0]
+
+    def position(self, key: str) -> int | None:
+        """Where `key` is stored, or None."""
+        if self._positions is None:
+            self._positions = {k: i for i, k in enumerate(self.keys)}
+        return self._positions.get(key)
 
     def query(self, vector: np.ndarray, n: int, search_k: int = -1) -> list[tuple[str, float]]:
         """The `n` nearest keys by cosine on the full vectors among annoy's candidates, which it

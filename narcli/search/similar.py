@@ -158,6 +158,8 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
         wanted_rows = max(3 * k, RERANK_CANDIDATES) if order == "family" else 3 * k
         nearest = [(h, c) for h, c in nearest_either_stem(index, query, max(wanted_rows, 3 * VOTERS) + 1)
                    if h != own]
+        same_graph = query.graph_hash if query.kind != "zoo" else None
+        nearest = same_graph_first(index, query_vectors(query), nearest, same_graph)
         voters = nearest[:VOTERS]
         if only_cache:
             found: list[tuple[str, float]] = []
@@ -174,11 +176,11 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
                     continue
                 seen.add(same)
                 mine.append((key, c))
-            found = sorted(found + mine, key=lambda kc: -kc[1])[:wanted_rows]
+            found = sorted(found + mine, key=lambda kc: (kc[0] != same_graph, -kc[1]))[:wanted_rows]
         hashes = list({h for h, _ in voters} | {zoo_hash(h) or h for h, _ in found if not is_cache_name(h)})
         models = zoo.models_by_hash(hashes)
         notes = zoo.annotations(hashes)
-        vote_on = [(models[h][0].family, models[h][0].coarse, c) for h, c in voters if h in models]
+        vote_on = votes(voters, models, same_graph)
         if query.zoo_model is not None:  # its own label votes first: a twin of another family must not outvote it
             top = max([1.0] + [c for _, _, c in vote_on])
             vote_on.insert(0, (query.zoo_model.family, query.zoo_model.coarse, top + OWN_LABEL_MARGIN))
@@ -192,7 +194,7 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
         wanted = query_task(query)
         neighbours = [n for n in (_neighbour(key, c, models, notes, details, query, family, task, source, wanted)
                                   for key, c in found) if n is not None]
-        by_cosine = fold_heads(neighbours, wanted)
+        by_cosine = fold_heads(neighbours, wanted, same_graph)
         neighbours = by_cosine
         if order == "family":
             voted = vote([f for f, _, _ in vote_on[:VOTERS]], [c for _, _, c in vote_on[:VOTERS]])
@@ -208,6 +210,34 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
                                      [t for t in twins if t not in identical], order, reordered,
                                      len(query_vectors(query)) > 1))
     return results
+
+
+def votes(voters: list[tuple[str, float]], models: dict, same_graph: str | None = None) -> list[tuple[str, str, float]]:
+    """(family, coarse, cosine) of the voters the zoo has; the zoo graph the query is
+    (`same_graph_first`) votes first, as a zoo model's own label does."""
+    vote_on = [(models[h][0].family, models[h][0].coarse, c) for h, c in voters if h in models]
+    if voters and voters[0][0] == same_graph and same_graph in models:
+        vote_on[0] = (*vote_on[0][:2], max(c for _, _, c in vote_on) + OWN_LABEL_MARGIN)
+    return vote_on
+
+
+def same_graph_first(index: Any, vectors: list[np.ndarray], nearest: list[tuple[str, float]],
+                     graph_hash: str | None) -> list[tuple[str, float]]:
+    """`nearest` with the zoo architecture whose canonical graph is the query's own (a file that
+    rebuilds a known model exactly) in front, at its own cosine: sizes traced at another input (a
+    sequence length, say) move the vectors of one graph apart, never its identity."""
+    if not graph_hash:
+        return nearest
+    rest = [(h, c) for h, c in nearest if h != graph_hash]
+    if len(rest) == len(nearest):
+        position = index.position(graph_hash)
+        if position is None:  # not a zoo architecture
+            return nearest
+        stored = index.vector(position)
+        cosine = max(float(stored @ v / max(np.linalg.norm(stored) * np.linalg.norm(v), 1e-12))
+                     for v in vectors)
+        return [(graph_hash, cosine)] + rest[:len(nearest) - 1]
+    return [(graph_hash, dict(nearest)[graph_hash])] + rest
 
 
 def query_vectors(query: Query) -> list[np.ndarray]:
@@ -278,10 +308,10 @@ def _cached_family(key: str, users: Any, index: Any, zoo: Any, entry: dict, thre
     nearest zoo architectures, "new" below the novelty cosine), so a neighbour never contradicts
     what `nar similar` says of the same graph."""
     vector = users.vector(users.keys.index(key))
-    voters = index.query(vector, VOTERS)
+    same_graph = entry.get("graph_hash")
+    voters = same_graph_first(index, [vector], index.query(vector, VOTERS), same_graph)
     models = zoo.models_by_hash([h for h, _ in voters])
-    vote_on = [(models[h][0].family, models[h][0].coarse, c) for h, c in voters if h in models]
-    predicted = predict_family(entry.get("prediction"), vote_on, threshold)
+    predicted = predict_family(entry.get("prediction"), votes(voters, models, same_graph), threshold)
     return predicted.family or "new"
 
 
@@ -320,19 +350,22 @@ def _model_of(n: Neighbour) -> str:
     return f"{n.kind}:{name}"
 
 
-def fold_heads(neighbours: list[Neighbour], wanted: str | None) -> list[Neighbour]:
+def fold_heads(neighbours: list[Neighbour], wanted: str | None, first: str | None = None) -> list[Neighbour]:
     """One row per model: its task heads (one backbone, other last layers) fold into the row of the
     head whose task is the query's (else the nearest), so a GPT's nearest is a causal LM, not five
-    heads of one model with a token classifier first."""
+    heads of one model with a token classifier first. Rows by cosine, the model with graph `first`
+    (the query's own, `same_graph_first`) in front."""
     rows: dict[str, list[Neighbour]] = {}
     for n in neighbours:
         rows.setdefault(_model_of(n), []).append(n)
-    kept = []
+    kept, in_front = [], set()
     for members in rows.values():
         best = min(members, key=lambda n: (task_distance(n.task, wanted), -n.cosine))
         best.heads = [name for n in members if n is not best for name in [n.name, *n.aliases]]
         kept.append(best)
-    return sorted(kept, key=lambda n: -n.cosine)
+        if first and any(n.graph_hash == first for n in members):
+            in_front.add(id(best))
+    return sorted(kept, key=lambda n: (id(n) not in in_front, -n.cosine))
 
 
 def _backbone(family: str | None, voters: list[tuple[str, float]], models: dict) -> str:
