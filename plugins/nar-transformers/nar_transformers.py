@@ -32,6 +32,9 @@ TASKS = {
     "speech-seq2seq": "MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES",
     "audio-classification": "MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES",
     "ctc": "MODEL_FOR_CTC_MAPPING_NAMES",
+    # BertForPreTraining and its kind (masked-LM and next-sentence heads); a model type whose
+    # pre-training class is one of the heads above is not listed twice
+    "pretraining": "MODEL_FOR_PRETRAINING_MAPPING_NAMES",
 }
 
 
@@ -74,6 +77,8 @@ SIZES: dict[str, dict[str, dict]] = {
         "gpt2-large": {"n_embd": 1280, "n_layer": 36, "n_head": 20},
         "gpt2-xl": {"n_embd": 1600, "n_layer": 48, "n_head": 25},
     },
+    "bart": {"bart-base": {"d_model": 768, "encoder_layers": 6, "decoder_layers": 6, "encoder_attention_heads": 12,
+                           "decoder_attention_heads": 12, "encoder_ffn_dim": 3072, "decoder_ffn_dim": 3072}},
     "bert": {  # google's BERT-large and the compact BERTs (bert_uncased_L-4_H-256_A-4, L-8_H-512_A-8)
         "bert-large-uncased": {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16,
                                "intermediate_size": 4096},
@@ -81,7 +86,7 @@ SIZES: dict[str, dict[str, dict]] = {
         "bert-medium": {"hidden_size": 512, "num_hidden_layers": 8, "num_attention_heads": 8, "intermediate_size": 2048},
     },
 }
-SIZED_TASK = {"bert": "masked-lm"}  # the head a family's checkpoints ship with; causal-lm otherwise
+SIZED_TASK = {"bert": "masked-lm", "bart": "seq2seq-lm"}  # the head a family's checkpoints ship with; causal-lm otherwise
 
 
 class TransformersSource(ZooSource):
@@ -108,11 +113,13 @@ class TransformersSource(ZooSource):
                     AutoConfig.for_model(model_type)
             except Exception:  # a config that needs arguments is not a candidate
                 continue
+            listed_classes = set()
             for task, mapping in TASKS.items():
                 class_name = getattr(auto, mapping, {}).get(model_type)
                 if isinstance(class_name, (list, tuple)):
                     class_name = class_name[0]
-                if class_name:
+                if class_name and not (task == "pretraining" and class_name in listed_classes):
+                    listed_classes.add(class_name)
                     name = model_type if task == "base" else f"{model_type}/{task}"
                     entries.append(ZooEntry(name, model_type, "feature-extraction" if task == "base" else task,
                                             {"class": class_name}, unsupported=_unsupported(class_name)))
