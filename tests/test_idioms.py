@@ -328,6 +328,7 @@ class Block(nn.Module):
         else:
             self.q, self.out = nn.Linear(dim, dim), nn.Linear(dim, dim)
             self.k, self.v = nn.Linear(dim, kv_heads * head), nn.Linear(dim, kv_heads * head)
+            self.gain = nn.Parameter(torch.ones(head))
 
     def forward(self, x):
         h = self.norm(x)
@@ -348,7 +349,12 @@ class Block(nn.Module):
             else:  # expand + reshape, as transformers' repeat_kv does
                 k, v = (z[:, :, None].expand(b, self.kv_heads, repeat, t, d).reshape(b, self.heads, t, d)
                         for z in (k, v))
-        y = F.scaled_dot_product_attention(q, k, v)
+        if self.how == "prescaled":  # q * scaling, then attention at scale 1 (OPT, Whisper)
+            y = F.scaled_dot_product_attention(q * d ** -0.5, k, v, scale=1.0)
+        elif self.how == "gained":  # a learned gain on q is a layer, not the attention's scale
+            y = F.scaled_dot_product_attention(q * self.gain, k, v)
+        else:
+            y = F.scaled_dot_product_attention(q, k, v)
         return x + self.out(y.transpose(1, 2).reshape(b, t, c))
 
 
@@ -359,6 +365,13 @@ def test_attention_projections_written_as_a_module_one_linear_or_three_agree(how
     assert separate.content_hash() == other.content_hash()
     projection = separate.nodes[2]
     assert projection.attrs["out_features"] == 96 and projection.params == 32 * 96 + 96
+
+
+def test_a_query_scaled_before_the_fused_attention_is_its_scale():
+    separate, prescaled = canonical(Block("separate"), 1, 16, 32), canonical(Block("prescaled"), 1, 16, 32)
+    assert ops(prescaled) == ["input", "layer_norm", "linear", "attention", "linear", "add", "output"]
+    assert prescaled.content_hash() == separate.content_hash()
+    assert "mul" in ops(canonical(Block("gained"), 1, 16, 32))
 
 
 def test_grouped_query_heads_repeated_by_hand_or_by_expand_agree():

@@ -33,13 +33,17 @@ def test_upgrade_rewrites_old_graphs_and_moves_their_models(tmp_path):
         writer.conn.execute("insert into graphs values (?, ?)", (old_hash, zlib.compress(old.to_json().encode())))
         writer.conn.execute("update models set graph_hash = ? where id = 'fk/mlp_small'", (old_hash,))
         writer.conn.execute("insert into embeddings values (?, 'enc', x'00')", (old_hash,))
+        writer.conn.execute("create table if not exists predictions (id text primary key, predictor text, data text)")
+        writer.conn.executemany("insert into predictions values (?, 'p', '[]')", [("fk/mlp_small",), ("fk/cnn_tiny",)])
     writer.close()
     with Zoo([db]) as zoo:
         untouched = zoo.resolve("fk/cnn_tiny").graph_hash
 
     counts = upgrade_zoo(db)
 
-    assert (counts["rewritten"], counts["models"]) == (1, 1)
+    assert (counts["rewritten"], counts["models"], counts["predictions_dropped"]) == (1, 1, 1)
+    with sqlite3.connect(db) as conn:  # made on the old graph: predicted again by `nar zoo embed`
+        assert [r for (r,) in conn.execute("select id from predictions")] == ["fk/cnn_tiny"]
     zoo = Zoo([db])
     model = zoo.resolve("fk/mlp_small")
     new = zoo.graph(model)

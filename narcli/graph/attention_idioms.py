@@ -85,13 +85,19 @@ def fuse_attention(soft: int, nodes: list[Node], parents: list[list[int]], child
 _HEAD_VIEWS = {"split", "slice", "repeat", "tile"}
 
 
+def _is_scale(node: Node) -> bool:
+    """A constant factor (`q * scaling`, `q / sqrt(d)`): what the fused attention's own `scale`
+    does, as `fuse_attention` reads it before a hand-written q·kᵀ."""
+    return node.op in ("mul", "div") and not node.params
+
+
 def attention_projections(a: int, nodes: list[Node], parents: list[list[int]], children: list[list[int]],
                           alive: list[bool], order: list[float]) -> bool:
     """One canonical form for how q, k and v are projected into attention node `a` (see the module
     docstring): expand a whole-module attention, fold head views, merge parallel projections."""
     changed = False
-    for p in list(parents[a]):  # a fused projection split into q, k, v; k/v heads repeated
-        if nodes[p].op in _HEAD_VIEWS and len(parents[p]) == 1 and set(children[p]) == {a}:
+    for p in list(parents[a]):  # a fused projection split into q, k, v; k/v heads repeated; q pre-scaled
+        if (nodes[p].op in _HEAD_VIEWS or _is_scale(nodes[p])) and len(parents[p]) == 1 and set(children[p]) == {a}:
             fold(p, parents, children, alive)
             changed = True
     node = nodes[a]

@@ -27,7 +27,9 @@ Rules come in two kinds:
   module, one fused `Linear` and a split, or one `Linear` each), the graph says one `linear` from
   each source into `attention` (a self-attention reads one source; cross-attention two: q from the
   latest, k/v from the other) and one `linear` out. A split or a head repetition whose only reader
-  is the attention moves data and folds away.
+  is the attention moves data and folds away; so does a constant factor on q (`q_proj(x) *
+  scaling`, then attention at scale 1, as OPT and Whisper write it), which is the attention's own
+  scale.
 - **Padding**: a separate zero pad whose only readers are convolutions or pools is part of them
   (how the padding is spelled, not what is computed).
 

@@ -43,6 +43,7 @@ def upgrade_zoo(db: Path, report: Callable[[str], None] = lambda line: None) -> 
         conn = writer.conn
         rows = conn.execute("select hash, data from graphs").fetchall()
         counts["graphs"] = len(rows)
+        moved: set[str] = set()
         report(f"checking {len(rows)} graphs")
         with conn:
             for old_hash, blob in rows:
@@ -65,7 +66,9 @@ def upgrade_zoo(db: Path, report: Callable[[str], None] = lambda line: None) -> 
                     counts["merged"] += 1
                 else:
                     conn.execute("insert into graphs values (?, ?)", (new_hash, zlib.compress(new_text.encode(), 9)))
-                counts["models"] += _move_models(conn, old_hash, graph, new)
+                ids = _move_models(conn, old_hash, graph, new)
+                counts["models"] += len(ids)
+                moved.update(ids)
                 for table in ("graphs", "embeddings", "annotations"):
                     conn.execute(f"delete from {table} where hash = ?", (old_hash,))
                 counts["rewritten"] += 1
@@ -75,6 +78,11 @@ def upgrade_zoo(db: Path, report: Callable[[str], None] = lambda line: None) -> 
                 if new_text != text:  # a model's own trace follows its architecture's graph
                     conn.execute("update model_graphs set data = ? where id = ?",
                                  (zlib.compress(new_text.encode(), 9), model_id))
+                    moved.add(model_id)
+            # their stored predictions were made on the old graph: `nar zoo embed` predicts them again
+            if moved and conn.execute("select 1 from sqlite_master where type = 'table' and name = 'predictions'").fetchone():
+                conn.executemany("delete from predictions where id = ?", [(m,) for m in sorted(moved)])
+    counts["predictions_dropped"] = len(moved)
     return counts
 
 
@@ -82,7 +90,7 @@ def _shapes(inputs: Any) -> list:
     return [list(spec.get("shape") or []) for spec in inputs or [] if isinstance(spec, dict)]
 
 
-def _move_models(conn: Any, old_hash: str, old: Any, new: Any) -> int:
+def _move_models(conn: Any, old_hash: str, old: Any, new: Any) -> list[str]:
     """Point the models of `old_hash` at the rewritten graph. One graph serves every model of its
     architecture, but it was traced at one model's input: a model traced at another input (a 384-px
     variant) keeps its own MACs, scaled by what the rewrite changed, never the other model's."""
@@ -104,7 +112,7 @@ def _move_models(conn: Any, old_hash: str, old: Any, new: Any) -> int:
         conn.execute("update models set graph_hash = ?, params = ?, macs = ?, nodes = ?, edges = ?, depth = ?, "
                      "top_ops = ? where id = ?", (new_hash, params, macs, after["nodes"],
                                                   after["edges"], after["depth"], top_ops, model_id))
-    return len(rows)
+    return [model_id for model_id, *_ in rows]
 
 
 def relabel_zoo(db: Path) -> Counter:
