@@ -58,6 +58,7 @@ safe on stored graphs as well as inside the canonicaliser (it is idempotent).
 | probability head | `log_softmax`/`softmax` of the final logits, right before the output | the logits |
 | grouped-query heads | k/v heads repeated (`repeat_interleave`, `repeat`) right before attention | folded (like `expand`) |
 | heads as modules | one attention module per head, outputs concatenated (a norm recomputed per head is one) | one multi-head `attention`, one `linear` in |
+| query scale | `q_proj(x) * scaling`, then a fused attention at scale 1 (OPT, Whisper) | folded: the attention's own scale |
 """
 
 from __future__ import annotations
