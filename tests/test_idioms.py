@@ -323,11 +323,12 @@ class Block(nn.Module):
         head = dim // heads
         if how == "module":
             self.mha = nn.MultiheadAttention(dim, heads, batch_first=True)
-        elif how == "fused":
+        elif how in ("fused", "fused prescaled"):
             self.qkv, self.out = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
         else:
             self.q, self.out = nn.Linear(dim, dim), nn.Linear(dim, dim)
             self.k, self.v = nn.Linear(dim, kv_heads * head), nn.Linear(dim, kv_heads * head)
+        if how == "gained":
             self.gain = nn.Parameter(torch.ones(head))
 
     def forward(self, x):
@@ -336,7 +337,7 @@ class Block(nn.Module):
             return x + self.mha(h, h, h, need_weights=False)[0]
         b, t, c = x.shape
         d = c // self.heads
-        if self.how == "fused":
+        if self.how in ("fused", "fused prescaled"):
             q, k, v = self.qkv(h).split(c, dim=-1)
         else:
             q, k, v = self.q(h), self.k(h), self.v(h)
@@ -349,7 +350,7 @@ class Block(nn.Module):
             else:  # expand + reshape, as transformers' repeat_kv does
                 k, v = (z[:, :, None].expand(b, self.kv_heads, repeat, t, d).reshape(b, self.heads, t, d)
                         for z in (k, v))
-        if self.how == "prescaled":  # q * scaling, then attention at scale 1 (OPT, Whisper)
+        if self.how.endswith("prescaled"):  # q * scaling, then attention at scale 1 (OPT, Whisper)
             y = F.scaled_dot_product_attention(q * d ** -0.5, k, v, scale=1.0)
         elif self.how == "gained":  # a learned gain on q is a layer, not the attention's scale
             y = F.scaled_dot_product_attention(q * self.gain, k, v)
@@ -367,10 +368,12 @@ def test_attention_projections_written_as_a_module_one_linear_or_three_agree(how
     assert projection.attrs["out_features"] == 96 and projection.params == 32 * 96 + 96
 
 
-def test_a_query_scaled_before_the_fused_attention_is_its_scale():
-    separate, prescaled = canonical(Block("separate"), 1, 16, 32), canonical(Block("prescaled"), 1, 16, 32)
+@pytest.mark.parametrize("how", ["prescaled", "fused prescaled"])
+def test_a_query_scaled_before_the_fused_attention_is_its_scale(how):
+    separate, prescaled = canonical(Block("separate"), 1, 16, 32), canonical(Block(how), 1, 16, 32)
     assert ops(prescaled) == ["input", "layer_norm", "linear", "attention", "linear", "add", "output"]
     assert prescaled.content_hash() == separate.content_hash()
+    assert normalise_idioms(prescaled) is prescaled  # normal already: nothing left to fold
     assert "mul" in ops(canonical(Block("gained"), 1, 16, 32))
 
 

@@ -504,12 +504,21 @@ def test_the_zoo_graph_a_file_rebuilds_exactly_comes_first_and_votes_first():
     vote_on = votes(first, models, "bert")
     assert vote_on[0][0] == "bert" and vote_on[0][2] > max(c for _, _, c in vote_on[1:])
     assert [c for _, _, c in votes(nearest, models)] == [0.9753, 0.9751]  # no graph of its own: as measured
+    # its family wins over many near twins of another, and it is never called new
+    from narcli.search.family import predict_family
+
+    crowd = {**{f"bigbird{i}": [Model("big_bird")] for i in range(6)}, "bert": [Model("bert")]}
+    found = [("bert", 0.61)] + [(f"bigbird{i}", 0.63) for i in range(6)]
+    assert predict_family(None, votes(found, crowd, "bert"), 0.66).family == "bert"
+    assert predict_family(None, votes(found, crowd), 0.66).novel  # the same rows, not the query's own graph
 
     def row(name, cosine, graph_hash):
         return Neighbour(name, "zoo", "x", "transformer", "feature-extraction", "transformers", cosine, 1, 1, graph_hash)
 
     rows = [row("hf/big_bird", 0.9753, "bigbird"), row("hf/bert", 0.9751, "bert")]
     assert [n.name for n in fold_heads(rows, None, "bert")] == ["hf/bert", "hf/big_bird"]
+    mine = Neighbour("copy.py:Bert", "cache", "bert", "transformer", "", "cache", 0.9752, 1, 1, "bert")
+    assert [n.name for n in fold_heads(rows + [mine], None, "bert")][:2] == ["hf/bert", "hf/big_bird"]  # zoo rows only
     assert [n.name for n in fold_heads(rows, None)] == ["hf/big_bird", "hf/bert"]
 
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("transformers")
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
 def source():
+    pytest.importorskip("transformers")
     try:
         import nar_transformers
     except ImportError:  # the plugin is not installed by the test command: load it from its folder

@@ -27,7 +27,8 @@ def similar_command(
     timeout: TimeoutOption = 120.0,
     no_cache: NoCacheOption = False,
     order: str = typer.Option("family", "--order", help="family: the 2 nearest, then the family the nearest ten "
-                              "vote for, each family's models by cosine; cosine: by cosine alone."),
+                              "vote for, each family's models by cosine; cosine: by cosine alone (either way, a zoo model of "
+                              "the very graph comes first)."),
     as_json: JsonOption = False,
 ) -> None:
     """The known architectures nearest to a model, and the family it most likely belongs to."""

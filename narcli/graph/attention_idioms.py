@@ -86,8 +86,10 @@ _HEAD_VIEWS = {"split", "slice", "repeat", "tile"}
 
 
 def _is_scale(node: Node) -> bool:
-    """A constant factor (`q * scaling`, `q / sqrt(d)`): what the fused attention's own `scale`
-    does, as `fuse_attention` reads it before a hand-written q·kᵀ."""
+    """A factor on q (or k) with one input and no weights of its own (`q * scaling`, `q / sqrt(d)`,
+    a temperature): what the fused attention's own `scale` does, as `fuse_attention` reads it
+    before a hand-written q·kᵀ. The graph keeps no operand, so `q * q` would read the same; no
+    attention is written that way."""
     return node.op in ("mul", "div") and not node.params
 
 
@@ -95,11 +97,13 @@ def attention_projections(a: int, nodes: list[Node], parents: list[list[int]], c
                           alive: list[bool], order: list[float]) -> bool:
     """One canonical form for how q, k and v are projected into attention node `a` (see the module
     docstring): expand a whole-module attention, fold head views, merge parallel projections."""
-    changed = False
-    for p in list(parents[a]):  # a fused projection split into q, k, v; k/v heads repeated; q pre-scaled
-        if (nodes[p].op in _HEAD_VIEWS or _is_scale(nodes[p])) and len(parents[p]) == 1 and set(children[p]) == {a}:
-            fold(p, parents, children, alive)
-            changed = True
+    changed, folded = False, True
+    while folded:  # a fused projection split into q, k, v; k/v heads repeated; q scaled (a fold can free the next)
+        folded = False
+        for p in list(parents[a]):
+            if (nodes[p].op in _HEAD_VIEWS or _is_scale(nodes[p])) and len(parents[p]) == 1 and set(children[p]) == {a}:
+                fold(p, parents, children, alive)
+                changed = folded = True
     node = nodes[a]
     width = node.shape[-1] if node.shape else 0
     if width and node.params >= 3 * width * width:  # the module's own projections (nn.MultiheadAttention)

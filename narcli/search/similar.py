@@ -17,6 +17,7 @@ from narcli.search.family import (
     VOTERS,
     FamilyPrediction,
     predict_family,
+    renamed,
 )
 from narcli.search.predictions import performance_rows, summary_json, summary_line
 from narcli.scan.targets import is_cache_name, zoo_hash
@@ -26,7 +27,7 @@ from narcli.zoo.composite import backbone_of
 MAX_K = 1000
 TWIN_COSINE = 0.9995  # one design to the encoder: the same layers at other sizes (their hashes differ)
 OWN_LABEL_MARGIN = 1e-3  # a zoo model's own graph votes as the nearest of all, ahead of a twin's
-LM_TASKS = ("causal-lm", "masked-lm")
+LM_TASKS = ("causal-lm", "masked-lm", "pretraining")  # pretraining: BertForPreTraining's masked-LM head and its kind
 # the nearest, then neighbours by the family vote and cosine (`encode.family_rank`); or cosine alone
 ORDERS = ("family", "cosine")
 ORDER_NOTE = f"nearest {KEEP_NEAREST} first, then by family vote and cosine"  # shown (CLI and browser) when that is not cosine order
@@ -134,7 +135,8 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
     """For each architecture `target` names: its `k` nearest neighbours (zoo and, without a zoo
     filter, the user's own scanned models) and its predicted family. `order` "family": the
     `KEEP_NEAREST` nearest, then the neighbours of the family the nearest ten vote for
-    (`encode.family_rank`), each family's by cosine; "cosine": by cosine alone."""
+    (`encode.family_rank`), each family's by cosine; "cosine": by cosine alone. Either way a zoo
+    architecture whose canonical graph is the query's own comes first (`same_graph_first`)."""
     from narcli.search.neighbours import user_index, zoo_index
     from narcli.zoo.store import Zoo
 
@@ -197,7 +199,8 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
         by_cosine = fold_heads(neighbours, wanted, same_graph)
         neighbours = by_cosine
         if order == "family":
-            voted = vote([f for f, _, _ in vote_on[:VOTERS]], [c for _, _, c in vote_on[:VOTERS]])
+            voted = dict(renamed(list(vote([f for f, _, _ in vote_on[:VOTERS]], [c for _, _, c in vote_on[:VOTERS]]).items()),
+                                 (query.prediction or {}).get("refined") or {}))  # the family named as predicted
             ranked = family_order([n.cosine for n in by_cosine], [n.family for n in by_cosine], voted,
                                   FAMILY_RERANK_WEIGHT)
             neighbours = [by_cosine[i] for i in ranked]
@@ -216,8 +219,8 @@ def votes(voters: list[tuple[str, float]], models: dict, same_graph: str | None 
     """(family, coarse, cosine) of the voters the zoo has; the zoo graph the query is
     (`same_graph_first`) votes first, as a zoo model's own label does."""
     vote_on = [(models[h][0].family, models[h][0].coarse, c) for h, c in voters if h in models]
-    if voters and voters[0][0] == same_graph and same_graph in models:
-        vote_on[0] = (*vote_on[0][:2], max(c for _, _, c in vote_on) + OWN_LABEL_MARGIN)
+    if voters and voters[0][0] == same_graph and same_graph in models:  # never "new", as a zoo query is not
+        vote_on[0] = (*vote_on[0][:2], max([1.0] + [c for _, _, c in vote_on]) + OWN_LABEL_MARGIN)
     return vote_on
 
 
@@ -363,7 +366,7 @@ def fold_heads(neighbours: list[Neighbour], wanted: str | None, first: str | Non
         best = min(members, key=lambda n: (task_distance(n.task, wanted), -n.cosine))
         best.heads = [name for n in members if n is not best for name in [n.name, *n.aliases]]
         kept.append(best)
-        if first and any(n.graph_hash == first for n in members):
+        if first and any(n.kind == "zoo" and n.graph_hash == first for n in members):
             in_front.add(id(best))
     return sorted(kept, key=lambda n: (id(n) not in in_front, -n.cosine))
 

@@ -38,7 +38,7 @@ def upgrade_zoo(db: Path, report: Callable[[str], None] = lambda line: None) -> 
     if not Path(db).exists():
         raise ZooError(f"zoo database {db} is missing; build it with `nar zoo build --db {db}`")
     open_readonly(Path(db)).close()
-    counts = {"graphs": 0, "rewritten": 0, "reordered": 0, "merged": 0, "models": 0}
+    counts = {"graphs": 0, "rewritten": 0, "reordered": 0, "merged": 0, "models": 0, "predictions_dropped": 0}
     with writing(Path(db)) as writer:
         conn = writer.conn
         rows = conn.execute("select hash, data from graphs").fetchall()
@@ -81,8 +81,8 @@ def upgrade_zoo(db: Path, report: Callable[[str], None] = lambda line: None) -> 
                     moved.add(model_id)
             # their stored predictions were made on the old graph: `nar zoo embed` predicts them again
             if moved and conn.execute("select 1 from sqlite_master where type = 'table' and name = 'predictions'").fetchone():
-                conn.executemany("delete from predictions where id = ?", [(m,) for m in sorted(moved)])
-    counts["predictions_dropped"] = len(moved)
+                counts["predictions_dropped"] = sum(conn.execute("delete from predictions where id = ?", (m,)).rowcount
+                                                    for m in sorted(moved))
     return counts
 
 

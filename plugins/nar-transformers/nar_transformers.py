@@ -127,6 +127,8 @@ class TransformersSource(ZooSource):
         for model_type, sizes in SIZES.items():
             task = SIZED_TASK.get(model_type, "causal-lm")
             class_name = getattr(auto, TASKS[task], {}).get(model_type)
+            if isinstance(class_name, (list, tuple)):
+                class_name = class_name[0]
             if model_type not in listed or not class_name:  # an older transformers without it
                 continue
             for checkpoint, fields in sizes.items():
