@@ -184,8 +184,7 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
         notes = zoo.annotations(hashes)
         vote_on = votes(voters, models, same_graph)
         if query.zoo_model is not None:  # its own label votes first: a twin of another family must not outvote it
-            top = max([1.0] + [c for _, _, c in vote_on])
-            vote_on.insert(0, (query.zoo_model.family, query.zoo_model.coarse, top + OWN_LABEL_MARGIN))
+            vote_on.insert(0, (query.zoo_model.family, query.zoo_model.coarse, _ahead_of(vote_on)))
         prediction = predict_family(query.prediction, vote_on, threshold)
         own_label = query.zoo_model is not None and prediction.family == query.zoo_model.family
         prediction.backbone = backbone_of(query.zoo_model.id) if own_label else \
@@ -220,8 +219,13 @@ def votes(voters: list[tuple[str, float]], models: dict, same_graph: str | None 
     (`same_graph_first`) votes first, as a zoo model's own label does."""
     vote_on = [(models[h][0].family, models[h][0].coarse, c) for h, c in voters if h in models]
     if voters and voters[0][0] == same_graph and same_graph in models:  # never "new", as a zoo query is not
-        vote_on[0] = (*vote_on[0][:2], max([1.0] + [c for _, _, c in vote_on]) + OWN_LABEL_MARGIN)
+        vote_on[0] = (*vote_on[0][:2], _ahead_of(vote_on))
     return vote_on
+
+
+def _ahead_of(vote_on: list[tuple[str, str, float]]) -> float:
+    """The cosine a query's own graph votes with: ahead of every voter, and never below 1."""
+    return max([1.0] + [c for _, _, c in vote_on]) + OWN_LABEL_MARGIN
 
 
 def same_graph_first(index: Any, vectors: list[np.ndarray], nearest: list[tuple[str, float]],

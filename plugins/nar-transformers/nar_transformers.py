@@ -8,6 +8,8 @@ the published sizes of their small checkpoints (`SIZES`), named as the checkpoin
 
 from __future__ import annotations
 
+from typing import Any
+
 from narcli import hookimpl
 from narcli.sources import (
     SUPPORTED_INPUTS,
@@ -114,10 +116,8 @@ class TransformersSource(ZooSource):
             except Exception:  # a config that needs arguments is not a candidate
                 continue
             listed_classes = set()
-            for task, mapping in TASKS.items():
-                class_name = getattr(auto, mapping, {}).get(model_type)
-                if isinstance(class_name, (list, tuple)):
-                    class_name = class_name[0]
+            for task in TASKS:
+                class_name = _class_name(auto, task, model_type)
                 if class_name and not (task == "pretraining" and class_name in listed_classes):
                     listed_classes.add(class_name)
                     name = model_type if task == "base" else f"{model_type}/{task}"
@@ -126,9 +126,7 @@ class TransformersSource(ZooSource):
         listed = {e.family for e in entries}
         for model_type, sizes in SIZES.items():
             task = SIZED_TASK.get(model_type, "causal-lm")
-            class_name = getattr(auto, TASKS[task], {}).get(model_type)
-            if isinstance(class_name, (list, tuple)):
-                class_name = class_name[0]
+            class_name = _class_name(auto, task, model_type)
             if model_type not in listed or not class_name:  # an older transformers without it
                 continue
             for checkpoint, fields in sizes.items():
@@ -151,6 +149,12 @@ class TransformersSource(ZooSource):
             config = AutoConfig.for_model(entry.family, **entry.extra.get("config", {}))
         module, tensors, names, model = build_transformers(getattr(transformers, entry.extra["class"]), config)
         return BuiltModel(module, tensors, input_names=names, weights=model)
+
+
+def _class_name(auto: Any, task: str, model_type: str) -> str | None:
+    """The class transformers' auto-mapping of `task` names for `model_type` (the first of several)."""
+    class_name = getattr(auto, TASKS[task], {}).get(model_type)
+    return class_name[0] if isinstance(class_name, (list, tuple)) else class_name
 
 
 def _unsupported(class_name: str) -> str:
