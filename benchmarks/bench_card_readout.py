@@ -52,13 +52,15 @@ def main() -> None:
                embed_items(model, graphs, learned_only=True)}
     from narcli.encode.family_rank import FAMILY_RERANK_WEIGHT, KEEP_NEAREST
 
+    blocks = query_blocks(items, test)  # as `nar similar` reads a query's blocks (`family_rank.blocks_first`)
     metrics = {}
     for name, vectors in methods.items():
         metrics[name] = {"family": retrieval_metrics(vectors, family, test, ks),
                          "coarse": retrieval_metrics(vectors, coarse, test, ks)}
         metrics[f"{name} + family re-rank"] = {
-            "family": retrieval_metrics(vectors, family, test, ks, rerank=FAMILY_RERANK_WEIGHT),
-            "coarse": retrieval_metrics(vectors, coarse, test, ks, rerank=FAMILY_RERANK_WEIGHT, vote_labels=family)}
+            "family": retrieval_metrics(vectors, family, test, ks, rerank=FAMILY_RERANK_WEIGHT, blocks=blocks),
+            "coarse": retrieval_metrics(vectors, coarse, test, ks, rerank=FAMILY_RERANK_WEIGHT, vote_labels=family,
+                                        blocks=blocks)}
     readout = {k: card["config"].get(k) for k in ("wl_mix", "sketch_labels", "robust_mix", "decoder_mix")}
     for name, row in metrics.items():
         f = row["family"]
@@ -76,6 +78,16 @@ def main() -> None:
         data["readout"] = {**readout, "chosen_by": "benchmarks/tune_readout.py (validation queries of the "
                                                    "training part only)"}
         card_path.write_text(json.dumps(data, indent=1) + "\n")
+
+
+def query_blocks(items: list, queries: list[int]) -> list[dict[str, str]]:
+    """How each query's blocks rename a ResNet family (`zoo.labels.block_names`), read from its graph."""
+    from narcli.graph.idioms import normalise_idioms
+    from narcli.zoo.labels import block_names
+    from narcli.zoo.store import Zoo
+
+    with Zoo() as zoo:
+        return [block_names(normalise_idioms(zoo.graph(zoo.resolve(items[q].name)))) for q in queries]
 
 
 def store_test_models(card_path: Path, db: Path) -> None:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from narcli.encode.evaluation import retrieval_metrics
-from narcli.encode.family_rank import KEEP_NEAREST, family_order, rerank_rows, vote
+from narcli.encode.family_rank import KEEP_NEAREST, blocks_first, family_order, rerank_rows, vote
 
 
 def test_the_vote_weighs_closer_voters_more():
@@ -37,6 +37,39 @@ def test_the_nearest_kept_stay_in_front_in_cosine_order():
     assert family_order(cosines, labels, shares, weight=1.0, keep=3) == [0, 1, 2, 3, 4]
     assert family_order(cosines, labels, shares, weight=1.0, keep=9) == [0, 1, 2, 3, 4]  # more than there are
     assert family_order([], [], shares, weight=1.0, keep=1) == []
+
+
+GROUPED = {"resnet": "resnext"}  # a query with grouped bottlenecks (`zoo.labels.block_names`)
+
+
+def test_among_the_nearest_kept_the_family_the_query_blocks_name_leads():
+    # a CIFAR ResNeXt: a plain ResNet a hair nearer than a ResNeXt
+    assert family_order([0.959, 0.956, 0.95], ["resnet", "resnext", "regnet"], {"resnext": 1.0}, weight=0.5,
+                        keep=2, blocks=GROUPED) == [1, 0, 2]
+    se = {"resnet": "senet", "resnext": "senet"}
+    assert blocks_first(["resnext", "resnet", "senet"], se) == [2, 0, 1]  # both renamed families step behind
+
+
+def test_blocks_change_nothing_without_a_renamed_pair_or_a_renaming():
+    assert blocks_first(["resnet", "regnet"], GROUPED) == [0, 1]  # no ResNeXt kept: cosine order
+    assert blocks_first(["regnet", "resnext"], GROUPED) == [0, 1]  # only a family the blocks rename steps behind
+    assert blocks_first(["resnet", "resnext"], {}) == [0, 1]  # plain blocks
+    assert blocks_first(["resnet", "resnext"], None) == [0, 1]
+    # beyond the kept, and with weight 0 (cosine order, as `--order cosine`), nothing moves
+    assert family_order([0.96, 0.95, 0.94], ["regnet", "resnet", "resnext"], {}, keep=2, blocks=GROUPED) == [0, 1, 2]
+    assert family_order([0.96, 0.95], ["resnet", "resnext"], {}, weight=0.0, keep=2, blocks=GROUPED) == [0, 1]
+
+
+def test_evaluation_reads_each_query_blocks_as_the_search_does():
+    # query 0 (a ResNeXt) has a plain ResNet nearest, then a ResNeXt
+    z = np.array([[1.0, 0.0], [0.999, 0.04], [0.99, 0.14], [0.0, 1.0]], np.float32)
+    z /= np.linalg.norm(z, axis=1, keepdims=True)
+    labels = ["resnext", "resnet", "resnext", "vit"]
+    plain = retrieval_metrics(z, labels, [0], ks=(2,), rerank=0.5)
+    named = retrieval_metrics(z, labels, [0], ks=(2,), rerank=0.5, blocks=[GROUPED])
+    assert plain["MRR@2"] == 0.5 and named["MRR@2"] == 1.0
+    with_none = retrieval_metrics(z, labels, [0], ks=(2,), rerank=0.5, blocks=[{}])
+    assert with_none == plain
 
 
 @pytest.mark.parametrize("keep", [-1, 1.5, 5.0, True, "1"])

@@ -8,7 +8,7 @@ import os
 import statistics
 
 import pytest
-from narcli.bench import quiet
+from narcli.bench import quiet, runner
 from narcli.bench.measure import time_runs
 from narcli.bench.quiet import Sample, assess
 
@@ -190,20 +190,34 @@ TINY_MODEL = ("from torch import nn\n\nclass Tiny(nn.Module):\n    def __init__(
               "        return self.fc(x)\n")
 
 
-def _fake_child(verdict):
-    """`run_isolated` that measures nothing: the child's answer with the given verdict (the scan
-    before it runs as usual)."""
+def _fake_child(*verdicts, medians=(950.0,)):
+    """`run_isolated` that measures nothing: the child's answer with the given verdicts in turn, the
+    last one from then on (the scan before it runs as usual)."""
     from narcli.trace.isolation import run_isolated
+
+    measured = []
 
     def isolated(fn, args, timeout, what):
         if fn.__name__ != "measure_in_child":
             return run_isolated(fn, args, timeout, what)
-        return {"median_ms": 950.0, "iqr_ms": 1.0, "runs": args[0].repeat, "warmup": 3, "times_ms": [950.0] * 3,
-                "warmup_ms": 1.0, "quiet": verdict, "pinned": []}
+        turn = min(len(measured), len(verdicts) - 1)
+        median = medians[min(len(measured), len(medians) - 1)]
+        measured.append(1)
+        return {"median_ms": median, "iqr_ms": 1.0, "runs": args[0].repeat, "warmup": 3, "times_ms": [median] * 3,
+                "warmup_ms": 1.0, "quiet": verdicts[turn], "pinned": []}
+    isolated.measured = measured
     return isolated
 
 
-def test_a_busy_bench_says_so_and_is_not_stored(cli, write, monkeypatch):
+@pytest.fixture
+def quiet_at_once(monkeypatch):
+    """Other processes are quiet whenever `nar bench` waits for them (what waiting saw: the limits)."""
+    waits = []
+    monkeypatch.setattr(quiet, "wait_for_quiet", lambda limit, report=None, **k: waits.append(limit) or True)
+    return waits
+
+
+def test_a_busy_bench_says_so_and_is_not_stored(cli, write, monkeypatch, quiet_at_once):
     from narcli.bench import store
 
     monkeypatch.setattr("narcli.trace.isolation.run_isolated", _fake_child(BUSY))
@@ -212,11 +226,53 @@ def test_a_busy_bench_says_so_and_is_not_stored(cli, write, monkeypatch):
     assert result.exit_code == 0, result.output
     assert "machine busy: other processes used 1.00 CPU cores" in result.output
     assert "not stored" in result.output
-    data = json.loads(cli("bench", model, "-i", "1,8", "--repeat", "3", "--json").output)
+    assert "busy in all 3 measurements" in " ".join(result.output.split())
+    data = json.loads(cli("bench", model, "-i", "1,8", "--repeat", "3", "--json").stdout)
     assert data["busy"] is True and data["stored"] is False and data["quiet"]["other_cpu"] == 1.0
+    assert data["attempts"] == 3 and len(data["disturbed"]) == 2
     assert not store.for_graph(data["graph_hash"])
-    kept = json.loads(cli("bench", model, "-i", "1,8", "--repeat", "3", "--json", "--allow-busy").output)
+    kept = json.loads(cli("bench", model, "-i", "1,8", "--repeat", "3", "--json", "--allow-busy").stdout)
     assert kept["stored"] is True and store.for_graph(data["graph_hash"])[0]["quiet"]["busy"] is True
+
+
+def test_a_disturbed_timing_is_taken_again_and_the_quiet_one_kept(cli, write, monkeypatch, quiet_at_once):
+    from narcli.bench import store
+
+    calm = BUSY | {"busy": False, "reasons": [], "other_cpu": 0.01}
+    child = _fake_child(BUSY, calm, medians=(30.1, 25.2))
+    monkeypatch.setattr("narcli.trace.isolation.run_isolated", child)
+    model = write("tiny_retried.py", TINY_MODEL)
+    data = json.loads(cli("bench", model, "-i", "1,8", "--repeat", "3", "--json").stdout)
+    assert data["busy"] is False and data["stored"] is True and data["median_ms"] == 25.2
+    assert data["attempts"] == 2 and data["disturbed"][0]["median_ms"] == 30.1
+    assert data["disturbed"][0]["reasons"] == BUSY["reasons"]
+    assert len(child.measured) == 2 and quiet_at_once == [runner.QUIET_WAIT]
+    assert [row["median_ms"] for row in store.for_graph(data["graph_hash"])] == [25.2]  # only the quiet one
+    monkeypatch.setattr("narcli.trace.isolation.run_isolated", _fake_child(BUSY, calm, medians=(30.1, 25.2)))
+    text = " ".join(cli("bench", model, "-i", "1,8", "--repeat", "3").output.split())
+    assert "median 25.2 ms" in text and "stored under graph" in text
+    assert "measured again: the first measurement was disturbed (median 30.1 ms; other processes used 1.00" in text
+
+
+def test_a_machine_that_stays_busy_is_not_measured_again(cli, write, monkeypatch):
+    monkeypatch.setattr(quiet, "wait_for_quiet", lambda *a, **k: False)  # a compiler still runs beside it
+    child = _fake_child(BUSY)
+    monkeypatch.setattr("narcli.trace.isolation.run_isolated", child)
+    model = write("tiny_stays_busy.py", TINY_MODEL)
+    data = json.loads(cli("bench", model, "-i", "1,8", "--repeat", "3", "--json").stdout)
+    assert data["busy"] is True and data["attempts"] == 1 and len(child.measured) == 1
+    once = _fake_child(BUSY)
+    monkeypatch.setattr("narcli.trace.isolation.run_isolated", once)
+    monkeypatch.setattr(quiet, "wait_for_quiet", lambda *a, **k: True)
+    assert json.loads(cli("bench", model, "-i", "1,8", "--json", "--attempts", "1").stdout)["attempts"] == 1
+    assert len(once.measured) == 1
+
+
+@pytest.mark.parametrize("attempts", ["0", "11", "two"])
+def test_a_bad_number_of_attempts_is_one_clear_line(cli, attempts):
+    result = cli("bench", "resnet18", "--attempts", attempts)
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert "attempts" in result.output
 
 
 def test_a_quiet_bench_is_stored_and_says_it_was_quiet(cli, write, monkeypatch):
@@ -228,13 +284,14 @@ def test_a_quiet_bench_is_stored_and_says_it_was_quiet(cli, write, monkeypatch):
     assert "stored under graph" in result.output
 
 
-def test_a_core_slowed_for_the_whole_measurement_is_caught_against_the_machines_best(cli, write, monkeypatch):
+def test_a_core_slowed_for_the_whole_measurement_is_caught_against_the_machines_best(cli, write, monkeypatch,
+                                                                                   quiet_at_once):
     # a slow phase that lasts the whole measurement looks steady from inside it: the fastest probe
     # this machine has shown (kept in bench.db) tells
     calm = BUSY | {"busy": False, "reasons": [], "other_cpu": 0.01}
     model = write("tiny_slowed.py", TINY_MODEL)
     monkeypatch.setattr("narcli.trace.isolation.run_isolated", _fake_child(calm | {"probe_ms": [0.55, 0.6]}))
-    fast = json.loads(cli("bench", model, "-i", "1,8", "--repeat", "3", "--json").output)
+    fast = json.loads(cli("bench", model, "-i", "1,8", "--repeat", "3", "--json").stdout)
     assert fast["busy"] is False and fast["stored"] is True
     monkeypatch.setattr("narcli.trace.isolation.run_isolated", _fake_child(calm | {"probe_ms": [1.1, 1.2]}))
     slowed = cli("bench", model, "-i", "1,8", "--repeat", "3")
@@ -242,7 +299,7 @@ def test_a_core_slowed_for_the_whole_measurement_is_caught_against_the_machines_
     text = " ".join(slowed.output.split())
     assert "the core ran at 50 % of the speed it has shown on this machine" in text
     assert "not stored; measure again later" in text  # nothing on this machine to close
-    assert json.loads(cli("bench", model, "-i", "1,8", "--repeat", "3", "--json").output)["busy"] is True
+    assert json.loads(cli("bench", model, "-i", "1,8", "--repeat", "3", "--json").stdout)["busy"] is True
 
 
 def test_against_best_leaves_a_measurement_at_full_speed_alone():

@@ -6,7 +6,7 @@ import json
 
 import typer
 
-from narcli.cli.common import run, stderr_console
+from narcli.cli.common import run, safe, stderr_console
 from narcli.cli.options import AllowBusyOption, BudgetOption, InputDtypeOption, InputShapeOption, JsonOption, ModelOption, RepeatOption, RetryFailedOption, SourcesOption, ThreadsOption, TimeoutOption, reporter, scan_options
 from narcli.cli.learn_commands import eval_app
 
@@ -31,6 +31,8 @@ def bench_command(
     retry_failed: RetryFailedOption = False,
     export: str | None = typer.Option(None, "--export", help="With --zoo: write the measurements as a reference dataset into this folder."),
     allow_busy: AllowBusyOption = False,
+    attempts: int = typer.Option(3, "--attempts", help="Measurements at most: one the machine disturbed is taken "
+                                                      "again once other processes are quiet (1: measure once)."),
 ) -> None:
     """Measure a model's latency on this machine (random weights; warm-up, R timed runs, median and IQR);
     with --zoo, the reference latency set of the whole zoo."""
@@ -46,7 +48,8 @@ def bench_command(
     options = run(scan_options, model, input_shape, timeout, False, input_dtype)
     console = stderr_console()
     with console.status(f"measuring {target} ({repeat} runs after a warm-up)…"):
-        result = run(bench_target, target, batch, device, threads, repeat, options, timeout, allow_busy=allow_busy)
+        result = run(bench_target, target, batch, device, threads, repeat, options, timeout, allow_busy=allow_busy,
+                     attempts=attempts, report=lambda line: console.print(f"[dim]{safe(line)}[/]"))
     if as_json:
         print(json.dumps(result.to_dict(), indent=2))
         return

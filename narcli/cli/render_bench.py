@@ -22,6 +22,20 @@ def print_bench(result: Any, warnings: Any) -> None:
     if result.quiet:
         verdict = bench_verdict(result.quiet, result.stored)
         (warnings.print(f"[yellow]warning:[/] {safe(verdict)}") if result.busy else print(verdict))
+    if result.disturbed:
+        line = attempts_line(result.disturbed, result.busy)
+        (warnings.print(f"[yellow]warning:[/] {safe(line)}") if result.busy else print(line))
+
+
+def attempts_line(disturbed: list[dict[str, Any]], busy: bool) -> str:
+    """What the measurements before the last were: disturbed, taken again (`runner.bench_target`)."""
+    medians = ", ".join(f"{d['median_ms']:.3g}" for d in disturbed)
+    if busy:
+        return f"busy in all {len(disturbed) + 1} measurements (the earlier medians {medians} ms)"
+    first = next((r for d in disturbed for r in d.get("reasons", [])), "")
+    which = "the first measurement was" if len(disturbed) == 1 else f"the first {len(disturbed)} measurements were"
+    many = "median" if len(disturbed) == 1 else "medians"
+    return f"measured again: {which} disturbed ({many} {medians} ms" + (f"; {first})" if first else ")")
 
 
 def bench_verdict(quiet: dict, stored: bool) -> str:

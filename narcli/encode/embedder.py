@@ -51,7 +51,7 @@ class Embedder:
         from narcli.encode.features import encode_graph
         from narcli.graph.idioms import normalise_idioms
 
-        from narcli.zoo.labels import REFINED, coarse_from_structure, possible_coarse, refine_family
+        from narcli.zoo.labels import block_names, coarse_from_structure, possible_coarse
 
         graphs = [normalise_idioms(g) for g in graphs]  # stored graphs may predate an idiom rule
         motif_sets = [sample_motifs(g) for g in graphs]
@@ -62,8 +62,7 @@ class Embedder:
             prediction["coarse_possible"] = sorted(possible_coarse(ops))
             prediction["coarse_structure"] = coarse_from_structure(ops)  # when nothing possible was guessed
             # the zoo names a ResNet by its blocks (`zoo.labels.refine_family`); a query is named the same way
-            renamed = {f: refine_family(f, graph) for f in REFINED}
-            prediction["refined"] = {f: to for f, to in renamed.items() if to != f}
+            prediction["refined"] = block_names(graph)
         return [Embedding(v, p, motif_summary(g, m))
                 for v, p, g, m in zip(vectors, predictions, graphs, motif_sets)]
 

@@ -15,13 +15,16 @@ from narcli.encode.features import OP_NAMES, EncodedGraph
 def retrieval_metrics(embeddings: np.ndarray, labels: list[str], queries: list[int],
                       ks: tuple[int, ...] = (20, 50, 100), pool_mask: np.ndarray | None = None,
                       withheld: list[int] | None = None, rerank: float = 0.0,
-                      vote_labels: list[str] | None = None, keep: int | None = None) -> dict[str, float]:
+                      vote_labels: list[str] | None = None, keep: int | None = None,
+                      blocks: list[dict[str, str] | None] | None = None) -> dict[str, float]:
     """MRR@k, MAP@k, NDCG@k for cosine retrieval over L2-normalised `embeddings`; `pool_mask`:
     only those rows are candidates (default: every row but the query); `withheld[j]`: one more row
     that is no candidate for `queries[j]` (the design an edited copy was made from); `rerank`: the
     weight of the second stage (`family_rank`, as the commands search; 0: cosine order), voting
     on `vote_labels` (default `labels`; the query's own label is never among its voters), the nearest
-    `keep` left in front (default: the shipped `KEEP_NEAREST`)."""
+    `keep` left in front (default: the shipped `KEEP_NEAREST`); `blocks[j]`: how the blocks of
+    `queries[j]` rename a family (`family_rank.blocks_first`; default none, as a zoo graph's label
+    already names its blocks)."""
     from narcli.encode.family_rank import KEEP_NEAREST, RERANK_CANDIDATES, check_keep, check_weight, rerank_rows
 
     check_weight(rerank)
@@ -43,7 +46,7 @@ def retrieval_metrics(embeddings: np.ndarray, labels: list[str], queries: list[i
         order = np.argsort(-sims, axis=1, kind="stable")[:, :max(top, RERANK_CANDIDATES) if rerank else top]
         if rerank:
             order = rerank_rows(order, np.take_along_axis(sims, order, axis=1), voting, rerank,
-                                keep=keep)[:, :top]
+                                keep=keep, blocks=None if blocks is None else blocks[start:start + 256])[:, :top]
         for row, q in enumerate(chunk):
             relevant_total = int(((labels_arr == labels_arr[q]) & candidate).sum()) - int(candidate[q])
             if withheld is not None:

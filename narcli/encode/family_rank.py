@@ -44,6 +44,17 @@ def vote(labels: Sequence[str], cosines: Sequence[float], temperature: float = V
     return {label: w / total for label, w in weights.items()}
 
 
+def renamed(families: list[tuple[str, float]], names: dict[str, str] | None) -> list[tuple[str, float]]:
+    """`families` with each label in `names` replaced by its new name, shares of a name summed: a
+    ResNet-voted query with grouped bottlenecks is a ResNeXt, as the zoo's own models are named."""
+    if not names:
+        return families
+    scores: Counter[str] = Counter()
+    for label, p in families:
+        scores[names.get(label, label)] += p
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
 def check_weight(weight: float) -> None:
     if not (isinstance(weight, (int, float)) and math.isfinite(weight) and weight >= 0):
         raise ValueError(f"the family re-rank weight must be a number >= 0, got {weight!r}")
@@ -55,10 +66,12 @@ def check_keep(keep: int) -> None:
 
 
 def family_order(cosines: Sequence[float], labels: Sequence[str], shares: dict[str, float],
-                 weight: float = FAMILY_RERANK_WEIGHT, keep: int = KEEP_NEAREST) -> list[int]:
+                 weight: float = FAMILY_RERANK_WEIGHT, keep: int = KEEP_NEAREST,
+                 blocks: dict[str, str] | None = None) -> list[int]:
     """Positions of the candidates by cosine + `weight` x their label's share (`vote`), best first;
     ties keep the given order. Weight 0 (or no shares) is plain cosine order. The first `keep`
-    candidates (given in cosine order) stay where they are, ahead of the re-ordered rest."""
+    candidates (given in cosine order) stay in front of the re-ordered rest, in cosine order but
+    for `blocks_first`."""
     check_weight(weight)
     check_keep(keep)
     if len(cosines) != len(labels):
@@ -66,13 +79,27 @@ def family_order(cosines: Sequence[float], labels: Sequence[str], shares: dict[s
     keep = min(int(keep), len(cosines))
     scores = np.asarray(cosines, dtype=np.float64)[keep:] \
         + weight * np.array([shares.get(label, 0.0) for label in labels[keep:]])
-    return list(range(keep)) + [keep + int(i) for i in np.argsort(-scores, kind="stable")]
+    front = blocks_first(labels[:keep], blocks) if weight else list(range(keep))
+    return front + [keep + int(i) for i in np.argsort(-scores, kind="stable")]
+
+
+def blocks_first(labels: Sequence[str], blocks: dict[str, str] | None) -> list[int]:
+    """Positions of the nearest kept in front, a candidate of the family the query's own blocks name
+    ahead of one whose family those blocks rename. `blocks` is the query's `refined` ({"resnet":
+    "resnext"} for grouped bottlenecks, `zoo.labels.refine_family`): the zoo names a ResNet by its
+    blocks, so beside a ResNeXt nearly as near, a plain ResNet is the worse match for a ResNeXt's
+    graph, whichever the cosine puts first. Otherwise (no renaming, or no such pair) cosine order."""
+    if not blocks or not any(label in blocks.values() for label in labels):
+        return list(range(len(labels)))
+    return sorted(range(len(labels)), key=lambda i: labels[i] in blocks and labels[i] not in blocks.values())
 
 
 def rerank_rows(order: np.ndarray, similarities: np.ndarray, labels: np.ndarray,
-                weight: float = FAMILY_RERANK_WEIGHT, voters: int = VOTERS, keep: int = KEEP_NEAREST) -> np.ndarray:
+                weight: float = FAMILY_RERANK_WEIGHT, voters: int = VOTERS, keep: int = KEEP_NEAREST,
+                blocks: Sequence[dict[str, str] | None] | None = None) -> np.ndarray:
     """`order`: each query's candidates by falling cosine (rows of indices into `labels`);
-    `similarities`: the matching cosines. The same rows in the second stage's order (`family_order`)."""
+    `similarities`: the matching cosines; `blocks[row]`: that query's renaming by its blocks
+    (`blocks_first`). The same rows in the second stage's order (`family_order`)."""
     check_keep(keep)
     if weight == 0 or order.shape[1] == 0:
         return order
@@ -81,9 +108,10 @@ def rerank_rows(order: np.ndarray, similarities: np.ndarray, labels: np.ndarray,
         candidates, cosines = order[row], similarities[row]
         finite = np.isfinite(cosines)
         top = candidates[finite][:voters]
-        shares = vote(labels[top].tolist(), cosines[finite][:voters].tolist())
+        names = blocks[row] if blocks is not None else None
+        shares = dict(renamed(list(vote(labels[top].tolist(), cosines[finite][:voters].tolist()).items()), names))
         # keep no more than the reachable candidates (callers put the unreachable last)
         ranked = family_order(np.where(finite, cosines, -1e9), labels[candidates].tolist(), shares, weight,
-                              min(keep, int(finite.sum())))
+                              min(keep, int(finite.sum())), names)
         out[row] = candidates[ranked]
     return out

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from narcli.encode.family_rank import VOTERS, vote  # the vote is shared with the second stage
+from narcli.encode.family_rank import VOTERS, renamed, vote  # shared with the second stage
 
 HEAD_WEIGHT = 0.1  # a tie-breaker: alone, the head is the weaker guess (benchmarks/bench_family.py)
 DEFAULT_NOVELTY_COSINE = 0.80  # used only when no calibration is stored with the index
@@ -86,17 +86,6 @@ def predict_family(prediction: dict[str, Any] | None, neighbours: list[tuple[str
     root, share = min(pooled.items(), key=lambda kv: (-kv[1], kv[0]))
     return FamilyPrediction(families[0][0], families[0][1], coarse_label, coarse_p, nearest, threshold,
                             families[1:4], root if root != families[0][0] else None, share)
-
-
-def renamed(families: list[tuple[str, float]], names: dict[str, str]) -> list[tuple[str, float]]:
-    """`families` with each label in `names` replaced by its new name, shares of a name summed: a
-    ResNet-voted query with grouped bottlenecks is a ResNeXt, as the zoo's own models are named."""
-    if not names:
-        return families
-    scores: Counter[str] = Counter()
-    for label, p in families:
-        scores[names.get(label, label)] += p
-    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
 # the threshold keeps this share of the known-family queries (edited copies of zoo designs, each left out)

@@ -10,14 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from narcli.encode.family_rank import FAMILY_RERANK_WEIGHT, KEEP_NEAREST, RERANK_CANDIDATES, family_order, vote
+from narcli.encode.family_rank import FAMILY_RERANK_WEIGHT, KEEP_NEAREST, RERANK_CANDIDATES, family_order, renamed, vote
 from narcli.errors import UsageError
 from narcli.search.family import (
     DEFAULT_NOVELTY_COSINE,
     VOTERS,
     FamilyPrediction,
     predict_family,
-    renamed,
 )
 from narcli.search.predictions import performance_rows, summary_json, summary_line
 from narcli.scan.targets import is_cache_name, zoo_hash
@@ -198,10 +197,11 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
         by_cosine = fold_heads(neighbours, wanted, same_graph)
         neighbours = by_cosine
         if order == "family":
+            blocks = (query.prediction or {}).get("refined") or {}  # the query's blocks name it as the zoo would
             voted = dict(renamed(list(vote([f for f, _, _ in vote_on[:VOTERS]], [c for _, _, c in vote_on[:VOTERS]]).items()),
-                                 (query.prediction or {}).get("refined") or {}))  # the family named as predicted
+                                 blocks))  # the family named as predicted
             ranked = family_order([n.cosine for n in by_cosine], [n.family for n in by_cosine], voted,
-                                  FAMILY_RERANK_WEIGHT)
+                                  FAMILY_RERANK_WEIGHT, blocks=blocks)
             neighbours = [by_cosine[i] for i in ranked]
         neighbours = neighbours[:k]
         reordered = [n.name for n in neighbours] != [n.name for n in by_cosine[:k]]

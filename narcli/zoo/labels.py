@@ -109,6 +109,12 @@ def refine_family(family: str, graph: Any) -> str:
     return "resnext" if grouped else family
 
 
+def block_names(graph: Any) -> dict[str, str]:
+    """How `graph`'s blocks rename a ResNet family ({"resnet": "resnext"} for grouped bottlenecks;
+    empty for plain blocks or another design): a query is named the way the zoo names its models."""
+    return {f: to for f in REFINED if (to := refine_family(f, graph)) != f}
+
+
 GATES = ("sigmoid", "hard_sigmoid")
 
 
