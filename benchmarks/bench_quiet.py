@@ -53,7 +53,10 @@ def main() -> None:
                    "compute_probe_median_ms": [r["quiet"].get("compute_probe_median") for r in runs],
                    # runs beside a slowed core left out of each median, and the median had they counted
                    "left_out": [len(r.get("left_out", [])) for r in runs],
-                   "medians_of_all_runs_ms": [round(statistics.median(r["times_ms"]), 3) for r in runs]}
+                   "medians_of_all_runs_ms": [round(statistics.median(r["times_ms"]), 3) for r in runs],
+                   # measurements each run took (a disturbed one is taken again) and the earlier medians
+                   "attempts": [r.get("attempts", 1) for r in runs],
+                   "disturbed_medians_ms": [[round(d["median_ms"], 3) for d in r.get("disturbed", [])] for r in runs]}
         spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
         try:
             time.sleep(1.0)
@@ -64,6 +67,7 @@ def main() -> None:
             spinner.wait()
         setting["busy_loop"] = {"median_ms": round(loaded["median_ms"], 3), "said_busy_json": loaded["busy"],
                                 "stored": loaded["stored"], "reasons": loaded["quiet"]["reasons"],
+                                "attempts": loaded.get("attempts", 1),
                                 "said_busy_text": "machine busy" in text,
                                 "times_quiet": round(loaded["median_ms"] / statistics.median(medians), 2)}
         out["settings"].append(setting)

@@ -534,6 +534,31 @@ def test_a_cifar_stem_query_takes_each_graph_at_the_better_of_its_two_spellings(
     assert nearest_either_stem(index, both, 3) == [("resnet", 0.996), ("regnet", 0.954), ("densenet", 0.90)]
 
 
+def test_a_cached_cifar_stem_scan_gets_the_family_nar_similar_gives_it():
+    """The browser's family column took a scanned CIFAR ResNeXt's plain spelling alone (regnet)
+    while `nar similar` searched both spellings (resnext)."""
+    from types import SimpleNamespace
+
+    from narcli.search.query import STEM_KEY
+    from narcli.search.similar import _cached_family
+
+    class Users:
+        keys = ["mine"]
+
+        def vector(self, position):
+            return np.array([1.0], np.float32)
+
+    index = _FakeIndex({1.0: [("regnet", 0.954), ("regnet2", 0.95), ("resnet", 0.942)],
+                        2.0: [("resnet", 0.996), ("resnet2", 0.99), ("regnet", 0.915)]})
+    index.position = lambda key: None  # the scan's graph is no zoo graph
+    zoo = SimpleNamespace(models_by_hash=lambda hashes: {  # graph "resnet2" is a second ResNet
+        h: [SimpleNamespace(family=h.rstrip("2"), coarse="convolutional")] for h in hashes})
+    plain = {"graph_hash": "h", "prediction": {"family": []}}
+    both = {"graph_hash": "h", "prediction": {"family": [], STEM_KEY: [2.0]}}
+    assert _cached_family("mine", Users(), index, zoo, plain, 0.6) == "regnet"
+    assert _cached_family("mine", Users(), index, zoo, both, 0.6) == "resnet"
+
+
 def test_only_a_query_with_a_cifar_stem_gets_a_second_spelling():
     from narcli.encode.augment import EDITS
     from narcli.search.query import STEM_KEY, embed_with_stem

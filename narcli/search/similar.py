@@ -20,7 +20,7 @@ from narcli.search.family import (
 )
 from narcli.search.predictions import performance_rows, summary_json, summary_line
 from narcli.scan.targets import is_cache_name, zoo_hash
-from narcli.search.query import Query, current_encoder, resolve_queries, stem_vector
+from narcli.search.query import STEM_KEY, Query, current_encoder, resolve_queries, stem_vector
 from narcli.zoo.composite import backbone_of
 
 MAX_K = 1000
@@ -262,8 +262,14 @@ def nearest_either_stem(index: Any, query: Query, n: int) -> list[tuple[str, flo
 
 def nearest_by_spelling(index: Any, query: Query, n: int) -> list[tuple[str, float, bool]]:
     """`nearest_either_stem` with, for each graph, whether its cosine is the second spelling's."""
+    return nearest_of_vectors(index, query_vectors(query), n)
+
+
+def nearest_of_vectors(index: Any, vectors: list[np.ndarray], n: int) -> list[tuple[str, float, bool]]:
+    """The index's `n` nearest to any of `vectors` (a graph's spellings, `query_vectors`), each at
+    the better of its cosines, with whether that was a later spelling's."""
     found: dict[str, tuple[float, bool]] = {}
-    for spelling, vector in enumerate(query_vectors(query)):
+    for spelling, vector in enumerate(vectors):
         for key, cosine in index.query(vector, n):
             if cosine > found.get(key, (-1.0, False))[0]:
                 found[key] = (cosine, spelling > 0)
@@ -314,9 +320,13 @@ def _cached_family(key: str, users: Any, index: Any, zoo: Any, entry: dict, thre
     """The family a cached model gets as a query (its head's guess combined with the vote of its
     nearest zoo architectures, "new" below the novelty cosine), so a neighbour never contradicts
     what `nar similar` says of the same graph."""
-    vector = users.vector(users.keys.index(key))
+    vectors = [users.vector(users.keys.index(key))]
+    stem = (entry.get("prediction") or {}).get(STEM_KEY)
+    if isinstance(stem, list) and stem:  # a CIFAR stem is searched in both spellings, as `nar similar` does
+        vectors.append(np.asarray(stem, dtype=np.float32))
     same_graph = entry.get("graph_hash")
-    voters = same_graph_first(index, [vector], index.query(vector, VOTERS), same_graph)
+    nearest = [(h, c) for h, c, _ in nearest_of_vectors(index, vectors, VOTERS)]
+    voters = same_graph_first(index, vectors, nearest, same_graph)
     models = zoo.models_by_hash([h for h, _ in voters])
     predicted = predict_family(entry.get("prediction"), votes(voters, models, same_graph), threshold)
     return predicted.family or "new"
