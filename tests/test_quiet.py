@@ -302,6 +302,19 @@ def test_a_core_slowed_for_the_whole_measurement_is_caught_against_the_machines_
     assert json.loads(cli("bench", model, "-i", "1,8", "--repeat", "3", "--json").stdout)["busy"] is True
 
 
+def test_the_first_measurement_on_a_machine_says_its_speed_could_not_be_checked(cli, write, monkeypatch):
+    # a core slowed for a whole hour looks quiet to a machine with no earlier measurement to compare
+    calm = BUSY | {"busy": False, "reasons": [], "other_cpu": 0.01, "probe_ms": [0.6, 0.62],
+                   "compute_probe_median": 0.7, "threads": 2}
+    monkeypatch.setattr("narcli.trace.isolation.run_isolated", _fake_child(calm))
+    model = write("tiny_first.py", TINY_MODEL)
+    first = " ".join(cli("bench", model, "-i", "1,8", "--repeat", "3").output.split())
+    assert "machine quiet" in first and "the first measurement at 2 threads on this machine" in first
+    again = " ".join(cli("bench", model, "-i", "1,8", "--repeat", "3").output.split())
+    assert "machine quiet" in again and "first measurement" not in again
+    assert not json.loads(cli("bench", model, "-i", "1,8", "--json").stdout)["quiet"].get("first_on_machine")
+
+
 def test_against_best_leaves_a_measurement_at_full_speed_alone():
     verdict = {"busy": False, "reasons": [], "probe_ms": [0.6, 0.62]}
     assert quiet.against_best(verdict, 0.55) == verdict  # within SLOWER_THAN_BEST of the best

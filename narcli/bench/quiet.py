@@ -98,6 +98,9 @@ class Quietness:
     slowed_runs: int = 0  # timed runs beside a probe that saw a slowed core (left out of the median when few)
     runs: int = 0  # timed runs, where the probes were matched to them
     seen: str = "proc"  # proc | rusage (no /proc/stat: other processes are not seen)
+    # the first measurement at these threads on this machine (`runner.core_speed_checked`): a core
+    # slowed all through it cannot be told from the machine's own speed yet
+    first_on_machine: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -108,10 +111,13 @@ class Quietness:
         others = f"other processes {self.other_cpu:.2f} cores, " if self.other_cpu is not None else ""
         if self.slowed_runs:
             others += f"{self.slowed_runs} of {self.runs} runs beside a slowed core left out, "
+        first = (f"; the first measurement at {self.threads} thread{'s' * (self.threads != 1)} on this machine, "
+                 "so a core slowed all through it could not be told — measure again to check") \
+            if self.first_on_machine else ""
         if self.unstable:
             return (f"machine quiet ({others.rstrip(', ')}) but the runs were unstable: " + "; ".join(self.unstable)
-                    + " (more runs, --repeat, steady the median)")
-        return f"machine quiet ({others}spread {self.spread * 100:.1f} %)"
+                    + f" (more runs, --repeat, steady the median){first}")
+        return f"machine quiet ({others}spread {self.spread * 100:.1f} %){first}"
 
 
 def _proc_ticks() -> tuple[int, int] | tuple[None, None]:

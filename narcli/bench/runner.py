@@ -209,6 +209,8 @@ def core_speed_checked(verdict: dict[str, Any] | None) -> dict[str, Any] | None:
         clock = probes[0] / loop_best if probes and loop_best else 1.0
         best = store.best_probe(_product_key(digest, verdict.get("threads") or 0), typical)
         verdict = compute_against_best(verdict, best, clock)
+        if best is None:  # nothing to hold a slowed stretch against: "quiet" says less than usual
+            verdict = verdict | {"first_on_machine": True}
     return verdict
 
 
