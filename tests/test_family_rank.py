@@ -70,6 +70,8 @@ def test_evaluation_reads_each_query_blocks_as_the_search_does():
     assert plain["MRR@2"] == 0.5 and named["MRR@2"] == 1.0
     with_none = retrieval_metrics(z, labels, [0], ks=(2,), rerank=0.5, blocks=[{}])
     assert with_none == plain
+    with pytest.raises(ValueError, match="2 block renamings for 1 queries"):
+        retrieval_metrics(z, labels, [0], ks=(2,), rerank=0.5, blocks=[GROUPED, GROUPED])
 
 
 @pytest.mark.parametrize("keep", [-1, 1.5, 5.0, True, "1"])

@@ -252,6 +252,17 @@ def test_a_disturbed_timing_is_taken_again_and_the_quiet_one_kept(cli, write, mo
     text = " ".join(cli("bench", model, "-i", "1,8", "--repeat", "3").output.split())
     assert "median 25.2 ms" in text and "stored under graph" in text
     assert "measured again: the first measurement was disturbed (median 30.1 ms; other processes used 1.00" in text
+    assert "disturbed while timing tiny_retried.py:Tiny; measuring again once other processes are quiet " \
+        "(attempt 2 of 3)" in text  # said before it waits
+
+
+def test_allow_busy_keeps_the_first_timing_without_measuring_again(cli, write, monkeypatch, quiet_at_once):
+    child = _fake_child(BUSY)
+    monkeypatch.setattr("narcli.trace.isolation.run_isolated", child)
+    model = write("tiny_kept_busy.py", TINY_MODEL)
+    data = json.loads(cli("bench", model, "-i", "1,8", "--json", "--allow-busy").stdout)
+    assert data["busy"] is True and data["stored"] is True and data["attempts"] == 1
+    assert len(child.measured) == 1 and quiet_at_once == []
 
 
 def test_a_machine_that_stays_busy_is_not_measured_again(cli, write, monkeypatch):
@@ -259,8 +270,10 @@ def test_a_machine_that_stays_busy_is_not_measured_again(cli, write, monkeypatch
     child = _fake_child(BUSY)
     monkeypatch.setattr("narcli.trace.isolation.run_isolated", child)
     model = write("tiny_stays_busy.py", TINY_MODEL)
-    data = json.loads(cli("bench", model, "-i", "1,8", "--repeat", "3", "--json").stdout)
+    result = cli("bench", model, "-i", "1,8", "--repeat", "3", "--json")
+    data = json.loads(result.stdout)
     assert data["busy"] is True and data["attempts"] == 1 and len(child.measured) == 1
+    assert "other processes stayed busy for 10 s; not measured again" in " ".join(result.output.split())
     once = _fake_child(BUSY)
     monkeypatch.setattr("narcli.trace.isolation.run_isolated", once)
     monkeypatch.setattr(quiet, "wait_for_quiet", lambda *a, **k: True)

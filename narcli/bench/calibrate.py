@@ -207,7 +207,7 @@ def measure_models(chosen: list[Candidate], threads: int | None, repeat: int, bu
         if candidate.name not in found and not candidate.graph_hash:
             if budget is not None and time.perf_counter() - began > budget:
                 break
-            result = bench_target(candidate.name, 1, "cpu", threads, repeat, reuse=True, allow_busy=allow_busy)
+            result = bench_target(candidate.name, 1, "cpu", threads, repeat, reuse=True, allow_busy=allow_busy, report=report)
             if result.busy and not allow_busy:
                 report(f"busy: {candidate.name} left out (the machine was busy while timing it)")
                 continue

@@ -111,9 +111,9 @@ class Quietness:
         others = f"other processes {self.other_cpu:.2f} cores, " if self.other_cpu is not None else ""
         if self.slowed_runs:
             others += f"{self.slowed_runs} of {self.runs} runs beside a slowed core left out, "
-        first = (f"; the first measurement at {self.threads} thread{'s' * (self.threads != 1)} on this machine, "
-                 "so a core slowed all through it could not be told — measure again to check") \
-            if self.first_on_machine else ""
+        at = f" at {self.threads} thread{'s' * (self.threads != 1)}" if self.threads else ""
+        first = (f"; the first measurement{at} on this machine, so a core slowed all through it could not be "
+                 "told — measure again at another time to check") if self.first_on_machine else ""
         if self.unstable:
             return (f"machine quiet ({others.rstrip(', ')}) but the runs were unstable: " + "; ".join(self.unstable)
                     + f" (more runs, --repeat, steady the median){first}")

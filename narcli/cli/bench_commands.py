@@ -32,7 +32,8 @@ def bench_command(
     export: str | None = typer.Option(None, "--export", help="With --zoo: write the measurements as a reference dataset into this folder."),
     allow_busy: AllowBusyOption = False,
     attempts: int = typer.Option(3, "--attempts", help="Measurements at most: one the machine disturbed is taken "
-                                                      "again once other processes are quiet (1: measure once)."),
+                                                      "again once other processes are quiet (1: measure once; "
+                                                      "--allow-busy keeps the first; --zoo retries by its own rule)."),
 ) -> None:
     """Measure a model's latency on this machine (random weights; warm-up, R timed runs, median and IQR);
     with --zoo, the reference latency set of the whole zoo."""

@@ -30,6 +30,8 @@ def retrieval_metrics(embeddings: np.ndarray, labels: list[str], queries: list[i
     check_weight(rerank)
     keep = KEEP_NEAREST if keep is None else keep
     check_keep(keep)
+    if blocks is not None and len(blocks) != len(queries):
+        raise ValueError(f"{len(blocks)} block renamings for {len(queries)} queries")
     labels_arr = np.array(labels)
     voting = labels_arr if vote_labels is None else np.array(vote_labels)
     candidate = np.ones(len(labels_arr), bool) if pool_mask is None else np.asarray(pool_mask, bool)

@@ -55,6 +55,11 @@ def renamed(families: list[tuple[str, float]], names: dict[str, str] | None) -> 
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
+def vote_shares(labels: Sequence[str], cosines: Sequence[float], blocks: dict[str, str] | None = None) -> dict[str, float]:
+    """Each family's share of the vote (`vote`), named as the query's blocks name it (`renamed`)."""
+    return dict(renamed(list(vote(labels, cosines).items()), blocks))
+
+
 def check_weight(weight: float) -> None:
     if not (isinstance(weight, (int, float)) and math.isfinite(weight) and weight >= 0):
         raise ValueError(f"the family re-rank weight must be a number >= 0, got {weight!r}")
@@ -69,9 +74,9 @@ def family_order(cosines: Sequence[float], labels: Sequence[str], shares: dict[s
                  weight: float = FAMILY_RERANK_WEIGHT, keep: int = KEEP_NEAREST,
                  blocks: dict[str, str] | None = None) -> list[int]:
     """Positions of the candidates by cosine + `weight` x their label's share (`vote`), best first;
-    ties keep the given order. Weight 0 (or no shares) is plain cosine order. The first `keep`
-    candidates (given in cosine order) stay in front of the re-ordered rest, in cosine order but
-    for `blocks_first`."""
+    ties keep the given order. Weight 0 is plain cosine order; so are no shares, but for the front.
+    The first `keep` candidates (given in cosine order) stay in front of the re-ordered rest, in
+    cosine order but for `blocks_first` (weight above 0 only)."""
     check_weight(weight)
     check_keep(keep)
     if len(cosines) != len(labels):
@@ -109,7 +114,7 @@ def rerank_rows(order: np.ndarray, similarities: np.ndarray, labels: np.ndarray,
         finite = np.isfinite(cosines)
         top = candidates[finite][:voters]
         names = blocks[row] if blocks is not None else None
-        shares = dict(renamed(list(vote(labels[top].tolist(), cosines[finite][:voters].tolist()).items()), names))
+        shares = vote_shares(labels[top].tolist(), cosines[finite][:voters].tolist(), names)
         # keep no more than the reachable candidates (callers put the unreachable last)
         ranked = family_order(np.where(finite, cosines, -1e9), labels[candidates].tolist(), shares, weight,
                               min(keep, int(finite.sum())), names)

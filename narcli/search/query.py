@@ -195,7 +195,12 @@ def _with_stem_checked(cache: Any, record: Any, stored: dict[str, Any]) -> dict[
 
 def stem_vector(query: Query) -> np.ndarray | None:
     """The query's ImageNet-stem spelling's vector, when it has one."""
-    values = (query.prediction or {}).get(STEM_KEY)
+    return stem_values(query.prediction)
+
+
+def stem_values(prediction: dict | None) -> np.ndarray | None:
+    """The ImageNet-stem spelling's vector kept with a stored prediction (STEM_KEY), when there is one."""
+    values = (prediction or {}).get(STEM_KEY)
     return np.asarray(values, dtype=np.float32) if isinstance(values, list) and values else None
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from narcli.encode.family_rank import FAMILY_RERANK_WEIGHT, KEEP_NEAREST, RERANK_CANDIDATES, family_order, renamed, vote
+from narcli.encode.family_rank import FAMILY_RERANK_WEIGHT, KEEP_NEAREST, RERANK_CANDIDATES, family_order, vote_shares
 from narcli.errors import UsageError
 from narcli.search.family import (
     DEFAULT_NOVELTY_COSINE,
@@ -20,7 +20,7 @@ from narcli.search.family import (
 )
 from narcli.search.predictions import performance_rows, summary_json, summary_line
 from narcli.scan.targets import is_cache_name, zoo_hash
-from narcli.search.query import STEM_KEY, Query, current_encoder, resolve_queries, stem_vector
+from narcli.search.query import Query, current_encoder, resolve_queries, stem_values, stem_vector
 from narcli.zoo.composite import backbone_of
 
 MAX_K = 1000
@@ -198,8 +198,8 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
         neighbours = by_cosine
         if order == "family":
             blocks = (query.prediction or {}).get("refined") or {}  # the query's blocks name it as the zoo would
-            voted = dict(renamed(list(vote([f for f, _, _ in vote_on[:VOTERS]], [c for _, _, c in vote_on[:VOTERS]]).items()),
-                                 blocks))  # the family named as predicted
+            voted = vote_shares([f for f, _, _ in vote_on[:VOTERS]], [c for _, _, c in vote_on[:VOTERS]],
+                                blocks)  # the family named as predicted
             ranked = family_order([n.cosine for n in by_cosine], [n.family for n in by_cosine], voted,
                                   FAMILY_RERANK_WEIGHT, blocks=blocks)
             neighbours = [by_cosine[i] for i in ranked]
@@ -321,9 +321,9 @@ def _cached_family(key: str, users: Any, index: Any, zoo: Any, entry: dict, thre
     nearest zoo architectures, "new" below the novelty cosine), so a neighbour never contradicts
     what `nar similar` says of the same graph."""
     vectors = [users.vector(users.keys.index(key))]
-    stem = (entry.get("prediction") or {}).get(STEM_KEY)
-    if isinstance(stem, list) and stem:  # a CIFAR stem is searched in both spellings, as `nar similar` does
-        vectors.append(np.asarray(stem, dtype=np.float32))
+    stem = stem_values(entry.get("prediction"))
+    if stem is not None:  # a CIFAR stem is searched in both spellings, as `nar similar` does
+        vectors.append(stem)
     same_graph = entry.get("graph_hash")
     nearest = [(h, c) for h, c, _ in nearest_of_vectors(index, vectors, VOTERS)]
     voters = same_graph_first(index, vectors, nearest, same_graph)
