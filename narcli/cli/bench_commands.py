@@ -6,7 +6,7 @@ import json
 
 import typer
 
-from narcli.cli.common import run, safe, stderr_console
+from narcli.cli.common import run, stderr_console
 from narcli.cli.options import AllowBusyOption, BudgetOption, InputDtypeOption, InputShapeOption, JsonOption, ModelOption, RepeatOption, RetryFailedOption, SourcesOption, ThreadsOption, TimeoutOption, reporter, scan_options
 from narcli.cli.learn_commands import eval_app
 
@@ -50,7 +50,7 @@ def bench_command(
     console = stderr_console()
     with console.status(f"measuring {target} ({repeat} runs after a warm-up)…"):
         result = run(bench_target, target, batch, device, threads, repeat, options, timeout, allow_busy=allow_busy,
-                     attempts=attempts, report=lambda line: console.print(f"[dim]{safe(line)}[/]"))
+                     attempts=attempts, report=reporter(console))
     if as_json:
         print(json.dumps(result.to_dict(), indent=2))
         return
