@@ -4,7 +4,8 @@
 
 The novelty threshold is set as `nar index build` sets it (`search.neighbours.zoo_calibration`:
 edited copies of up to four architectures of every family, each searched against all the other
-architectures, the family-balanced 1 % quantile of their nearest cosine), on the zoo's stored
+architectures, and for a family two zoo sources list its architectures searched against the other
+sources' only; the family-balanced 1 % quantile of their nearest cosine), on the zoo's stored
 embeddings: first on the whole zoo (the shipped threshold), then, for each seed, on that random
 90/10 split's training part only, with members and edits drawn with that seed. The spread over the
 seeds is how much the threshold moves with what the zoo holds and which edits were drawn.
@@ -41,7 +42,8 @@ def main() -> None:
     def line(label: str, calibration: dict) -> None:
         print(f"{label}: novelty cosine {calibration['novelty_threshold']:.3f}  (edited copies kept "
               f"{calibration.get('rewritten_kept')}, unseen kept {calibration.get('unseen_rewritten_kept')}, "
-              f"family-removed flagged {calibration['new_flagged']:.3f})", flush=True)
+              f"family-removed flagged {calibration['new_flagged']:.3f}, other libraries' versions kept "
+              f"{calibration.get('independent_kept')} of {calibration.get('independent_queries')})", flush=True)
 
     began = time.perf_counter()
     whole = {**zoo_calibration(args.db, hashes, vectors, variants), "seconds": round(time.perf_counter() - began, 1)}

@@ -316,6 +316,63 @@ def test_novelty_calibrated_on_rewritten_copies_keeps_them_known():
     assert "unseen_rewritten_kept" not in plain
 
 
+
+def test_independent_nearest_searches_only_the_rows_no_source_of_the_querys_own_lists():
+    from narcli.search.family import independent_nearest
+
+    eye = np.eye(4)
+    vectors = np.array([eye[0], 0.99 * eye[0] + np.sqrt(1 - 0.99 ** 2) * eye[1],  # two timm ResNets
+                        0.6 * eye[0] + 0.8 * eye[2],  # MONAI's ResNet, written otherwise
+                        eye[3]])  # a family only one source lists
+    families = ["resnet", "resnet", "resnet", "tcn"]
+    sources = [frozenset({"timm"}), frozenset({"timm", "torchvision"}), frozenset({"monai"}), frozenset({"classics"})]
+    found = dict(independent_nearest(vectors, families, sources))
+    assert set(found) == {0, 1, 2}  # the tcn has no other library's version
+    assert found[0] == pytest.approx(0.6)  # not 0.99: timm's other ResNet shares its source
+    assert found[2] == pytest.approx(max(0.6, 0.6 * 0.99))  # the best of the rows no MONAI source lists
+    # one library's family has no independent version; nor has a row no other row is apart from
+    assert independent_nearest(vectors[:2], families[:2], [frozenset({"timm"})] * 2) == []
+    assert independent_nearest(vectors[:2], families[:2], sources[:2]) == []
+
+
+def test_novelty_threshold_keeps_designs_another_library_wrote_for_the_families_that_have_them():
+    from narcli.search.family import calibrate_novelty, independent_nearest
+
+    rng = np.random.default_rng(3)
+    centres = rng.standard_normal((20, 16))
+    vectors = np.concatenate([c + 0.1 * rng.standard_normal((5, 16)) for c in centres])
+    # family 0's fifth member is another library's version of it, written far from the other four
+    vectors[4] = centres[0] + 0.9 * rng.standard_normal(16)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    families = [str(i // 5) for i in range(100)]
+    sources = [frozenset({"monai" if i == 4 else "timm"}) for i in range(100)]
+    plain = calibrate_novelty(vectors, families, list(range(100)))
+    with_sources = calibrate_novelty(vectors, families, list(range(100)), sources=sources)
+    cosines = vectors @ vectors.T
+    other = float(cosines[4, :4].max())  # MONAI's version against timm's family 0 ...
+    assert other < plain["novelty_threshold"]  # ... which the copies-only threshold calls new
+    assert with_sources["independent_queries"] == 5 and with_sources["independent_families"] == 1
+    assert with_sources["novelty_threshold"] <= other < plain["novelty_threshold"]
+    found = [cosine for _, cosine in independent_nearest(vectors, families, sources)]
+    assert with_sources["independent_kept"] == np.mean([c >= with_sources["novelty_threshold"] for c in found]) >= 0.8
+    assert np.mean([c >= plain["novelty_threshold"] for c in found]) < with_sources["independent_kept"]
+    assert "independent_queries" not in plain
+
+
+
+def test_a_new_design_says_which_family_its_far_neighbours_lean_to():
+    from narcli.search.family import predict_family
+    from narcli.search.text import prediction_line
+
+    far = predict_family(None, [("nerf", "mlp", 0.61), ("nerf", "mlp", 0.60), ("mlp", "mlp", 0.58)], 0.637)
+    assert far.novel and far.alternatives[0][0] == "nerf"
+    line = prediction_line(far)
+    assert "no close family" in line and "below 0.637" in line
+    assert "lean to nerf (" in line  # a far rewrite of a NeRF reads as new, but the user is told
+    lonely = predict_family(None, [], 0.637)  # nothing to lean to: no such clause
+    assert lonely.novel and "lean to" not in prediction_line(lonely)
+
+
 # -- issue 43: what the walk-through found ---------------------------------------------------------
 TINY_GPT = """
 import torch

@@ -95,7 +95,8 @@ KNOWN_KEPT = 0.99
 
 def calibrate_novelty(vectors: np.ndarray, families: list[str], queries: list[int],
                       variants: tuple[np.ndarray, list[int]] | None = None,
-                      unseen: set[int] | frozenset[int] = frozenset()) -> dict[str, Any]:
+                      unseen: set[int] | frozenset[int] = frozenset(),
+                      sources: list[frozenset[str]] | None = None) -> dict[str, Any]:
     """The nearest-neighbour cosine below which a design is called new.
 
     Leave one out: each query row is searched against every other row twice, as it is (its family
@@ -114,6 +115,12 @@ def calibrate_novelty(vectors: np.ndarray, families: list[str], queries: list[in
     Each family weighs the same in that 1 %: a library that lists one decoder over ninety encoders
     (smp) would otherwise set the threshold by its own near-duplicates, and a design with a few
     hand-sized variants (a TCN, a VAE) would be called new.
+
+    With `sources` (the zoo sources that list each row), a family the zoo holds from two libraries
+    also has independent implementations: each of its rows searched against the rows of the other
+    libraries only (`independent_nearest`). These are real rewrites by other authors, and they land
+    farther away than edited copies do (2026-11-29: at the copies' threshold 0.660 only 86 % of them
+    were kept, family-balanced), so for those families they replace the copies in the 1 % tail.
     """
     family_of = np.array(families)
     sizes = Counter(families)
@@ -141,6 +148,11 @@ def calibrate_novelty(vectors: np.ndarray, families: list[str], queries: list[in
         made_from = [made_from[j] for j in kept_rows]
         rewritten = nearest(copy_vectors[kept_rows], made_from, False)
         reference = [(float(k), families[q]) for k, q in zip(rewritten, made_from)] or reference
+    independent: list[tuple[float, str]] = []
+    if sources is not None:
+        independent = [(float(cosine), families[q]) for q, cosine in independent_nearest(vectors, families, sources)]
+        written_again = {family for _, family in independent}
+        reference = [pair for pair in reference if pair[1] not in written_again] + independent
     threshold = _floor3(family_balanced_quantile(reference, 1 - KNOWN_KEPT)) if reference else DEFAULT_NOVELTY_COSINE
 
     def share(values: np.ndarray, above: bool) -> float | None:
@@ -154,7 +166,37 @@ def calibrate_novelty(vectors: np.ndarray, families: list[str], queries: list[in
         out["rewritten_kept"] = share(rewritten, True)
         if unseen:
             out["unseen_rewritten_kept"] = share(rewritten[[q in unseen for q in made_from]], True)
+    if sources is not None:
+        out["independent_queries"] = len(independent)
+        out["independent_families"] = len({family for _, family in independent})
+        out["independent_kept"] = round(family_balanced_share(independent, threshold), 4) if independent else None
     return out
+
+
+def independent_nearest(vectors: np.ndarray, families: list[str], sources: list[frozenset[str]]) -> list[tuple[int, float]]:
+    """(row, nearest cosine) of every row whose family another zoo source also lists, searched
+    against the rows no source of its own lists: the design as another library wrote it."""
+    family_sources: dict[str, set[str]] = {}
+    for family, listed in zip(families, sources):
+        family_sources.setdefault(family, set()).update(listed)
+    out = []
+    by_sources: dict[frozenset[str], list[int]] = {}
+    for row, listed in enumerate(sources):
+        if listed and family_sources[families[row]] - listed:
+            by_sources.setdefault(listed, []).append(row)
+    for listed, rows in sorted(by_sources.items(), key=lambda kv: sorted(kv[0])):
+        others = np.array([not (listed & s) for s in sources])
+        if not others.any():
+            continue
+        cosines = vectors[rows] @ vectors[others].T
+        out += [(row, float(best)) for row, best in zip(rows, cosines.max(1))]
+    return sorted(out)
+
+
+def family_balanced_share(values: list[tuple[float, str]], threshold: float) -> float:
+    """The share of (value, family) pairs at or above `threshold`, every family weighing the same."""
+    sizes = Counter(f for _, f in values)
+    return sum(1.0 / sizes[f] for v, f in values if v >= threshold) / len(sizes)
 
 
 def family_balanced_quantile(values: list[tuple[float, str]], q: float) -> float:

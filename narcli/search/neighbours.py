@@ -59,7 +59,8 @@ def zoo_calibration(db: Path, hashes: list[str], vectors: np.ndarray,
                     variants: int = CALIBRATION_VARIANTS, split_seed: int | None = None) -> dict[str, Any]:
     """The novelty threshold of this zoo's embeddings (see family.py), set on edited copies of
     every family's architectures (`encode.augment`; CALIBRATION_MEMBERS of each, drawn with the
-    seed) when `variants` > 0, each searched against all the other architectures.
+    seed) when `variants` > 0, each searched against all the other architectures, and on every
+    architecture of a family two zoo sources list, searched against the other sources' only.
     `split_seed`: recomputed on that random split's training part only, with edits of that seed,
     to see how much the threshold moves with what the zoo holds."""
     from narcli.encode.dataset import Item, augmented_items, card_split, original_hash, split_random, zoo_labels
@@ -87,10 +88,15 @@ def zoo_calibration(db: Path, hashes: list[str], vectors: np.ndarray,
                 row_of = {items[row].graph_hash: local[row] for row in pool}
                 made_from = [row_of[original_hash(c)] for c in copies]
                 copy_vectors, _ = Embedder().embed_encoded([c.encoded for c in copies])
+        listed: dict[str, set[str]] = {}
+        for model in zoo.models():
+            if model.graph_hash:
+                listed.setdefault(model.graph_hash, set()).add(model.source)
     ordered = vectors[[position[items[row].graph_hash] for row in pool]]
     return calibrate_novelty(ordered, [items[row].family for row in pool], list(range(len(pool))),
                              (copy_vectors, made_from) if copy_vectors is not None else None,
-                             {local[row] for row in never_trained if row in local})
+                             {local[row] for row in never_trained if row in local},
+                             [frozenset(listed.get(items[row].graph_hash, ())) for row in pool])
 
 
 def _members(items: list, rows: list[int], most: int, seed: int) -> list[int]:
