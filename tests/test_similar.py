@@ -614,6 +614,10 @@ def test_a_cached_cifar_stem_scan_gets_the_family_nar_similar_gives_it():
     both = {"graph_hash": "h", "prediction": {"family": [], STEM_KEY: [2.0]}}
     assert _cached_family("mine", Users(), index, zoo, plain, 0.6) == "regnet"
     assert _cached_family("mine", Users(), index, zoo, both, 0.6) == "resnet"
+    from narcli.search.similar import _cached_prediction
+
+    # the browser's coarse column reads the same prediction
+    assert _cached_prediction("mine", Users(), index, zoo, both, 0.6).coarse == "convolutional"
 
 
 def test_only_a_query_with_a_cifar_stem_gets_a_second_spelling():

@@ -295,9 +295,10 @@ def test_cached_scans_carry_their_predicted_family(monkeypatch):
     record = SimpleNamespace(source="/project/net.py", name="Net", graph_key="k1", params=10, macs=10, nodes=3,
                              inputs=[], depth=3, edges=2, top_ops=[], tracer="runtime", graph_hash="h1")
     monkeypatch.setattr("narcli.scan.cache.Cache.records", lambda self: [record])
-    monkeypatch.setattr("narcli.search.similar.cached_families", lambda: {"k1": "mlp"})
+    monkeypatch.setattr("narcli.search.similar.cached_families", lambda: {"k1": ("mlp", "mlp")})
     [mine] = [e for e in data.load_entries() if e.key == "cache:k1"]
     assert mine.family == "mlp" and str(mine.cells()[1]) == "mlp"
+    assert str(mine.cells()[2]) == "mlp"  # its coarse class too, not "—"
     assert dict(data.summary(mine))["family"] == "mlp (predicted)"
     assert "assumed" not in dict(data.summary(mine))  # its inputs were given
 
@@ -316,7 +317,8 @@ def test_a_file_scanned_again_lists_only_its_newest_scan(monkeypatch):
     # since, and the file scanned at another length on purpose
     records = [record("old", [1, 128], "h1"), record("new", [1, 128], "h2"), record("short", [1, 64], "h3")]
     monkeypatch.setattr("narcli.scan.cache.Cache.records", lambda self: records)
-    monkeypatch.setattr("narcli.search.similar.cached_families", lambda: {"old": "new", "new": "gpt2"})
+    monkeypatch.setattr("narcli.search.similar.cached_families",
+                        lambda: {"old": ("new", "transformer"), "new": ("gpt2", "transformer")})
     mine = {e.key: e.family for e in data.load_entries() if e.source == "cache"}
     assert mine == {"cache:new": "gpt2", "cache:short": ""}
 

@@ -300,9 +300,10 @@ def _filtered(index: Any, vectors: list[np.ndarray], zoo: Any, family: str | Non
     return [(index.keys[positions[i]], float(cosines[i])) for i in order]
 
 
-def cached_families() -> dict[str, str]:
-    """The family of every cached scan that has an embedding, by its graph key, as `nar similar`
-    gives it (the browser's table shows it). Reads stored embeddings only: no torch."""
+def cached_families() -> dict[str, tuple[str, str]]:
+    """The family ("new" below the novelty cosine) and coarse class of every cached scan that has an
+    embedding, by its graph key, as `nar similar` gives them (the browser's table shows them). Reads
+    stored embeddings only: no torch."""
     from narcli.search.neighbours import user_index, zoo_index
     from narcli.zoo.store import Zoo
 
@@ -312,14 +313,23 @@ def cached_families() -> dict[str, str]:
     index = zoo_index()
     threshold = index.meta.get("calibration", {}).get("novelty_threshold", DEFAULT_NOVELTY_COSINE)
     with Zoo() as zoo:
-        return {entry["graph_key"]: _cached_family(key, users, index, zoo, entry, threshold)
-                for key, entry in details.items() if entry.get("graph_key")}
+        out = {}
+        for key, entry in details.items():
+            if entry.get("graph_key"):
+                predicted = _cached_prediction(key, users, index, zoo, entry, threshold)
+                out[entry["graph_key"]] = (predicted.family or "new", predicted.coarse or "")
+        return out
 
 
 def _cached_family(key: str, users: Any, index: Any, zoo: Any, entry: dict, threshold: float) -> str:
     """The family a cached model gets as a query (its head's guess combined with the vote of its
     nearest zoo architectures, "new" below the novelty cosine), so a neighbour never contradicts
     what `nar similar` says of the same graph."""
+    return _cached_prediction(key, users, index, zoo, entry, threshold).family or "new"
+
+
+def _cached_prediction(key: str, users: Any, index: Any, zoo: Any, entry: dict, threshold: float) -> Any:
+    """What `nar similar` predicts for a cached model (`search.family.FamilyPrediction`)."""
     vectors = [users.vector(users.keys.index(key))]
     stem = stem_values(entry.get("prediction"))
     if stem is not None:  # a CIFAR stem is searched in both spellings, as `nar similar` does
@@ -328,8 +338,7 @@ def _cached_family(key: str, users: Any, index: Any, zoo: Any, entry: dict, thre
     nearest = [(h, c) for h, c, _ in nearest_of_vectors(index, vectors, VOTERS)]
     voters = same_graph_first(index, vectors, nearest, same_graph)
     models = zoo.models_by_hash([h for h, _ in voters])
-    predicted = predict_family(entry.get("prediction"), votes(voters, models, same_graph), threshold)
-    return predicted.family or "new"
+    return predict_family(entry.get("prediction"), votes(voters, models, same_graph), threshold)
 
 
 def query_task(query: Query) -> str | None:

@@ -326,10 +326,13 @@ class NarApp(FileActions, App):
         self.query_one("#similar-head", Static).update(head)
         self.fill_similar()
         self.family = result.prediction
-        if entry.record is not None and entry.family != (result.prediction.family or "new"):
-            entry.set_family(result.prediction.family or "new")  # a scan added here: its family is known now
+        predicted = (result.prediction.family or "new", result.prediction.coarse or "")
+        if entry.record is not None and (entry.family, entry.coarse) != predicted:
+            entry.set_family(*predicted)  # a scan added here: its family and coarse class are known now
             if entry.key in self.shown:
-                self.query_one("#models", DataTable).update_cell(entry.key, "family", entry.cells(self.name_width)[1])
+                table = self.query_one("#models", DataTable)
+                table.update_cell(entry.key, "family", entry.cells(self.name_width)[1])
+                table.update_cell(entry.key, "coarse", entry.cells(self.name_width)[2])
 
     def fill_similar(self) -> None:
         table = self.query_one("#similar-table", DataTable)

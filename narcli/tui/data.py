@@ -66,9 +66,12 @@ class Entry:
     def __post_init__(self) -> None:
         self.haystack = f"{self.key} {self.name} {self.family}".lower()
 
-    def set_family(self, family: str) -> None:
-        """A scanned model's predicted family, once known (its table cells are made again)."""
+    def set_family(self, family: str, coarse: str | None = None) -> None:
+        """A scanned model's predicted family (and coarse class), once known (its table cells are
+        made again)."""
         self.family = family
+        if coarse is not None:
+            self.coarse = coarse
         self.__dict__.pop("_cells", None)
         self.__post_init__()
 
@@ -133,7 +136,7 @@ def load_entries() -> list[Entry]:
             families = {}
         for entry in cached.values():
             if entry.record.graph_key in families:
-                entry.set_family(families[entry.record.graph_key])
+                entry.set_family(*families[entry.record.graph_key])
     entries.extend(cached.values())
     return entries
 
