@@ -333,6 +333,14 @@ def test_independent_nearest_searches_only_the_rows_no_source_of_the_querys_own_
     # one library's family has no independent version; nor has a row no other row is apart from
     assert independent_nearest(vectors[:2], families[:2], [frozenset({"timm"})] * 2) == []
     assert independent_nearest(vectors[:2], families[:2], sources[:2]) == []
+    # torchvision lists only a graph timm lists too: with another family's row from another
+    # library beside them, the ResNets still have no independent version (not a family-removed search)
+    shared = [frozenset({"timm"}), frozenset({"timm", "torchvision"}), frozenset({"classics"})]
+    assert independent_nearest(vectors[[0, 1, 3]], ["resnet", "resnet", "tcn"], shared) == []
+    # a row no source lists is neither a query nor another library's version
+    unlisted = [frozenset({"timm"}), frozenset(), frozenset({"monai"}), frozenset({"classics"})]
+    assert 1 not in dict(independent_nearest(vectors, families, unlisted))
+    assert dict(independent_nearest(vectors, families, unlisted))[2] == pytest.approx(0.6)  # row 0 only
 
 
 def test_novelty_threshold_keeps_designs_another_library_wrote_for_the_families_that_have_them():
@@ -371,6 +379,8 @@ def test_a_new_design_says_which_family_its_far_neighbours_lean_to():
     assert "lean to nerf (" in line  # a far rewrite of a NeRF reads as new, but the user is told
     lonely = predict_family(None, [], 0.637)  # nothing to lean to: no such clause
     assert lonely.novel and "lean to" not in prediction_line(lonely)
+    head_only = predict_family({"family": [["vae", 0.9]]}, [], 0.637)  # the head alone is no neighbours' lean
+    assert head_only.novel and head_only.alternatives and "lean to" not in prediction_line(head_only)
 
 
 # -- issue 43: what the walk-through found ---------------------------------------------------------
@@ -609,15 +619,17 @@ def test_a_cached_cifar_stem_scan_gets_the_family_nar_similar_gives_it():
                         2.0: [("resnet", 0.996), ("resnet2", 0.99), ("regnet", 0.915)]})
     index.position = lambda key: None  # the scan's graph is no zoo graph
     zoo = SimpleNamespace(models_by_hash=lambda hashes: {  # graph "resnet2" is a second ResNet
-        h: [SimpleNamespace(family=h.rstrip("2"), coarse="convolutional")] for h in hashes})
+        h: [SimpleNamespace(family=h.rstrip("2"), coarse="convolutional" if h.startswith("resnet") else "hybrid")]
+        for h in hashes})
     plain = {"graph_hash": "h", "prediction": {"family": []}}
     both = {"graph_hash": "h", "prediction": {"family": [], STEM_KEY: [2.0]}}
     assert _cached_family("mine", Users(), index, zoo, plain, 0.6) == "regnet"
     assert _cached_family("mine", Users(), index, zoo, both, 0.6) == "resnet"
     from narcli.search.similar import _cached_prediction
 
-    # the browser's coarse column reads the same prediction
+    # the browser's coarse column reads the same prediction (the regnets here are "hybrid")
     assert _cached_prediction("mine", Users(), index, zoo, both, 0.6).coarse == "convolutional"
+    assert _cached_prediction("mine", Users(), index, zoo, plain, 0.6).coarse == "hybrid"
 
 
 def test_only_a_query_with_a_cifar_stem_gets_a_second_spelling():

@@ -29,7 +29,7 @@ def prediction_line(prediction: Any) -> str:
         # what the far neighbours vote for: a distant rewrite of that family reads the same way as
         # a new design, and the user can tell them apart where the search cannot
         leaning = f"; the far neighbours lean to {p.alternatives[0][0]} ({p.alternatives[0][1]:.0%})" \
-            if p.alternatives else ""
+            if p.alternatives and p.nearest_cosine > -1 else ""  # no neighbours: the head alone, no "lean"
         return (f"[bold yellow]no close family[/]: the nearest known architecture is at cosine "
                 f"{p.nearest_cosine:.3f}, below {p.threshold:.3f}{leaning}; coarse class {coarse}")
     others = ", ".join(f"{f} {c:.0%}" for f, c in p.alternatives[:2])
