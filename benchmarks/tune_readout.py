@@ -72,23 +72,17 @@ def part_vectors(model, graphs: list) -> dict[str, np.ndarray]:
 def other_library_groups(pool: list, queries: list[int], searched: np.ndarray) -> list[tuple[list[int], np.ndarray]]:
     """The known-family queries whose family a zoo source other than their own lists, grouped by the
     sources that list them, each group with its candidates: the searched rows none of those lists."""
+    from narcli.search.family import by_listing, other_sources
     from narcli.zoo.store import Zoo
 
-    listed: dict[str, set[str]] = {}
     with Zoo() as zoo:
-        for model in zoo.models():
-            if model.graph_hash:
-                listed.setdefault(model.graph_hash, set()).add(model.source)
-    sources = [frozenset(listed.get(item.graph_hash, ())) for item in pool]
-    groups: dict[frozenset[str], list[int]] = {}
-    for q in queries:
-        if sources[q]:
-            groups.setdefault(sources[q], []).append(q)
+        listed = zoo.sources_by_hash([item.graph_hash for item in pool])
+    sources = [listed.get(item.graph_hash, frozenset()) for item in pool]
     out = []
-    for own, members in sorted(groups.items(), key=lambda kv: sorted(kv[0])):
+    for own, members in by_listing(sources, queries):
         mask = searched.copy()
         mask[len(pool):] = False  # edited copies are no other library's version
-        mask[:len(pool)] &= np.array([bool(s) and not (own & s) for s in sources])
+        mask[:len(pool)] &= other_sources(sources, own)
         families = {pool[r].family for r in np.flatnonzero(mask[:len(pool)])}
         members = [q for q in members if pool[q].family in families]
         if members:

@@ -144,11 +144,16 @@ def test_scanning_from_inside_adds_and_opens_the_model(tmp_path):
             if app.current and app.current.startswith("cache:"):
                 break
         await settle(app, pilot)  # its details (the Similar tab gives the family)
-        return app.by_key.get(app.current), len(app.entries)
+        from textual.widgets import DataTable
 
-    entry, _ = run_app(script)
+        row = app.query_one("#models", DataTable).get_row(app.current)
+        return app.by_key.get(app.current), [str(cell) for cell in row]
+
+    entry, row = run_app(script)
     assert entry is not None and entry.name == "tiny_net.py:TinyNet" and entry.source == "cache"
-    assert entry.family not in ("", "—")  # predicted once its Similar tab loaded, as `nar similar` says it
+    assert entry.family not in ("", "—") and entry.coarse not in ("", "—")  # predicted once its Similar tab loaded
+    # the browser's own row shows them too, not the "—" it was added with
+    assert row[1] == entry.family and row[2] == entry.coarse, row
 
 
 def test_a_broken_file_is_a_notification_and_the_app_keeps_running(tmp_path):

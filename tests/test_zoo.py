@@ -264,3 +264,19 @@ def test_a_graph_two_equally_common_families_share_is_named_after_the_root_of_th
     with Zoo([db]) as zoo:
         assert [m.id for m in zoo.models_by_hash(["sharedhash"])["sharedhash"]] == \
             ["fake/zy_root", "fake/zz_root", "fake/aa_child", "fake/ab_child"]
+
+
+def test_sources_by_hash_names_every_source_that_lists_a_graph(fake_zoo, tmp_path):
+    db = tmp_path / "zoo.db"
+    shutil.copy(fake_zoo, db)
+    with sqlite3.connect(db) as conn:
+        conn.row_factory = sqlite3.Row
+        row = dict(conn.execute("select * from models where status = 'ok' and source = 'fake' order by id").fetchone())
+        for source, status in (("other", "ok"), ("third", "ok"), ("broken", "failed")):
+            values = {**row, "id": f"{source}/{row['name']}", "source": source, "status": status}
+            conn.execute(f"insert into models ({','.join(values)}) values ({','.join('?' * len(values))})",
+                         tuple(values.values()))
+    with Zoo([db]) as zoo:
+        listed = zoo.sources_by_hash([row["graph_hash"], "no-such-hash"])
+    # a failed row lists nothing; a hash no row has is left out
+    assert listed == {row["graph_hash"]: frozenset({"fake", "other", "third"})}

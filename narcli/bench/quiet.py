@@ -50,6 +50,7 @@ SPEED_DRIFT = 0.25  # a probe this much slower than the measurement's full speed
 # runs alone, made every measurement "busy" on 2026-11-28)
 SLOWED_SHARE_LIMIT = 0.5
 MEDIAN_RUNS = 5  # clean runs a median needs at least (fewer, or fewer than asked for when that is less: busy)
+ATTEMPTS = 3  # measurements `nar bench` takes at most while the machine disturbs them
 # a fixed matrix product at the measurement's thread count, timed beside the loop: the neighbour's
 # bursts on 2026-11-28 slowed two-thread work by 10-35 % in episodes of seconds while the one-thread
 # loop showed half of them (the product took 1.12-1.18 ms when quiet, 1.25-1.37 ms in a burst)

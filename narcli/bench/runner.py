@@ -16,6 +16,7 @@ from narcli.bench import store
 from narcli.bench.device import DeviceInfo, available_bytes, check_device, device_info
 from narcli.bench.lock import measuring
 from narcli.bench.measure import check_fits, check_repeat
+from narcli.bench.quiet import ATTEMPTS
 from narcli.errors import NarError, UsageError
 
 
@@ -138,7 +139,6 @@ def _file_request(path: Path, options: Any) -> tuple[_Request, Any, int, int]:
                     inputs=list(record.inputs)), graph, record.params, record.macs
 
 
-ATTEMPTS = 3  # measurements `nar bench` takes at most while the machine disturbs them
 QUIET_WAIT = 10.0  # seconds it waits for other processes to go quiet before measuring again
 
 

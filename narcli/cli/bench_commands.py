@@ -6,6 +6,7 @@ import json
 
 import typer
 
+from narcli.bench.quiet import ATTEMPTS
 from narcli.cli.common import run, stderr_console
 from narcli.cli.options import AllowBusyOption, BudgetOption, InputDtypeOption, InputShapeOption, JsonOption, ModelOption, RepeatOption, RetryFailedOption, SourcesOption, ThreadsOption, TimeoutOption, reporter, scan_options
 from narcli.cli.learn_commands import eval_app
@@ -31,7 +32,7 @@ def bench_command(
     retry_failed: RetryFailedOption = False,
     export: str | None = typer.Option(None, "--export", help="With --zoo: write the measurements as a reference dataset into this folder."),
     allow_busy: AllowBusyOption = False,
-    attempts: int = typer.Option(3, "--attempts", help="Measurements at most: one the machine disturbed is taken "
+    attempts: int = typer.Option(ATTEMPTS, "--attempts", help="Measurements at most: one the machine disturbed is taken "
                                                       "again once other processes are quiet (1: measure once; "
                                                       "--allow-busy keeps the first; --zoo retries by its own rule)."),
 ) -> None:

@@ -180,20 +180,29 @@ def independent_nearest(vectors: np.ndarray, families: list[str], sources: list[
     searched against all such rows: the design as another library wrote it. A row whose family's
     other sources only list the same graphs (torchvision's ResNeXts are timm's too) has no
     independent version, and a row no source lists is neither query nor candidate."""
-    by_sources: dict[frozenset[str], list[int]] = {}
-    for row, listed in enumerate(sources):
-        if listed:
-            by_sources.setdefault(listed, []).append(row)
     family_of = np.array(families)
-    known = np.array([bool(listed) for listed in sources])
     out = []
-    for listed, rows in sorted(by_sources.items(), key=lambda kv: sorted(kv[0])):
-        others = known & np.array([not (listed & s) for s in sources])
+    for listed, rows in by_listing(sources, range(len(sources))):
+        others = other_sources(sources, listed)
         rows = [row for row in rows if (others & (family_of == families[row])).any()]
         if rows:
             cosines = vectors[rows] @ vectors[others].T
             out += [(row, float(best)) for row, best in zip(rows, cosines.max(1))]
     return sorted(out)
+
+
+def by_listing(sources: list[frozenset[str]], rows) -> list[tuple[frozenset[str], list[int]]]:
+    """`rows` grouped by the zoo sources that list them (rows no source lists are left out)."""
+    groups: dict[frozenset[str], list[int]] = {}
+    for row in rows:
+        if sources[row]:
+            groups.setdefault(sources[row], []).append(row)
+    return sorted(groups.items(), key=lambda kv: sorted(kv[0]))
+
+
+def other_sources(sources: list[frozenset[str]], own: frozenset[str]) -> np.ndarray:
+    """Mask of the rows some source lists and none of `own` does: another library's versions."""
+    return np.array([bool(listed) and not (own & listed) for listed in sources], dtype=bool)
 
 
 def family_balanced_share(values: list[tuple[float, str]], threshold: float) -> float | None:

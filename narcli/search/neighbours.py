@@ -88,15 +88,12 @@ def zoo_calibration(db: Path, hashes: list[str], vectors: np.ndarray,
                 row_of = {items[row].graph_hash: local[row] for row in pool}
                 made_from = [row_of[original_hash(c)] for c in copies]
                 copy_vectors, _ = Embedder().embed_encoded([c.encoded for c in copies])
-        listed: dict[str, set[str]] = {}
-        for model in zoo.models():
-            if model.graph_hash:
-                listed.setdefault(model.graph_hash, set()).add(model.source)
+        listed = zoo.sources_by_hash([items[row].graph_hash for row in pool])
     ordered = vectors[[position[items[row].graph_hash] for row in pool]]
     return calibrate_novelty(ordered, [items[row].family for row in pool], list(range(len(pool))),
                              (copy_vectors, made_from) if copy_vectors is not None else None,
                              {local[row] for row in never_trained if row in local},
-                             [frozenset(listed.get(items[row].graph_hash, ())) for row in pool])
+                             [listed.get(items[row].graph_hash, frozenset()) for row in pool])
 
 
 def _members(items: list, rows: list[int], most: int, seed: int) -> list[int]:

@@ -353,6 +353,10 @@ class Zoo:
             group.sort(key=self.naming_key)
         return out
 
+    def sources_by_hash(self, hashes: list[str]) -> dict[str, frozenset[str]]:
+        """The zoo sources that list each graph hash (a hash no source lists is left out)."""
+        return {h: frozenset(m.source for m in models) for h, models in self.models_by_hash(hashes).items()}
+
     def naming_key(self, model: ZooModel) -> tuple:
         """Sort key of the models sharing a graph, the one it is named after first (`models_by_hash`)."""
         from narcli.zoo.lineage import lineage_depth
