@@ -1,0 +1,115 @@
+"""Other libraries' versions of a design: does the zoo find the family of code another library wrote?
+
+    python benchmarks/bench_cross_library.py [--db narcli/data/zoo.db] [--out cross-library]
+
+The zoo holds real re-implementations: ResNets from timm, torchvision, transformers and MONAI,
+U-Nets from smp, MONAI and the textbook classics, ViTs from timm and transformers. Each architecture
+of a family that another source also lists is searched against the architectures none of its own
+sources lists (`narcli.search.family.independent_nearest`, the set the novelty cosine is also
+calibrated on), with the zoo's stored embeddings (what `nar similar` searches). That is the closest
+the zoo comes to "code people write" without a hand-collected set, so it is a figure one may tune
+on, unlike `benchmarks/real_clients` and `benchmarks/breadth`.
+
+Reported: the nearest architecture's family right, per query and family-balanced (every family
+weighs the same: ViT alone has 161 such rows); the same at the design level (`zoo.lineage`: SigLIP
+and DINOv2 are ViTs); the family among the 5 nearest; the rows the encoder never trained on (the
+card's test part) apart; and each family's count with what its misses land on. The encoder trained
+on most of these rows as members of their family, so the figure is optimistic; the card's test rows
+are the fairer part. Writes benchmarks/results/<out>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+from common import machine
+
+ROOT = Path(__file__).resolve().parent.parent
+TOP = 5
+
+
+def queries(db: Path) -> tuple[list[dict], set[str]]:
+    """One record per independent-version query: its family, the families of its TOP nearest
+    architectures of other sources, the nearest cosine, and whether the encoder trained on it."""
+    from narcli.encode.dataset import Item, card_split, zoo_labels
+    from narcli.encode.weights import bundled_weights_path
+    from narcli.search import neighbours
+    from narcli.search.family import by_listing, other_sources
+    from narcli.zoo.store import Zoo
+
+    card = json.loads(bundled_weights_path().with_suffix(".json").read_text())
+    hashes, vectors, _ = neighbours._zoo_vectors(db)
+    position = {h: i for i, h in enumerate(hashes)}
+    with Zoo([db]) as zoo:
+        labelled = zoo_labels(zoo)
+        items = [Item(h, *labelled[h], None) for h in labelled if h in position]
+        _, never_trained = card_split(items, card, zoo)
+        listed = zoo.sources_by_hash([item.graph_hash for item in items])
+    sources = [listed.get(item.graph_hash, frozenset()) for item in items]
+    matrix = vectors[[position[item.graph_hash] for item in items]]
+    matrix = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    families = np.array([item.family for item in items])
+    test = set(never_trained)
+    out = []
+    for own, rows in by_listing(sources, range(len(items))):
+        others = np.flatnonzero(other_sources(sources, own))
+        rows = [row for row in rows if (families[others] == families[row]).any()]
+        if not rows:
+            continue
+        cosines = matrix[rows] @ matrix[others].T
+        for row, scores in zip(rows, cosines):
+            order = others[np.argsort(-scores)[:TOP]]
+            out.append({"model": items[row].name, "family": str(families[row]),
+                        "sources": sorted(own), "nearest": [str(f) for f in families[order]],
+                        "cosine": round(float(scores.max()), 4), "never_trained": row in test})
+    return out, {str(f) for f in families}
+
+
+def figures(records: list[dict]) -> dict:
+    from narcli.zoo.lineage import design
+
+    def balanced(right) -> float:
+        sizes = Counter(r["family"] for r in records)
+        return round(sum(1.0 / sizes[r["family"]] for r in records if right(r)) / len(sizes), 3) if sizes else 0.0
+
+    def plain(right) -> float:
+        return round(sum(map(right, records)) / len(records), 3) if records else 0.0
+
+    checks = {"nearest family": lambda r: r["nearest"][0] == r["family"],
+              "nearest design": lambda r: design(r["nearest"][0]) == design(r["family"]),
+              f"family in top {TOP}": lambda r: r["family"] in r["nearest"]}
+    return {"queries": len(records), "families": len({r["family"] for r in records}),
+            **{name: {"per query": plain(check), "family-balanced": balanced(check)} for name, check in checks.items()}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", type=Path, default=ROOT / "narcli" / "data" / "zoo.db")
+    parser.add_argument("--out", default="cross-library")
+    args = parser.parse_args()
+    records, _ = queries(args.db)
+    summary = {"all": figures(records), "never trained (card's test part)": figures([r for r in records if r["never_trained"]])}
+    by_family = {}
+    for family in sorted({r["family"] for r in records}, key=lambda f: (-sum(r["family"] == f for r in records), f)):
+        rows = [r for r in records if r["family"] == family]
+        by_family[family] = {"queries": len(rows), "nearest right": sum(r["nearest"][0] == family for r in rows),
+                             "median cosine": round(float(np.median([r["cosine"] for r in rows])), 3),
+                             "misses land on": dict(Counter(r["nearest"][0] for r in rows if r["nearest"][0] != family).most_common(3))}
+    for part, numbers in summary.items():
+        print(f"{part}: {numbers['queries']} queries, {numbers['families']} families")
+        for name in ("nearest family", "nearest design", f"family in top {TOP}"):
+            print(f"  {name:18} {numbers[name]['per query']:.3f} per query, {numbers[name]['family-balanced']:.3f} family-balanced")
+    print("by family (nearest right / queries, median cosine, misses):")
+    for family, row in by_family.items():
+        print(f"  {family:20} {row['nearest right']:4}/{row['queries']:<4} {row['median cosine']:.3f}  {row['misses land on']}")
+    out = ROOT / "benchmarks" / "results" / f"{args.out}.json"
+    out.write_text(json.dumps({"summary": summary, "by_family": by_family, "machine": machine()}, indent=1) + "\n")
+    print(f"wrote {out.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
