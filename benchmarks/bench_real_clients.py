@@ -20,7 +20,8 @@ expected family's zoo models have, or with the manifest's `coarse` column where 
 network whose own layers put it in another class than its family's usual one: a WGAN with an MLP
 generator, a dense VAE, a PointNet written with per-point `Linear` layers are `mlp`). The `*_design` figures compare designs (`narcli.zoo.lineage`: Helium, Mistral or Qwen3 are Llama
 designs, as transformers' own modular files derive them), the answer `nar similar` gives beside
-the family.
+the family. Rows whose manifest family is `new` (designs no zoo library ships, `breadth/new/`) are
+left out of all of that and scored apart: `new_called_new`, the share `nar similar` called new.
 Writes benchmarks/results/<out>.json (default real-clients.json).
 """
 
@@ -38,6 +39,7 @@ from common import machine, nar_command
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
+NEW = "new"  # the manifest family of a design no zoo library ships: it should be called new
 
 
 def rows(folder: Path) -> list[dict]:
@@ -147,8 +149,11 @@ def main() -> None:
                 continue
             print(f"{name:<58} {r['expected']:<14} {str(r['nearest_family']):<14} {r['cosine']:>5.2f} "
                   f"{str(r['predicted']):<14} {'yes' if r['top5'] else 'no':<4} {'yes' if r['novel'] else ''}")
-    scored = [r for r in results if "error" not in r]
-    n = len(results)
+    # designs no zoo library ships (manifest family "new"): scored only on being called new
+    new = [r for r in results if r["expected"] == NEW]
+    results_known = [r for r in results if r["expected"] != NEW]
+    scored = [r for r in results_known if "error" not in r]
+    n = len(results_known)
     by_hash, same = zoo_families()
     coarse_of = family_coarse()
     from narcli.zoo.lineage import design
@@ -159,8 +164,8 @@ def main() -> None:
     def nearest_is(r: dict) -> bool:  # the nearest architecture itself carries the expected family
         return r["nearest_family"] == r["expected"] or r["expected"] in by_hash.get(r.get("nearest_hash"), ())
 
-    summary = {
-        "models": n, "sources": len({r["set"] for r in results}), "failed_to_scan": n - len(scored),
+    summary = {"models": 0} if not n else {
+        "models": n, "sources": len({r["set"] for r in results_known}), "failed_to_scan": n - len(scored),
         # failures count as misses: a model we cannot read is not retrieved
         "nearest_family_top1": round(sum(r["nearest_family"] == r["expected"] for r in scored) / n, 3),
         "predicted_family": round(sum(r["predicted"] == r["expected"] for r in scored) / n, 3),
@@ -176,6 +181,9 @@ def main() -> None:
                                   for r in scored) / n, 3),
         "mean_nearest_cosine": round(sum(r["cosine"] for r in scored) / max(len(scored), 1), 3),
     }
+    if new:  # a design that failed to scan was not called new
+        summary["new_designs"] = len(new)
+        summary["new_called_new"] = round(sum(r.get("novel", False) for r in new) / len(new), 3)
     print()
     for key, value in summary.items():
         print(f"{key:<22}{value}")

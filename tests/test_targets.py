@@ -84,6 +84,22 @@ def test_each_kind_of_text_resolves_to_its_type(project):
     assert isinstance(resolve_target("missing.py"), ModelFile)
 
 
+def test_file_colon_class_names_a_model_in_a_file(project, cli):
+    target = resolve_target("net.py:Net")
+    assert isinstance(target, ModelFile) and target.path == Path("net.py") and target.options.model == "Net"
+    assert resolve_target("models/other.py:Net(width=4)").options.model == "Net(width=4)"
+    assert resolve_target("net.py:Net", ScanOptions(model="Net")).options.model == "Net"  # said twice alike
+    with pytest.raises(UsageError, match="names the model already; drop --model 'Other'"):
+        resolve_target("net.py:Net", ScanOptions(model="Other"))
+    missing = resolve_target("missing.py:Net")  # its reader says the file is missing, not the zoo
+    assert isinstance(missing, ModelFile) and missing.path == Path("missing.py")
+    result = cli("similar", "net.py:Net", "-i", "1,3,32,32", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["results"][0]["prediction"] is not None
+    result = cli("similar", "missing.py:Net")
+    assert result.exit_code != 0 and "no such file" in result.stderr and "zoo" not in result.stderr
+
+
 def test_unusable_text_is_a_usage_error(project):
     for text, message in (("", "empty model name"), ("cache:", "empty name after cache:"),
                           ("a\0b", "NUL")):

@@ -14,7 +14,7 @@ from narcli.cli.learn_commands import eval_app
 
 def bench_command(
     target: str | None = typer.Argument(None, help="The model: a zoo name (resnet50), cache:NAME, a .py or an "
-                                                   ".onnx file, or pkg.module:Class.", show_default=False),
+                                                   ".onnx file, file.py:Class, or pkg.module:Class.", show_default=False),
     batch: int = typer.Option(1, "--batch", "-b", help="Batch size."),
     device: str = typer.Option("cpu", "--device", "-d", help="cpu or cuda."),
     threads: ThreadsOption = None,

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-TARGET_KINDS = ("a zoo name (resnet50), cache:NAME, a .py/.onnx/.pt2 file, pkg.module:Class, a checkpoint "
+TARGET_KINDS = ("a zoo name (resnet50), cache:NAME, a .py/.onnx/.pt2 file, file.py:Class, pkg.module:Class, a checkpoint "
                 "(.safetensors, .pt, .bin) or a model folder (config.json)")
 
 TargetArgument = Annotated[str, typer.Argument(help=f"The model: {TARGET_KINDS}.", show_default=False)]

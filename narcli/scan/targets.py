@@ -9,6 +9,7 @@ The stages that answer for a kind (scanning, the zoo, the cache) do the work.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,12 @@ def resolve_target(text: str, options: ScanOptions | None = None) -> Target:
             raise UsageError(f"empty name after {CACHE_PREFIX}")
         _refuse_scan_options(text, options, "a cached scan keeps the inputs it was traced with")
         return CachedName(text, name)
+    in_file = file_and_model(text)
+    if in_file is not None:  # path/to/file.py:Class, as `nar scan` and the browser name a model
+        path, spec = in_file
+        if options.model and options.model != spec:
+            raise UsageError(f"{text} names the model already; drop --model {options.model!r}")
+        return ModelFile(text, path, replace(options, model=spec))
     try:
         found = resolve_module_target(text)
     except FileNotFoundError as exc:
@@ -124,6 +131,18 @@ def resolve_target(text: str, options: ScanOptions | None = None) -> Target:
     if path.is_dir():
         return ModelFolder(text, path, options) if is_model_folder(path) else Directory(text, path, options)
     return ModelFile(text, path, options)
+
+
+FILE_AND_MODEL = re.compile(r"^(?P<file>.+?\.py):(?P<spec>[A-Za-z_].*)$", re.S)
+
+
+def file_and_model(text: str) -> tuple[Path, str] | None:
+    """`path/to/file.py:Class(args)` -> (the file, `Class(args)`): the name `nar scan` and `nar tui`
+    show a model by. None when `text` is not of that form or is itself an existing path."""
+    match = FILE_AND_MODEL.match(text.strip())
+    if match is None or Path(os.path.expanduser(text)).exists():
+        return None
+    return Path(os.path.expanduser(match["file"])), match["spec"].strip()
 
 
 def _refuse_scan_options(text: str, options: ScanOptions, why: str) -> None:
