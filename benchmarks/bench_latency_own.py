@@ -2,7 +2,7 @@
 net, an attention U-Net, a bidirectional GRU text classifier, a TCN and a small ViT with hand-written
 attention), after `nar calibrate` on this machine, at one thread and at every core.
 
-    python benchmarks/bench_latency_own.py [--calibrate] [--models 20] [--threads 1,2]
+    python benchmarks/bench_latency_own.py [--calibrate] [--models 20] [--threads 1,2] [--out NAME]
 
 For each thread count T: with `--calibrate`, `nar calibrate --device own-Tt --threads T --models K`
 (measurements already stored are reused); then for each model `nar bench FILE --threads T --json`
@@ -10,7 +10,7 @@ For each thread count T: with `--calibrate`, `nar calibrate --device own-Tt --th
 --device own-Tt --json` (the calibrated head's value and 90 % interval). Scores: the median error,
 how many measured values fall inside the interval, and the interval's half-width. Uses the user's
 NAR_HOME (the calibration is what a user would have). Run alone on the machine.
-Writes benchmarks/results/latency_own.json.
+Writes benchmarks/results/<out>.json (default latency_own.json).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ def main() -> None:
     parser.add_argument("--calibrate", action="store_true")
     parser.add_argument("--models", type=int, default=20)
     parser.add_argument("--threads", default=f"1,{len(os.sched_getaffinity(0))}")
+    parser.add_argument("--out", default="latency_own", help="results file name, under benchmarks/results")
     args = parser.parse_args()
     nar = nar_command()
     out = {"machine": machine(), "settings": []}
@@ -46,7 +47,7 @@ def main() -> None:
         summary = score_device(nar, {path: INPUTS[path.name] for path in sorted(MODELS.glob("*.py"))}, threads,
                                device)
         out["settings"].append(summary)
-    path = ROOT / "benchmarks" / "results" / "latency_own.json"
+    path = ROOT / "benchmarks" / "results" / f"{args.out}.json"
     path.write_text(json.dumps(out, indent=2) + "\n")
     print(f"wrote {path}")
 
