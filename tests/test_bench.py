@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 from narcli.bench import calibrate as cal
+from narcli.bench import transfer
 from narcli.bench.measure import check_fits, time_runs
 from narcli.errors import NarError, UsageError
 
@@ -118,8 +119,8 @@ def test_the_ridge_head_recovers_a_linear_relation():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(30, 3))
     y = 0.5 + 2.0 * x[:, 0] + rng.normal(scale=0.01, size=30)
-    head = cal.fit(x, y)
-    assert np.abs(cal.apply(head, x) - y).max() < 0.4  # ridge shrinks, but not by much here
+    head = transfer.ridge_fit(x, y)
+    assert np.abs(transfer.ridge_apply(head, x) - y).max() < 0.4  # ridge shrinks, but not by much here
     assert 0 < head["half"] < 1
 
 
@@ -154,7 +155,7 @@ def test_a_calibrated_device_answers_in_predict_rows():
     from narcli.predict.bundle import Row
     from narcli.predict.datasets import Target
 
-    head = cal.fit(np.array([[0.0, 1.0], [1.0, 2.0], [2.0, 3.0], [3.0, 4.0]]),
+    head = transfer.ridge_fit(np.array([[0.0, 1.0], [1.0, 2.0], [2.0, 3.0], [3.0, 4.0]]),
                    np.array([0.0, 1.0, 2.0, 3.0])) | {"columns": list(cal.CPU_COLUMNS), "models": [1, 2, 3, 4]}
     cpu = [Row("reference", "r", Target(c, "latency", "ms", c, 1), 10.0, 8.0, 12.0, "ok", "", "x")
            for c in cal.CPU_COLUMNS]
@@ -171,7 +172,7 @@ def test_a_device_calibrated_on_the_old_timm_columns_still_answers():
     from narcli.predict.datasets import Target
 
     old_columns = ["fp32-nchw-pt240-cpu-i9_10940x-dynamo", "fp32-nchw-pt240-cpu-i7_12700h-dynamo"]
-    head = cal.fit(np.array([[0.0, 0.0, 1.0], [1.0, 1.0, 2.0], [2.0, 2.0, 3.0], [3.0, 3.0, 4.0]]),
+    head = transfer.ridge_fit(np.array([[0.0, 0.0, 1.0], [1.0, 1.0, 2.0], [2.0, 2.0, 3.0], [3.0, 3.0, 4.0]]),
                    np.array([0.0, 1.0, 2.0, 3.0])) | {"columns": old_columns, "models": [1, 2, 3, 4]}
     rows = [Row("timm", "t", Target(c, "latency", "ms", c, 1), 10.0, 8.0, 12.0, "ok", "", "x") for c in old_columns]
     (row,) = cal.device_rows(rows, 10**9, {"old": head})
@@ -448,11 +449,30 @@ def test_a_model_busy_every_time_is_tried_three_times_then_left_out_and_the_rest
 
     monkeypatch.setattr("narcli.trace.pool.run_pool", one_worker)
     monkeypatch.setattr(quiet, "wait_for_quiet", lambda *a, **k: True)
-    lines = []
-    measured = cal.measure_models(chosen, None, 2, None, lines.append)
-    assert [c.name for c, _ in measured] == ["zoo/m0", "zoo/m2"]
+    lines, left_out = [], []
+    measured = cal.measure_models(chosen, None, 2, None, lines.append, busy=left_out)
+    assert [c.name for c, _ in measured] == ["zoo/m0", "zoo/m2"] and left_out == ["zoo/m1"]
     assert tried.count("zoo/m1") == cal.BUSY_TRIES == 3 and tried[:3] == ["zoo/m0", "zoo/m1", "zoo/m2"]
     assert lines[-1].endswith("; left out") and sum("measured again once quiet" in line for line in lines) == 2
+
+
+def test_a_calibration_a_busy_machine_left_short_says_so_not_raise_the_budget(monkeypatch):
+    from narcli.errors import NarError
+
+    monkeypatch.setattr(cal, "candidates", lambda: [])
+    monkeypatch.setattr(cal, "with_parts", lambda chosen: chosen)
+
+    def all_busy(chosen, threads, repeat, budget, report, allow_busy, busy):
+        busy.extend(["zoo/a", "zoo/b"])
+        return []
+
+    monkeypatch.setattr(cal, "measure_models", all_busy)
+    with pytest.raises(NarError, match=r"only 0 models measured.*\(2 left out: the machine stayed busy while timing "
+                                       r"them; run again when it is quiet, or --allow-busy to keep them\)"):
+        cal.calibrate("dev")
+    monkeypatch.setattr(cal, "measure_models", lambda *args: [])
+    with pytest.raises(NarError, match=r"\(raise --budget\)"):
+        cal.calibrate("dev", budget=5)
 
 
 def test_calibrating_on_fewer_models_than_asked_says_how_to_add_them(capsys):

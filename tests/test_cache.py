@@ -207,7 +207,7 @@ def _populate_every_store(home):
     import numpy as np
     from typer.testing import CliRunner
 
-    from narcli.bench import calibrate, store
+    from narcli.bench import calibrate, store, transfer
     from narcli.cli.app import app
     from narcli.encode.feature_cache import save_features
     from narcli.encode.features import encode_graph
@@ -230,7 +230,7 @@ def _populate_every_store(home):
                   "top_ops": "[]"}, graph.to_json())
     writer.conn.execute("pragma wal_checkpoint(truncate)")
     writer.close()
-    head = calibrate.fit(np.array([[0.0, 1.0], [1.0, 2.0], [2.0, 3.0]]), np.array([0.0, 1.0, 2.0]))
+    head = transfer.ridge_fit(np.array([[0.0, 1.0], [1.0, 2.0], [2.0, 3.0]]), np.array([0.0, 1.0, 2.0]))
     write_file(home / "devices" / "local.json", json.dumps(head | {"columns": list(calibrate.CPU_COLUMNS),
                                                                    "models": [], "name": "local"}))
     save_features(home / "features" / f"items-v{FEATURES_VERSION}.npz", {"h": encode_graph(graph)})

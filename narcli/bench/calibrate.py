@@ -13,7 +13,7 @@ The head: the reference prediction split by how its work parallelises, each part
 scale (`transfer.fit_head`, where the fit is explained), fitted on the calibration models' parts
 rescaled to what the reference machine measured for them (`fitting_parts`), so that the reference
 head's errors on those few models do not set this machine's scales. Saved as $NAR_HOME/devices/NAME.json.
-`fit` below is the head fitted before that (a ridge of log latency on log reference prediction and
+`transfer.ridge_fit` is the head fitted before that (a ridge of log latency on log reference prediction and
 log MACs), kept because `nar eval calibration` shows it beside the new one and heads saved with it
 (and those fitted on the timm CPU columns, named in their `columns`) still answer.
 """
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from narcli.bench.lock import measuring
-from narcli.bench.transfer import FITTED_ON, HEAD_PARTS, fitted_on, fitting_parts, measured_on_reference
+from narcli.bench.transfer import FITTED_ON, HEAD_PARTS, fitted_on, fitting_parts, measured_on_reference, ridge_apply
 from narcli.errors import NarError, UsageError
 from narcli.fsutil import write_text
 
@@ -39,7 +39,6 @@ LOW_MACS, HIGH_MACS = 5e7, 2e10
 # times a model timed on a busy machine is tried, each retry after the rest of the queue (a
 # neighbour's bursts on a shared core come and go within seconds)
 BUSY_TRIES = 3
-RIDGE = 0.05  # per sample, on standardised features: little shrinkage, but K = 5 stays solvable
 REFERENCE_COLUMN = "reference-cpu"
 CPU_COLUMNS = (REFERENCE_COLUMN,)  # what new heads are fitted on
 COARSE = ("convolutional", "transformer", "hybrid", "recurrent", "state-space", "mlp", "graph")
@@ -145,42 +144,14 @@ def with_parts(chosen: list[Candidate], head: Any = None) -> list[Candidate]:
     return out
 
 
-def features(candidate_predicted: dict[str, float], macs: int, columns: tuple[str, ...] = CPU_COLUMNS) -> np.ndarray:
-    return np.array([math.log(candidate_predicted[c]) for c in columns] + [math.log(macs)])
-
-
-def fit(x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
-    """Ridge on standardised features; returns the parameters and the leave-one-out interval."""
-    mean, std = x.mean(0), x.std(0) + 1e-9
-
-    def solve(xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, float]:
-        z = (xs - mean) / std
-        centre = ys.mean()
-        w = np.linalg.solve(z.T @ z + RIDGE * len(ys) * np.eye(z.shape[1]), z.T @ (ys - centre))
-        return w, centre
-
-    w, b = solve(x, y)
-    errors = []
-    for i in range(len(y)):
-        keep = np.arange(len(y)) != i
-        if keep.sum() >= 2:
-            wi, bi = solve(x[keep], y[keep])
-            errors.append(abs(float(((x[i] - mean) / std) @ wi + bi - y[i])))
-    half = float(np.quantile(errors, 0.9)) if errors else 0.5
-    return {"mean": mean.tolist(), "std": std.tolist(), "weights": w.tolist(), "intercept": float(b), "half": half}
-
-
-def apply(head: dict[str, Any], x: np.ndarray) -> np.ndarray:
-    """Predicted log latency for feature rows `x`."""
-    z = (np.atleast_2d(x) - np.array(head["mean"])) / np.array(head["std"])
-    return z @ np.array(head["weights"]) + head["intercept"]
-
-
 def measure_models(chosen: list[Candidate], threads: int | None, repeat: int, budget: float | None,
-                   report: Callable[[str], None], allow_busy: bool = False) -> list[tuple[Candidate, float]]:
+                   report: Callable[[str], None], allow_busy: bool = False,
+                   busy: list[str] | None = None) -> list[tuple[Candidate, float]]:
     """Each candidate's batch-1 latency on this CPU, in order: stored measurements are reused, zoo
     models are measured one after another in one long-lived worker (library imports and registries
-    paid once: a fresh child per model cost 10-30 s), anything else through `bench_target`."""
+    paid once: a fresh child per model cost 10-30 s), anything else through `bench_target`. The
+    names of models left out because the machine stayed busy are added to `busy`."""
+    busy = [] if busy is None else busy  # the caller's list, to say why too few were measured
     from narcli.bench import store
     from narcli.bench.device import device_info
     from narcli.bench.runner import bench_target
@@ -201,7 +172,7 @@ def measure_models(chosen: list[Candidate], threads: int | None, repeat: int, bu
             note(candidate, stored["median_ms"], True)
     todo = [c for c in pooled if c.name not in found]
     if todo:
-        found.update(_measure_pooled(todo, info, repeat, budget, began, report, note, allow_busy))
+        found.update(_measure_pooled(todo, info, repeat, budget, began, report, note, allow_busy, busy))
     out = []
     for candidate in chosen:
         if candidate.name not in found and not candidate.graph_hash:
@@ -210,6 +181,7 @@ def measure_models(chosen: list[Candidate], threads: int | None, repeat: int, bu
             result = bench_target(candidate.name, 1, "cpu", threads, repeat, reuse=True, allow_busy=allow_busy, report=report)
             if result.busy and not allow_busy:
                 report(f"busy: {candidate.name} left out (the machine was busy while timing it)")
+                busy.append(candidate.name)
                 continue
             found[candidate.name] = (result.median_ms, result.reused)
             note(candidate, result.median_ms, result.reused)
@@ -222,7 +194,7 @@ def measure_models(chosen: list[Candidate], threads: int | None, repeat: int, bu
 
 def _measure_pooled(todo: list[Candidate], info: Any, repeat: int, budget: float | None, began: float,
                     report: Callable[[str], None], note: Callable[[Candidate, float, bool], None],
-                    allow_busy: bool = False) -> dict[str, tuple[float, bool]]:
+                    allow_busy: bool, busy: list[str]) -> dict[str, tuple[float, bool]]:
     from narcli.bench import store
     from narcli.bench.quiet import wait_for_quiet
     from narcli.bench.reference import measure_zoo_model
@@ -258,6 +230,8 @@ def _measure_pooled(todo: list[Candidate], info: Any, repeat: int, budget: float
             retry = tries[candidate.name] < BUSY_TRIES
             if retry:
                 again.append(candidate)
+            else:
+                busy.append(candidate.name)
             report(f"busy: {candidate.name} not stored ({'; '.join(verdict.get('reasons', []))})"
                    + ("; measured again once quiet" if retry else "; left out"))
             return
@@ -285,10 +259,13 @@ def calibrate(name: str = "local", models: int = 20, budget: float | None = None
     from narcli.bench.transfer import fit_head
 
     chosen = with_parts(candidates()[:models])
+    busy: list[str] = []
     with measuring("cpu"):  # the whole calibration: no other measurement may interleave with it
-        measured = measure_models(chosen, threads, repeat, budget, report, allow_busy)
+        measured = measure_models(chosen, threads, repeat, budget, report, allow_busy, busy)
     if len(measured) < 3:
-        raise NarError(f"only {len(measured)} models measured; calibration needs at least 3 (raise --budget)")
+        why = (f"{len(busy)} left out: the machine stayed busy while timing them; run again when it is "
+               "quiet, or --allow-busy to keep them" if busy else "raise --budget")
+        raise NarError(f"only {len(measured)} models measured; calibration needs at least 3 ({why})")
     reference = measured_on_reference()
     parts = fitting_parts([c for c, _ in measured], reference)
     y = np.log([ms for _, ms in measured])
@@ -444,7 +421,7 @@ def device_rows(rows: list, macs: int, devices: dict[str, dict[str, Any]] | None
             centre = float(predict_log(head, split[0])[0])
         else:
             x = np.array([math.log(r.value) for r in usable if r is not None and r.value] + [math.log(macs)])
-            centre = float(apply(head, x)[0])
+            centre = float(ridge_apply(head, x)[0])
         out.append(Row("device", f"device {name}", target, math.exp(centre), math.exp(centre - head["half"]),
                        math.exp(centre + head["half"]), "ok", "", trained))
     return out

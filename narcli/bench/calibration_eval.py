@@ -12,14 +12,16 @@ the reference prediction rescaled by the K points' median ratio.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from narcli.bench.calibrate import (REFERENCE_COLUMN, Candidate, apply, candidates, features, fit, fitting_parts,
-                                    measure_models, measured_on_reference, with_parts)
+from narcli.bench.calibrate import (CPU_COLUMNS, REFERENCE_COLUMN, Candidate, candidates, fitting_parts, measure_models,
+                                    measured_on_reference, with_parts)
 from narcli.bench.lock import measuring
+from narcli.bench.transfer import ridge_apply, ridge_fit
 from narcli.errors import NarError, UsageError
 
 
@@ -32,6 +34,11 @@ def _scores(predicted: np.ndarray, true: np.ndarray) -> dict[str, float]:
 def _spearman(a: np.ndarray, b: np.ndarray) -> float:
     ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
     return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def features(candidate_predicted: dict[str, float], macs: int, columns: tuple[str, ...] = CPU_COLUMNS) -> np.ndarray:
+    """The ridge head's features (`transfer.ridge_fit`): log reference predictions and log MACs."""
+    return np.array([math.log(candidate_predicted[c]) for c in columns] + [math.log(macs)])
 
 
 def held_out_head() -> Any:
@@ -110,7 +117,7 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
         centre = predict_log(calibrated, parts_test)
         ours = np.exp(centre)
         inside = np.abs(np.log(truth) - centre) <= calibrated["half"]
-        before = fit(np.stack([features(c.predicted, c.macs) for c, _ in chosen]), np.log(y))
+        before = ridge_fit(np.stack([features(c.predicted, c.macs) for c, _ in chosen]), np.log(y))
         a, b = np.polyfit(np.array([c.macs for c, _ in chosen], dtype=np.float64), y, 1)
         scale = float(np.median(y / np.array([c.predicted[REFERENCE_COLUMN] for c, _ in chosen])))
         rows.append({"k": len(chosen), "calibrated": _scores(ours, truth) | {
@@ -120,7 +127,7 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
                          "new_families_mape": _scores(ours[new], truth[new])["mape"] if new.any() else None,
                          "scales": [round(float(np.exp(t)), 4) for t in calibrated["scales"]],
                          "prior": calibrated["prior"]},
-                     "previous_head": _scores(np.exp(apply(before, x_test)), truth),
+                     "previous_head": _scores(np.exp(ridge_apply(before, x_test)), truth),
                      "macs_linear": _scores(np.maximum(a * macs_test + b, 1e-3), truth),
                      "reference_rescaled": _scores(reference_test * scale, truth) | {"scale": round(scale, 3)}})
     kinds: dict[str, int] = {}

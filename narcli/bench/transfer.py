@@ -33,6 +33,8 @@ error, which one such model sets — ±84 % where ±35 % covered 88 % of held-ou
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 # what the calibration's parts were scaled to before fitting (`fitting_parts`); a device head fitted
@@ -162,3 +164,36 @@ def fitting_parts(chosen: list, reference: dict[str, float] | None = None) -> np
         measured = reference.get(candidate.graph_hash)
         out.append(parts * (measured / parts.sum()) if measured and parts.sum() > 0 else parts)
     return np.stack(out)
+
+
+# the head `nar calibrate` fitted before the parts (a ridge of log latency on the log reference
+# prediction and log MACs): `nar eval calibration` shows it beside the new one, and device heads
+# saved with it still answer
+RIDGE = 0.05  # per sample, on standardised features: little shrinkage, but K = 5 stays solvable
+
+
+def ridge_fit(x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    """Ridge on standardised features; returns the parameters and the leave-one-out interval."""
+    mean, std = x.mean(0), x.std(0) + 1e-9
+
+    def solve(xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, float]:
+        z = (xs - mean) / std
+        centre = ys.mean()
+        w = np.linalg.solve(z.T @ z + RIDGE * len(ys) * np.eye(z.shape[1]), z.T @ (ys - centre))
+        return w, centre
+
+    w, b = solve(x, y)
+    errors = []
+    for i in range(len(y)):
+        keep = np.arange(len(y)) != i
+        if keep.sum() >= 2:
+            wi, bi = solve(x[keep], y[keep])
+            errors.append(abs(float(((x[i] - mean) / std) @ wi + bi - y[i])))
+    half = float(np.quantile(errors, 0.9)) if errors else 0.5
+    return {"mean": mean.tolist(), "std": std.tolist(), "weights": w.tolist(), "intercept": float(b), "half": half}
+
+
+def ridge_apply(head: dict[str, Any], x: np.ndarray) -> np.ndarray:
+    """Predicted log latency for feature rows `x`."""
+    z = (np.atleast_2d(x) - np.array(head["mean"])) / np.array(head["std"])
+    return z @ np.array(head["weights"]) + head["intercept"]
