@@ -32,13 +32,13 @@ ROOT = Path(__file__).resolve().parent.parent
 TOP = 5
 
 
-def queries(db: Path) -> tuple[list[dict], set[str]]:
+def queries(db: Path) -> list[dict]:
     """One record per independent-version query: its family, the families of its TOP nearest
     architectures of other sources, the nearest cosine, and whether the encoder trained on it."""
     from narcli.encode.dataset import Item, card_split, zoo_labels
     from narcli.encode.weights import bundled_weights_path
     from narcli.search import neighbours
-    from narcli.search.family import by_listing, other_sources
+    from narcli.search.family import independent_groups
     from narcli.zoo.store import Zoo
 
     card = json.loads(bundled_weights_path().with_suffix(".json").read_text())
@@ -52,21 +52,17 @@ def queries(db: Path) -> tuple[list[dict], set[str]]:
     sources = [listed.get(item.graph_hash, frozenset()) for item in items]
     matrix = vectors[[position[item.graph_hash] for item in items]]
     matrix = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-    families = np.array([item.family for item in items])
+    families = [item.family for item in items]
     test = set(never_trained)
     out = []
-    for own, rows in by_listing(sources, range(len(items))):
-        others = np.flatnonzero(other_sources(sources, own))
-        rows = [row for row in rows if (families[others] == families[row]).any()]
-        if not rows:
-            continue
-        cosines = matrix[rows] @ matrix[others].T
-        for row, scores in zip(rows, cosines):
+    for rows, mask in independent_groups(families, sources):
+        others = np.flatnonzero(mask)
+        for row, scores in zip(rows, matrix[rows] @ matrix[others].T):
             order = others[np.argsort(-scores)[:TOP]]
-            out.append({"model": items[row].name, "family": str(families[row]),
-                        "sources": sorted(own), "nearest": [str(f) for f in families[order]],
-                        "cosine": round(float(scores.max()), 4), "never_trained": row in test})
-    return out, {str(f) for f in families}
+            out.append({"model": items[row].name, "family": families[row], "sources": sorted(sources[row]),
+                        "nearest": [families[i] for i in order], "cosine": round(float(scores.max()), 4),
+                        "never_trained": row in test})
+    return out
 
 
 def figures(records: list[dict]) -> dict:
@@ -91,21 +87,26 @@ def main() -> None:
     parser.add_argument("--db", type=Path, default=ROOT / "narcli" / "data" / "zoo.db")
     parser.add_argument("--out", default="cross-library")
     args = parser.parse_args()
-    records, _ = queries(args.db)
+    from narcli.zoo.lineage import design
+
+    records = queries(args.db)
     summary = {"all": figures(records), "never trained (card's test part)": figures([r for r in records if r["never_trained"]])}
     by_family = {}
     for family in sorted({r["family"] for r in records}, key=lambda f: (-sum(r["family"] == f for r in records), f)):
         rows = [r for r in records if r["family"] == family]
         by_family[family] = {"queries": len(rows), "nearest right": sum(r["nearest"][0] == family for r in rows),
                              "median cosine": round(float(np.median([r["cosine"] for r in rows])), 3),
-                             "misses land on": dict(Counter(r["nearest"][0] for r in rows if r["nearest"][0] != family).most_common(3))}
+                             "misses land on": dict(Counter(r["nearest"][0] for r in rows if r["nearest"][0] != family).most_common()),
+                             "nearest design right": sum(design(r["nearest"][0]) == design(family) for r in rows)}
     for part, numbers in summary.items():
         print(f"{part}: {numbers['queries']} queries, {numbers['families']} families")
         for name in ("nearest family", "nearest design", f"family in top {TOP}"):
             print(f"  {name:18} {numbers[name]['per query']:.3f} per query, {numbers[name]['family-balanced']:.3f} family-balanced")
-    print("by family (nearest right / queries, median cosine, misses):")
+    print("by family (nearest right / queries, nearest design right, median cosine, the commonest misses):")
     for family, row in by_family.items():
-        print(f"  {family:20} {row['nearest right']:4}/{row['queries']:<4} {row['median cosine']:.3f}  {row['misses land on']}")
+        misses = dict(list(row["misses land on"].items())[:3])
+        print(f"  {family:20} {row['nearest right']:4}/{row['queries']:<4} design {row['nearest design right']:4}  "
+              f"{row['median cosine']:.3f}  {misses}")
     out = ROOT / "benchmarks" / "results" / f"{args.out}.json"
     out.write_text(json.dumps({"summary": summary, "by_family": by_family, "machine": machine()}, indent=1) + "\n")
     print(f"wrote {out.relative_to(ROOT)}")

@@ -473,6 +473,27 @@ def test_a_calibration_a_busy_machine_left_short_says_so_not_raise_the_budget(mo
     monkeypatch.setattr(cal, "measure_models", lambda *args: [])
     with pytest.raises(NarError, match=r"\(raise --budget\)"):
         cal.calibrate("dev", budget=5)
+    with pytest.raises(NarError, match=r"\(the others could not be measured: see above\)"):
+        cal.calibrate("dev")
+
+
+def test_a_machine_that_stays_busy_stops_the_calibration_and_counts_what_is_left(monkeypatch):
+    from narcli.bench import quiet
+    from narcli.trace.pool import TaskResult
+
+    chosen = [cal.Candidate(f"zoo/m{i}", 10**8, 10**6, {}, np.zeros(0), graph_hash=f"stays-busy{i}", source="fake")
+              for i in range(4)]
+
+    def one_worker(fn, tasks, on_result, **options):
+        for key, _ in tasks:
+            on_result(TaskResult(key, True, {"median_ms": 2.0, "iqr_ms": 0.1, "runs": 2,
+                                             "quiet": {"busy": True, "reasons": ["busy"]}}))
+
+    monkeypatch.setattr("narcli.trace.pool.run_pool", one_worker)
+    monkeypatch.setattr(quiet, "wait_for_quiet", lambda *a, **k: False)  # never quiet again
+    lines, left_out = [], []
+    assert cal.measure_models(chosen, None, 2, None, lines.append, busy=left_out) == []
+    assert sorted(left_out) == [c.name for c in chosen] and "stopping" in lines[-1]
 
 
 def test_calibrating_on_fewer_models_than_asked_says_how_to_add_them(capsys):

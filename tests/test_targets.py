@@ -84,7 +84,8 @@ def test_each_kind_of_text_resolves_to_its_type(project):
     assert isinstance(resolve_target("missing.py"), ModelFile)
 
 
-def test_file_colon_class_names_a_model_in_a_file(project, cli):
+def test_file_colon_class_names_a_model_in_a_file(project, cli, monkeypatch, tmp_path):
+    monkeypatch.setenv("NAR_HOME", str(tmp_path / "home"))  # its scan of net.py must not meet the module's
     target = resolve_target("net.py:Net")
     assert isinstance(target, ModelFile) and target.path == Path("net.py") and target.options.model == "Net"
     assert resolve_target("models/other.py:Net(width=4)").options.model == "Net(width=4)"
@@ -93,6 +94,10 @@ def test_file_colon_class_names_a_model_in_a_file(project, cli):
         resolve_target("net.py:Net", ScanOptions(model="Other"))
     missing = resolve_target("missing.py:Net")  # its reader says the file is missing, not the zoo
     assert isinstance(missing, ModelFile) and missing.path == Path("missing.py")
+    assert resolve_target("Net.PY: Net").options.model == "Net"  # as people type it
+    write_file(project / "mypkg" / "py.py", NET)  # a module called `py` in a package: still that
+    found = resolve_target("mypkg.py:Net")
+    assert found.path == project / "mypkg" / "py.py" and found.options.model == "Net"
     result = cli("similar", "net.py:Net", "-i", "1,3,32,32", "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["results"][0]["prediction"] is not None

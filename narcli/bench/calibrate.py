@@ -215,6 +215,7 @@ def _measure_pooled(todo: list[Candidate], info: Any, repeat: int, budget: float
                 return
             if tries.get(candidate.name) and not wait_for_quiet(300, report):
                 report("the machine stayed busy for 300 s; stopping (run again to resume)")
+                busy.extend(c.name for c in [candidate, *queue, *again])
                 return
             tries[candidate.name] = tries.get(candidate.name, 0) + 1
             yield candidate.name, (candidate.source, candidate.name, info.threads, protocol)
@@ -264,7 +265,8 @@ def calibrate(name: str = "local", models: int = 20, budget: float | None = None
         measured = measure_models(chosen, threads, repeat, budget, report, allow_busy, busy)
     if len(measured) < 3:
         why = (f"{len(busy)} left out: the machine stayed busy while timing them; run again when it is "
-               "quiet, or --allow-busy to keep them" if busy else "raise --budget")
+               "quiet, or --allow-busy to keep them" if busy else "raise --budget" if budget is not None
+               else "the others could not be measured: see above")
         raise NarError(f"only {len(measured)} models measured; calibration needs at least 3 ({why})")
     reference = measured_on_reference()
     parts = fitting_parts([c for c, _ in measured], reference)

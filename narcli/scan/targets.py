@@ -108,18 +108,16 @@ def resolve_target(text: str, options: ScanOptions | None = None) -> Target:
         _refuse_scan_options(text, options, "a cached scan keeps the inputs it was traced with")
         return CachedName(text, name)
     in_file = file_and_model(text)
-    if in_file is not None:  # path/to/file.py:Class, as `nar scan` and the browser name a model
-        path, spec = in_file
-        if options.model and options.model != spec:
-            raise UsageError(f"{text} names the model already; drop --model {options.model!r}")
-        return ModelFile(text, path, replace(options, model=spec))
-    try:
-        found = resolve_module_target(text)
+    try:  # a package whose module is called `py` (pkg.py:Class) is still that, where the file is not there
+        found = resolve_module_target(text) if in_file is None or not in_file[0].exists() else None
     except FileNotFoundError as exc:
-        raise UsageError(f"{text}: {exc}") from None
-    if found is not None:  # pkg.module:Class
+        if in_file is None:
+            raise UsageError(f"{text}: {exc}") from None
+        found = None
+    found = found or in_file  # pkg.module:Class, or path/to/file.py:Class as `nar scan` and the browser show it
+    if found is not None:
         path, spec = found
-        if options.model:
+        if options.model and options.model != spec:
             raise UsageError(f"{text} names the model already; drop --model {options.model!r}")
         return ModelFile(text, path, replace(options, model=spec))
     path = Path(os.path.expanduser(text))  # `~nobody/x` stays a path that does not exist
@@ -133,7 +131,7 @@ def resolve_target(text: str, options: ScanOptions | None = None) -> Target:
     return ModelFile(text, path, options)
 
 
-FILE_AND_MODEL = re.compile(r"^(?P<file>.+?\.py):(?P<spec>[A-Za-z_].*)$", re.S)
+FILE_AND_MODEL = re.compile(r"^(?P<file>.+?\.py):\s*(?P<spec>[A-Za-z_].*)$", re.S | re.I)
 
 
 def file_and_model(text: str) -> tuple[Path, str] | None:

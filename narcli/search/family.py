@@ -4,6 +4,7 @@ calibrated cosine below which a design is called new ("no close family")."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -180,15 +181,22 @@ def independent_nearest(vectors: np.ndarray, families: list[str], sources: list[
     searched against all such rows: the design as another library wrote it. A row whose family's
     other sources only list the same graphs (torchvision's ResNeXts are timm's too) has no
     independent version, and a row no source lists is neither query nor candidate."""
-    family_of = np.array(families)
     out = []
+    for rows, others in independent_groups(families, sources):
+        cosines = vectors[rows] @ vectors[others].T
+        out += [(row, float(best)) for row, best in zip(rows, cosines.max(1))]
+    return sorted(out)
+
+
+def independent_groups(families: list[str], sources: list[frozenset[str]]) -> Iterator[tuple[list[int], np.ndarray]]:
+    """(rows, mask of the rows to search them against) for `independent_nearest`: rows listed by the
+    same sources, those of a family some other source lists too."""
+    family_of = np.array(families)
     for listed, rows in by_listing(sources, range(len(sources))):
         others = other_sources(sources, listed)
         rows = [row for row in rows if (others & (family_of == families[row])).any()]
         if rows:
-            cosines = vectors[rows] @ vectors[others].T
-            out += [(row, float(best)) for row, best in zip(rows, cosines.max(1))]
-    return sorted(out)
+            yield rows, others
 
 
 def by_listing(sources: list[frozenset[str]], rows) -> list[tuple[frozenset[str], list[int]]]:
