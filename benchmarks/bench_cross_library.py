@@ -34,11 +34,16 @@ TOP = 5
 
 def queries(db: Path) -> list[dict]:
     """One record per independent-version query: its family, the families of its TOP nearest
-    architectures of other sources, the nearest cosine, and whether the encoder trained on it."""
+    architectures of other sources, the family their vote names as `nar similar` counts it (the
+    query's blocks and decoder renaming the voters' families; no novelty cut), the nearest cosine,
+    and whether the encoder trained on it."""
     from narcli.encode.dataset import Item, card_split, zoo_labels
     from narcli.encode.weights import bundled_weights_path
+    from narcli.graph.decoder import decoder_names, decoder_signature
     from narcli.search import neighbours
-    from narcli.search.family import independent_groups
+    from narcli.search.family import VOTERS, independent_groups, predict_family
+    from narcli.zoo.composite import decoder_prototypes
+    from narcli.zoo.labels import REFINED, block_names
     from narcli.zoo.store import Zoo
 
     card = json.loads(bundled_weights_path().with_suffix(".json").read_text())
@@ -49,20 +54,56 @@ def queries(db: Path) -> list[dict]:
         items = [Item(h, *labelled[h], None) for h in labelled if h in position]
         _, never_trained = card_split(items, card, zoo)
         listed = zoo.sources_by_hash([item.graph_hash for item in items])
-    sources = [listed.get(item.graph_hash, frozenset()) for item in items]
-    matrix = vectors[[position[item.graph_hash] for item in items]]
-    matrix = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-    families = [item.family for item in items]
-    test = set(never_trained)
-    out = []
-    for rows, mask in independent_groups(families, sources):
-        others = np.flatnonzero(mask)
-        for row, scores in zip(rows, matrix[rows] @ matrix[others].T):
-            order = others[np.argsort(-scores)[:TOP]]
-            out.append({"model": items[row].name, "family": families[row], "sources": sorted(sources[row]),
-                        "nearest": [families[i] for i in order], "cosine": round(float(scores.max()), 4),
-                        "never_trained": row in test})
+        graphs = GraphsOnce(zoo)
+        sources = [listed.get(item.graph_hash, frozenset()) for item in items]
+        matrix = vectors[[position[item.graph_hash] for item in items]]
+        matrix = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+        families = [item.family for item in items]
+        test = set(never_trained)
+        out = []
+        for rows, mask in independent_groups(families, sources):
+            others = np.flatnonzero(mask)
+            searchable = {items[i].graph_hash for i in others}
+            # the decoders a search of these rows could be compared with: other libraries' only
+            prototypes = decoder_prototypes(graphs, keep=lambda m: m.graph_hash in searchable)
+            scores = matrix[rows] @ matrix[others].T
+            order = np.argsort(-scores, axis=1)[:, :max(VOTERS, TOP)]
+            names = []
+            for row in rows:
+                graph = graphs.graph_of(items[row].graph_hash)
+                names.append({**decoder_names(decoder_signature(graph), prototypes), **block_names(graph)})
+            for k, row in enumerate(rows):
+                nearest = others[order[k]]
+                vote_on = [(families[i], "", float(c)) for i, c in zip(nearest[:VOTERS], scores[k, order[k, :VOTERS]])]
+                voted = predict_family({"refined": names[k]}, vote_on, threshold=-1.0).family
+                blocks = {f: to for f, to in names[k].items() if f in REFINED}  # before decoders were read
+                by_blocks = predict_family({"refined": blocks}, vote_on, threshold=-1.0).family
+                out.append({"model": items[row].name, "family": families[row], "sources": sorted(sources[row]),
+                            "nearest": [families[i] for i in nearest[:TOP]], "voted": voted,
+                            "voted_by_blocks_only": by_blocks,
+                            "renamed": names[k], "cosine": round(float(scores[k].max()), 4),
+                            "never_trained": row in test})
     return out
+
+
+class GraphsOnce:
+    """The zoo's models and graphs, each graph read once (every group's prototypes read the same)."""
+
+    def __init__(self, zoo):
+        self.zoo, self.graphs = zoo, {}
+
+    def models(self):
+        return self.zoo.models()
+
+    def graph(self, model):
+        if model.graph_hash not in self.graphs:
+            self.graphs[model.graph_hash] = self.zoo.graph(model)
+        return self.graphs[model.graph_hash]
+
+    def graph_of(self, graph_hash: str):
+        if graph_hash not in self.graphs:
+            self.graphs[graph_hash] = self.zoo.graph(self.zoo.models_by_hash([graph_hash])[graph_hash][0])
+        return self.graphs[graph_hash]
 
 
 def figures(records: list[dict]) -> dict:
@@ -77,7 +118,9 @@ def figures(records: list[dict]) -> dict:
 
     checks = {"nearest family": lambda r: r["nearest"][0] == r["family"],
               "nearest design": lambda r: design(r["nearest"][0]) == design(r["family"]),
-              f"family in top {TOP}": lambda r: r["family"] in r["nearest"]}
+              f"family in top {TOP}": lambda r: r["family"] in r["nearest"],
+              "family voted": lambda r: r["voted"] == r["family"],
+              "family voted, decoder unread": lambda r: r["voted_by_blocks_only"] == r["family"]}
     return {"queries": len(records), "families": len({r["family"] for r in records}),
             **{name: {"per query": plain(check), "family-balanced": balanced(check)} for name, check in checks.items()}}
 
@@ -95,17 +138,20 @@ def main() -> None:
     for family in sorted({r["family"] for r in records}, key=lambda f: (-sum(r["family"] == f for r in records), f)):
         rows = [r for r in records if r["family"] == family]
         by_family[family] = {"queries": len(rows), "nearest right": sum(r["nearest"][0] == family for r in rows),
+                             "family voted right": sum(r["voted"] == family for r in rows),
                              "median cosine": round(float(np.median([r["cosine"] for r in rows])), 3),
                              "misses land on": dict(Counter(r["nearest"][0] for r in rows if r["nearest"][0] != family).most_common()),
                              "nearest design right": sum(design(r["nearest"][0]) == design(family) for r in rows)}
     for part, numbers in summary.items():
         print(f"{part}: {numbers['queries']} queries, {numbers['families']} families")
-        for name in ("nearest family", "nearest design", f"family in top {TOP}"):
-            print(f"  {name:18} {numbers[name]['per query']:.3f} per query, {numbers[name]['family-balanced']:.3f} family-balanced")
+        for name in ("nearest family", "nearest design", f"family in top {TOP}", "family voted",
+                     "family voted, decoder unread"):
+            print(f"  {name:32} {numbers[name]['per query']:.3f} per query, {numbers[name]['family-balanced']:.3f} family-balanced")
     print("by family (nearest right / queries, nearest design right, median cosine, the commonest misses):")
     for family, row in by_family.items():
         misses = dict(list(row["misses land on"].items())[:3])
         print(f"  {family:20} {row['nearest right']:4}/{row['queries']:<4} design {row['nearest design right']:4}  "
+              f"voted {row['family voted right']:4}  "
               f"{row['median cosine']:.3f}  {misses}")
     out = ROOT / "benchmarks" / "results" / f"{args.out}.json"
     out.write_text(json.dumps({"summary": summary, "by_family": by_family, "machine": machine()}, indent=1) + "\n")

@@ -163,3 +163,98 @@ def test_similar_names_a_composite_zoo_model_by_decoder_and_backbone(tmp_path, m
     assert "family unet over resnet34" in shown.stdout
     timm = find_similar("timm/resnet50", k=3)[0]
     assert timm.prediction.backbone == "" and all(not n.backbone for n in timm.neighbours if n.source == "timm")
+
+
+def nested(decoder, backbone):
+    """A U-Net ("unet": each level joins one skip) or a U-Net++ ("unet++": each level joins every
+    earlier node of its row, concatenations of three and more) over one of two encoders, written
+    with canonical operations as a trace gives them."""
+    b = Builder()
+    features = encoder(b, backbone)
+    rows = {level: [x] for level, (x, _, _) in enumerate(features)}
+    depth = len(features)
+    for j in range(1, depth):
+        for level in range(depth - j) if decoder == "unet++" else [depth - 1 - j]:
+            _, channels, size = features[level]
+            below = rows[level + 1][-1]
+            up = b.add("upsample_nearest", (1, channels, size, size), below)
+            joined = rows[level] if decoder == "unet++" else rows[level][:1]
+            x = b.add("concat", (1, channels * (len(joined) + 1), size, size), up, *joined)
+            for _ in range(2):
+                x = b.add("relu", (1, channels, size, size), b.add("conv2d", (1, channels, size, size), x,
+                                                                 kernel=[3, 3], stride=[1, 1]))
+            rows[level].append(x)
+    b.add("output", (1, 2, 64, 64), b.add("conv2d", (1, 2, 64, 64), rows[0][-1], kernel=[1, 1], stride=[1, 1]))
+    return b.graph()
+
+
+def test_the_decoder_signature_reads_the_joins_after_the_first_upsampling_not_the_encoder():
+    from narcli.graph.decoder import decoder_signature
+    from narcli.graph.synthetic import residual_stack
+
+    unet = decoder_signature(nested("unet", "plain"))
+    assert unet == decoder_signature(nested("unet", "residual"))  # the encoder is not read
+    assert unet == {"cat2": 3, "conv": 7, "up": 3}  # three levels, two convs each, and the head
+    plusplus = decoder_signature(nested("unet++", "residual"))
+    assert plusplus["cat2"] == 3 and plusplus["cat3"] == 2 and plusplus["cat4"] == 1 and plusplus["up"] == 6
+    assert decoder_signature(residual_stack(12)) == {}  # a classifier never upsamples
+
+
+def test_a_query_decoder_renames_the_family_only_when_another_is_clearly_nearer():
+    from narcli.graph.decoder import RENAME_MARGIN, decoder_names, decoder_signature, signature_distance
+
+    unet, plusplus = decoder_signature(nested("unet", "plain")), decoder_signature(nested("unet++", "plain"))
+    known = {"unet": [unet], "unet++": [plusplus]}
+    assert decoder_names(decoder_signature(nested("unet++", "residual")), known) == {"unet": "unet++"}
+    assert decoder_names(decoder_signature(nested("unet", "residual")), known) == {"unet++": "unet"}
+    assert decoder_names({}, known) == {} and decoder_names(plusplus, None) == {}
+    # a decoder about as near both (one more convolution than a U-Net's) keeps the vote
+    near = dict(unet, conv=unet["conv"] + 1)
+    assert signature_distance(near, unet) < RENAME_MARGIN
+    assert decoder_names(near, {"unet": [unet], "fpn": [dict(unet, conv=unet["conv"] + 2)]}) == {}
+
+
+def test_the_vote_is_named_by_the_query_decoder_and_the_backbone_by_the_encoder_it_resembles():
+    from types import SimpleNamespace
+
+    from narcli.graph.decoder import decoder_signature
+    from narcli.search.family import predict_family
+    from narcli.search.similar import _backbone
+
+    known = {"unet": [decoder_signature(nested("unet", "plain"))],
+             "unet++": [decoder_signature(nested("unet++", "plain"))]}
+    query = {"decoder": decoder_signature(nested("unet++", "residual")), "refined": {}}
+    voters = [("unet", "convolutional", 0.9), ("unet", "convolutional", 0.88), ("fpn", "convolutional", 0.8)]
+    assert predict_family(query, voters, threshold=0.5).family == "unet"  # no known decoders: the vote as it was
+    named = predict_family(query, voters, threshold=0.5, decoders=known)
+    assert named.family == "unet++" and named.family_confidence > 0.6
+    models = {"a": [SimpleNamespace(id="smp/unet_resnet34", family="unet")],
+              "b": [SimpleNamespace(id="classics/unet_small", family="unet")]}
+    assert _backbone("unet++", [("b", 0.9), ("a", 0.8)], models, {"unet": "unet++"}) == "resnet34"
+    assert _backbone("unet++", [("a", 0.9)], models) == ""  # renamed by nothing: no backbone borrowed
+    assert _backbone("unet", [("b", 0.9), ("a", 0.8)], models) == ""  # its own nearest member is not composite
+
+
+def test_decoder_prototypes_come_from_every_member_of_a_family_some_source_builds_over_backbones():
+    from types import SimpleNamespace
+
+    from narcli.graph.decoder import decoder_signature
+    from narcli.zoo.composite import decoder_prototypes
+
+    graphs = {"u1": nested("unet", "plain"), "u2": nested("unet", "residual"), "pp": nested("unet++", "plain"),
+              "cls": nested("unet", "plain")}
+
+    def model(id_, family, graph_hash, status="ok"):
+        return SimpleNamespace(id=id_, family=family, graph_hash=graph_hash, status=status, source=id_.split("/")[0])
+
+    class Zoo:
+        def models(self):
+            return [model("smp/unet_resnet34", "unet", "u1"), model("classics/unet_small", "unet", "u2"),
+                    model("monai/unet++_basic", "unet++", "pp"),  # no composite member: not a decoder family
+                    model("timm/resnet34", "resnet", "cls"), model("smp/fpn_resnet34", "fpn", "u1", "failed")]
+
+        def graph(self, m):
+            return graphs[m.graph_hash]
+
+    assert decoder_prototypes(Zoo()) == {"unet": [decoder_signature(graphs["u1"])]}  # one signature, seen twice
+    assert decoder_prototypes(Zoo(), keep=lambda m: m.source != "smp") == {"unet": [decoder_signature(graphs["u2"])]}

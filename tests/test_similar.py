@@ -531,6 +531,8 @@ def test_performance_in_json_is_structured(cli, write):
 class _FakeIndex:
     """Cosines by query vector: the plain spelling finds a RegNet first, the ImageNet stem a ResNet."""
 
+    meta: dict = {}  # no calibration, no known decoders
+
     def __init__(self, answers):
         self.answers = answers
 
@@ -673,7 +675,7 @@ def test_a_query_cached_before_the_second_spelling_gets_it_and_others_are_only_m
     old = {"vector": b"", "prediction": {"family": [["resnet", 0.9]]}, "motifs": []}
     assert q._with_stem_checked(Cache(cifar), Record(), old) is None  # embed again: it has a CIFAR stem
     marked = q._with_stem_checked(Cache(imagenet), Record(), old)
-    assert marked["prediction"] == {"family": [["resnet", 0.9]], STEM_KEY: []} and STEM_KEY not in old["prediction"]
+    assert marked["prediction"] == {"family": [["resnet", 0.9]], STEM_KEY: [], "decoder": {}} and STEM_KEY not in old["prediction"]
     assert q._with_stem_checked(Cache(cifar), Record(), marked) is marked  # looked at before: left alone
 
 

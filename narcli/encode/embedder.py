@@ -49,6 +49,7 @@ class Embedder:
     def embed(self, graphs: list[ArchGraph]) -> list[Embedding]:
         """One Embedding per graph (featurised here, motifs sampled once)."""
         from narcli.encode.features import encode_graph
+        from narcli.graph.decoder import decoder_signature
         from narcli.graph.idioms import normalise_idioms
 
         from narcli.zoo.labels import block_names, coarse_from_structure, possible_coarse
@@ -63,6 +64,7 @@ class Embedder:
             prediction["coarse_structure"] = coarse_from_structure(ops)  # when nothing possible was guessed
             # the zoo names a ResNet by its blocks (`zoo.labels.refine_family`); a query is named the same way
             prediction["refined"] = block_names(graph)
+            prediction["decoder"] = decoder_signature(graph)  # what its decoder is named by (`search.family`)
         return [Embedding(v, p, motif_summary(g, m))
                 for v, p, g, m in zip(vectors, predictions, graphs, motif_sets)]
 

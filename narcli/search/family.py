@@ -59,14 +59,25 @@ def combine(head: list[list[Any]] | None, voted: dict[str, float], head_weight: 
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
+def query_names(prediction: dict[str, Any] | None, decoders: dict[str, list[dict[str, int]]] | None) -> dict[str, str]:
+    """How the query's own graph renames the families its neighbours vote for: its blocks (grouped
+    bottlenecks make a ResNet a ResNeXt, `zoo.labels.block_names`) and its decoder (nested skips make a
+    U-Net a U-Net++, `graph.decoder.decoder_names` against the index's `decoders`)."""
+    from narcli.graph.decoder import decoder_names
+
+    prediction = prediction or {}
+    return {**decoder_names(prediction.get("decoder"), decoders), **(prediction.get("refined") or {})}
+
+
 def predict_family(prediction: dict[str, Any] | None, neighbours: list[tuple[str, str, float]],
-                   threshold: float) -> FamilyPrediction:
+                   threshold: float, decoders: dict[str, list[dict[str, int]]] | None = None) -> FamilyPrediction:
     """`prediction`: the head's {"family": [[name, p]...], "coarse": [...]}, or None;
-    `neighbours`: (family, coarse, cosine) of the nearest zoo architectures, best first."""
+    `neighbours`: (family, coarse, cosine) of the nearest zoo architectures, best first;
+    `decoders`: the decoder families' known decoders (`query_names`)."""
     nearest = neighbours[0][2] if neighbours else -1.0
     voters = neighbours[:VOTERS]
     families = renamed(combine((prediction or {}).get("family"), vote([f for f, _, _ in voters], [c for _, _, c in voters])),
-                       (prediction or {}).get("refined") or {})
+                       query_names(prediction, decoders))
     coarse = combine((prediction or {}).get("coarse"), vote([k for _, k, _ in voters], [c for _, _, c in voters]))
     possible = (prediction or {}).get("coarse_possible")
     if possible is not None:  # what the graph's operations rule out (an MLP is never convolutional)

@@ -126,6 +126,11 @@ def build_zoo_index(db: Path, path: Path, report: Callable[[str], None] = lambda
         meta["calibration"] = zoo_calibration(db, hashes, vectors)
     except (KeyError, ValueError, OSError):  # a zoo without the card's families: use the default threshold
         pass
+    from narcli.zoo.composite import decoder_prototypes
+    from narcli.zoo.store import Zoo
+
+    with Zoo([db]) as zoo:
+        meta["decoders"] = decoder_prototypes(zoo)  # what a query's decoder is named by (`search.family`)
     return build_index(path, hashes, vectors, meta)
 
 

@@ -162,6 +162,7 @@ def embed_for_query(graphs: list[Any]) -> list[dict[str, Any]]:
 # encoder card's training part (never its test part or the real-client sets), CIFAR-stem rewrites
 # found their family 0.853 -> 0.867, and 59 models whose stems are natively small (VGGs, U-Nets,
 # super-resolution nets) kept every answer (README, "Models written by other people").
+DECODER_KEY = "decoder"  # the query's decoder signature (`graph.decoder`), kept with its prediction
 STEM_KEY = "imagenet_stem_vector"  # the second spelling's vector, kept with the query's prediction
 
 
@@ -181,16 +182,23 @@ def embed_with_stem(embedder: Any, graphs: list[Any]) -> list[Any]:
 
 def _with_stem_checked(cache: Any, record: Any, stored: dict[str, Any]) -> dict[str, Any] | None:
     """A cached embedding from before the second spelling: None (embed it again) when its graph has
-    a CIFAR-style stem, else the same marked as looked at (stored again by the caller, no torch)."""
+    a CIFAR-style stem, else the same marked as looked at (stored again by the caller, no torch).
+    One from before decoder signatures gets its graph's (no torch either)."""
     from narcli.encode.augment import imagenet_stem
 
     prediction = stored.get("prediction")
-    if not isinstance(prediction, dict) or STEM_KEY in prediction:
+    if not isinstance(prediction, dict) or (STEM_KEY in prediction and DECODER_KEY in prediction):
         return stored
     graph = cache.graph(record.graph_key) if record.graph_key else None
-    if graph is not None and imagenet_stem(graph) is not None:
-        return None
-    return stored | {"prediction": prediction | {STEM_KEY: []}}
+    if STEM_KEY not in prediction:
+        if graph is not None and imagenet_stem(graph) is not None:
+            return None
+        prediction = prediction | {STEM_KEY: []}
+    if DECODER_KEY not in prediction and graph is not None:  # an embedding from before decoders were read
+        from narcli.graph.decoder import decoder_signature
+
+        prediction = prediction | {DECODER_KEY: decoder_signature(graph)}
+    return stored | {"prediction": prediction}
 
 
 def stem_vector(query: Query) -> np.ndarray | None:

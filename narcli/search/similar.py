@@ -17,6 +17,7 @@ from narcli.search.family import (
     VOTERS,
     FamilyPrediction,
     predict_family,
+    query_names,
 )
 from narcli.search.predictions import performance_rows, summary_json, summary_line
 from narcli.scan.targets import is_cache_name, zoo_hash
@@ -146,6 +147,7 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
     queries = resolve_queries(target, options, zoo)
     index = zoo_index(report=report)
     threshold = index.meta.get("calibration", {}).get("novelty_threshold", DEFAULT_NOVELTY_COSINE)
+    decoders = index.meta.get("decoders")
     only_cache = bool(source and source.lower() == "cache")
     zoo_filtered = bool(family or task or (source and not only_cache))
     users, details = user_index(current_encoder(), report) if not zoo_filtered else (None, {})
@@ -184,10 +186,11 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
         vote_on = votes(voters, models, same_graph)
         if query.zoo_model is not None:  # its own label votes first: a twin of another family must not outvote it
             vote_on.insert(0, (query.zoo_model.family, query.zoo_model.coarse, _ahead_of(vote_on)))
-        prediction = predict_family(query.prediction, vote_on, threshold)
+        prediction = predict_family(query.prediction, vote_on, threshold, decoders)
+        names = query_names(query.prediction, decoders)  # the query's blocks and decoder name it as the zoo would
         own_label = query.zoo_model is not None and prediction.family == query.zoo_model.family
         prediction.backbone = backbone_of(query.zoo_model.id) if own_label else \
-            _backbone(prediction.family, voters, models)
+            _backbone(prediction.family, voters, models, names)
         for key, _ in found:  # a cached neighbour's family, reached the way a query's is (not the head alone)
             if is_cache_name(key) and "family" not in details[key] and users is not None:
                 details[key]["family"] = _cached_family(key, users, index, zoo, details[key], threshold)
@@ -197,11 +200,10 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
         by_cosine = fold_heads(neighbours, wanted, same_graph)
         neighbours = by_cosine
         if order == "family":
-            blocks = (query.prediction or {}).get("refined") or {}  # the query's blocks name it as the zoo would
             voted = vote_shares([f for f, _, _ in vote_on[:VOTERS]], [c for _, _, c in vote_on[:VOTERS]],
-                                blocks)  # the family named as predicted
+                                names)  # the family named as predicted
             ranked = family_order([n.cosine for n in by_cosine], [n.family for n in by_cosine], voted,
-                                  FAMILY_RERANK_WEIGHT, blocks=blocks)
+                                  FAMILY_RERANK_WEIGHT, blocks=names)
             neighbours = [by_cosine[i] for i in ranked]
         neighbours = neighbours[:k]
         reordered = [n.name for n in neighbours] != [n.name for n in by_cosine[:k]]
@@ -338,7 +340,8 @@ def _cached_prediction(key: str, users: Any, index: Any, zoo: Any, entry: dict, 
     nearest = [(h, c) for h, c, _ in nearest_of_vectors(index, vectors, VOTERS)]
     voters = same_graph_first(index, vectors, nearest, same_graph)
     models = zoo.models_by_hash([h for h, _ in voters])
-    return predict_family(entry.get("prediction"), votes(voters, models, same_graph), threshold)
+    return predict_family(entry.get("prediction"), votes(voters, models, same_graph), threshold,
+                          index.meta.get("decoders"))
 
 
 def query_task(query: Query) -> str | None:
@@ -394,13 +397,19 @@ def fold_heads(neighbours: list[Neighbour], wanted: str | None, first: str | Non
     return sorted(kept, key=lambda n: (id(n) not in in_front, -n.cosine))
 
 
-def _backbone(family: str | None, voters: list[tuple[str, float]], models: dict) -> str:
-    """The backbone of the nearest voter of the predicted family, when that family is composite."""
-    for graph_hash, _ in voters:
-        for m in models.get(graph_hash, []):
-            if family and m.family == family:
-                return backbone_of(m.id)
-    return ""
+def _backbone(family: str | None, voters: list[tuple[str, float]], models: dict,
+              names: dict[str, str] | None = None) -> str:
+    """The backbone of the nearest voter of the predicted family, when that family is composite; of
+    one whose family the query's decoder renames to it when none is (`query_names`): a U-Net++ over
+    a ResNet-34 is nearest a U-Net over one, whose encoder it shares."""
+    if not family:
+        return ""
+    named = {f for f, to in (names or {}).items() if to == family}
+    members = [m for graph_hash, _ in voters for m in models.get(graph_hash, [])]
+    same = [m for m in members if m.family == family]
+    if same:
+        return backbone_of(same[0].id)
+    return next((backbone_of(m.id) for m in members if m.family in named and backbone_of(m.id)), "")
 
 
 def _neighbour(key: str, cosine: float, models: dict, notes: dict, details: dict, query: Query,

@@ -9,6 +9,8 @@ name their models `<decoder>_<backbone>`), so reading them needs neither the plu
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 # source -> how its model ids name the backbone (group "backbone")
 ID_PATTERNS = {
@@ -28,3 +30,24 @@ def backbone_of(model_id: str) -> str:
 def design_label(family: str, backbone: str) -> str:
     """'unet over resnet34' for a composite design, the family alone otherwise."""
     return f"{family} over {backbone}" if family and backbone else family
+
+
+def decoder_prototypes(zoo: Any, keep: Callable[[Any], bool] = lambda model: True) -> dict[str, list[dict[str, int]]]:
+    """Each decoder family's distinct decoder signatures (`graph.decoder`), from every zoo model of
+    it (any source, composite or not): what a query's decoder is compared with. A decoder family is
+    one that some source builds over named backbones (smp's, MONAI's FlexibleUNet's). `keep`: which
+    models may serve (a benchmark leaves a query's own sources out)."""
+    from narcli.graph.decoder import decoder_signature
+
+    models = [m for m in zoo.models() if m.status == "ok" and m.family]
+    decoders = {m.family for m in models if backbone_of(m.id)}
+    out: dict[str, list[dict[str, int]]] = {}
+    seen: set[tuple[str, str]] = set()
+    for m in models:
+        if m.family not in decoders or not keep(m) or (m.family, m.graph_hash) in seen:
+            continue
+        seen.add((m.family, m.graph_hash))
+        signature = decoder_signature(zoo.graph(m))
+        if signature and signature not in out.setdefault(m.family, []):
+            out[m.family].append(signature)
+    return {family: known for family, known in sorted(out.items()) if known}
