@@ -52,7 +52,8 @@ def main() -> None:
                embed_items(model, graphs, learned_only=True)}
     from narcli.encode.family_rank import FAMILY_RERANK_WEIGHT, KEEP_NEAREST
 
-    blocks = query_blocks(items, test)  # as `nar similar` reads a query's blocks (`family_rank.blocks_first`)
+    # as `nar similar` reads a query's blocks and decoder (`family_rank.blocks_first`, `search.family.query_names`)
+    blocks = query_blocks(items, test, train)
     metrics = {}
     for name, vectors in methods.items():
         metrics[name] = {"family": retrieval_metrics(vectors, family, test, ks),
@@ -80,14 +81,21 @@ def main() -> None:
         card_path.write_text(json.dumps(data, indent=1) + "\n")
 
 
-def query_blocks(items: list, queries: list[int]) -> list[dict[str, str]]:
-    """How each query's blocks rename a ResNet family (`zoo.labels.block_names`), read from its graph."""
+def query_blocks(items: list, queries: list[int], known: list[int]) -> list[dict[str, str]]:
+    """How each query's graph renames the families its neighbours vote for: its blocks (a ResNet
+    family, `zoo.labels.block_names`) and its decoder against the decoders of the `known` rows (the
+    training part; `graph.decoder.decoder_names`), read from its graph."""
+    from narcli.graph.decoder import decoder_names, decoder_signature
     from narcli.graph.idioms import normalise_idioms
+    from narcli.zoo.composite import decoder_prototypes
     from narcli.zoo.labels import block_names
     from narcli.zoo.store import Zoo
 
+    hashes = {items[row].graph_hash for row in known}
     with Zoo() as zoo:
-        return [block_names(normalise_idioms(zoo.graph(zoo.resolve(items[q].name)))) for q in queries]
+        decoders = decoder_prototypes(zoo, keep=lambda model: model.graph_hash in hashes)
+        graphs = [normalise_idioms(zoo.graph(zoo.resolve(items[q].name))) for q in queries]
+    return [{**decoder_names(decoder_signature(g), decoders), **block_names(g)} for g in graphs]
 
 
 def store_test_models(card_path: Path, db: Path) -> None:

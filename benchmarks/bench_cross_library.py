@@ -12,8 +12,11 @@ on, unlike `benchmarks/real_clients` and `benchmarks/breadth`.
 
 Reported: the nearest architecture's family right, per query and family-balanced (every family
 weighs the same: ViT alone has 161 such rows); the same at the design level (`zoo.lineage`: SigLIP
-and DINOv2 are ViTs); the family among the 5 nearest; the rows the encoder never trained on (the
-card's test part) apart; and each family's count with what its misses land on. The encoder trained
+and DINOv2 are ViTs); the family among the 5 nearest; the family the nearest ten vote for as
+`nar similar` counts the vote (the query's blocks and decoder renaming it, `search.family.query_names`,
+with only the other sources' decoders known; no novelty cut), and the same vote with the decoder
+unread; the rows the encoder never trained on (the card's test part) apart; and each family's
+count with what its misses land on. The encoder trained
 on most of these rows as members of their family, so the figure is optimistic; the card's test rows
 are the fairer part. Writes benchmarks/results/<out>.json.
 """
@@ -40,6 +43,7 @@ def queries(db: Path) -> list[dict]:
     from narcli.encode.dataset import Item, card_split, zoo_labels
     from narcli.encode.weights import bundled_weights_path
     from narcli.graph.decoder import decoder_names, decoder_signature
+    from narcli.graph.idioms import normalise_idioms
     from narcli.search import neighbours
     from narcli.search.family import VOTERS, independent_groups, predict_family
     from narcli.zoo.composite import decoder_prototypes
@@ -70,7 +74,7 @@ def queries(db: Path) -> list[dict]:
             order = np.argsort(-scores, axis=1)[:, :max(VOTERS, TOP)]
             names = []
             for row in rows:
-                graph = graphs.graph_of(items[row].graph_hash)
+                graph = normalise_idioms(graphs.graph_of(items[row].graph_hash))  # as the embedder reads it
                 names.append({**decoder_names(decoder_signature(graph), prototypes), **block_names(graph)})
             for k, row in enumerate(rows):
                 nearest = others[order[k]]

@@ -174,6 +174,10 @@ def test_predictions_come_with_intervals_and_say_when_they_do_not_apply(bundle_d
     grey = predict_graph(classifier(60, channels=1), bundle)
     assert grey[0].reason.endswith("this model's input has 1 channel")
     assert predict_graph(classifier(60, channels=4), bundle)[0].reason.endswith("input has 4 channels")
+    last = classifier(60)
+    last.nodes[0].shape = [1, 224, 224, 3]  # channels last: read as 224 channels, and said so
+    assert predict_graph(last, bundle)[0].reason.endswith(
+        "input has 224 channels (read as N×C×H×W; its last dimension is 3: channels last?)")
 
 
 def test_a_model_unlike_the_training_data_is_out_of_range(bundle_dir):

@@ -218,8 +218,10 @@ def applicability(head: Head, graph, target: Target) -> str:
         if image is None:
             return "trained on image models; this model's input is not one image batch"
         if image[0] != channels:
+            # a channels-last input (N x H x W x C) reads as H channels: say how it was read
+            last = f" (read as N×C×H×W; its last dimension is {channels}: channels last?)" if image[2] == channels else ""
             return (f"trained on {channels}-channel images; this model's input has {image[0]} "
-                    f"channel{'s' * (image[0] != 1)}")
+                    f"channel{'s' * (image[0] != 1)}{last}")
     classes = head.requires.get("top1_classes")
     if classes and target.kind == "accuracy":
         found = output_classes(graph)

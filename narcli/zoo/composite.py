@@ -38,6 +38,7 @@ def decoder_prototypes(zoo: Any, keep: Callable[[Any], bool] = lambda model: Tru
     one that some source builds over named backbones (smp's, MONAI's FlexibleUNet's). `keep`: which
     models may serve (a benchmark leaves a query's own sources out)."""
     from narcli.graph.decoder import decoder_signature
+    from narcli.graph.idioms import normalise_idioms
 
     models = [m for m in zoo.models() if m.status == "ok" and m.family]
     decoders = {m.family for m in models if backbone_of(m.id)}
@@ -47,7 +48,7 @@ def decoder_prototypes(zoo: Any, keep: Callable[[Any], bool] = lambda model: Tru
         if m.family not in decoders or not keep(m) or (m.family, m.graph_hash) in seen:
             continue
         seen.add((m.family, m.graph_hash))
-        signature = decoder_signature(zoo.graph(m))
+        signature = decoder_signature(normalise_idioms(zoo.graph(m)))  # as the embedder reads a query
         if signature and signature not in out.setdefault(m.family, []):
             out[m.family].append(signature)
     return {family: known for family, known in sorted(out.items()) if known}
