@@ -53,15 +53,17 @@ def main() -> None:
     from narcli.encode.family_rank import FAMILY_RERANK_WEIGHT, KEEP_NEAREST
 
     # as `nar similar` reads a query's blocks and decoder (`family_rank.blocks_first`, `search.family.query_names`)
-    blocks = query_blocks(items, test, train)
+    reads, decoders = query_reads(items, test, train)
     metrics = {}
     for name, vectors in methods.items():
         metrics[name] = {"family": retrieval_metrics(vectors, family, test, ks),
                          "coarse": retrieval_metrics(vectors, coarse, test, ks)}
-        metrics[f"{name} + family re-rank"] = {
-            "family": retrieval_metrics(vectors, family, test, ks, rerank=FAMILY_RERANK_WEIGHT, blocks=blocks),
-            "coarse": retrieval_metrics(vectors, coarse, test, ks, rerank=FAMILY_RERANK_WEIGHT, vote_labels=family,
-                                        blocks=blocks)}
+        for suffix, blocks in (("", renamings(vectors, family, test, reads, decoders)),
+                               (", decoder unread", [read["refined"] for read in reads])):
+            metrics[f"{name} + family re-rank{suffix}"] = {
+                "family": retrieval_metrics(vectors, family, test, ks, rerank=FAMILY_RERANK_WEIGHT, blocks=blocks),
+                "coarse": retrieval_metrics(vectors, coarse, test, ks, rerank=FAMILY_RERANK_WEIGHT, vote_labels=family,
+                                            blocks=blocks)}
     readout = {k: card["config"].get(k) for k in ("wl_mix", "sketch_labels", "robust_mix", "decoder_mix")}
     for name, row in metrics.items():
         f = row["family"]
@@ -81,11 +83,12 @@ def main() -> None:
         card_path.write_text(json.dumps(data, indent=1) + "\n")
 
 
-def query_blocks(items: list, queries: list[int], known: list[int]) -> list[dict[str, str]]:
-    """How each query's graph renames the families its neighbours vote for: its blocks (a ResNet
-    family, `zoo.labels.block_names`) and its decoder against the decoders of the `known` rows (the
-    training part; `graph.decoder.decoder_names`), read from its graph."""
-    from narcli.graph.decoder import decoder_names, decoder_signature
+def query_reads(items: list, queries: list[int], known: list[int]) -> tuple[list[dict], dict]:
+    """What each query's graph says of it, as the embedder records it for a scanned file (a zoo
+    model's own label votes first instead): how its blocks rename a ResNet family
+    (`zoo.labels.block_names`) and its decoder signature; with the decoders of the `known` rows
+    (the training part) to compare them with."""
+    from narcli.graph.decoder import decoder_signature
     from narcli.graph.idioms import normalise_idioms
     from narcli.zoo.composite import decoder_prototypes
     from narcli.zoo.labels import block_names
@@ -95,7 +98,27 @@ def query_blocks(items: list, queries: list[int], known: list[int]) -> list[dict
     with Zoo() as zoo:
         decoders = decoder_prototypes(zoo, keep=lambda model: model.graph_hash in hashes)
         graphs = [normalise_idioms(zoo.graph(zoo.resolve(items[q].name))) for q in queries]
-    return [{**decoder_names(decoder_signature(g), decoders), **block_names(g)} for g in graphs]
+    return [{"refined": block_names(g), "decoder": decoder_signature(g)} for g in graphs], decoders
+
+
+def renamings(vectors, labels: list[str], queries: list[int], reads: list[dict], decoders: dict) -> list[dict[str, str]]:
+    """Each query's renamings as `nar similar` applies them (`search.family.query_names`): the
+    decoder's only where the vote of its nearest VOTERS (by this method's cosine, itself left out)
+    leads with a decoder family."""
+    import numpy as np
+
+    from narcli.search.family import VOTERS, combine, query_names
+    from narcli.encode.family_rank import vote
+
+    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    out = []
+    for q, read in zip(queries, reads):
+        cosines = unit @ unit[q]
+        cosines[q] = -np.inf
+        top = np.argsort(-cosines)[:VOTERS]
+        voted = combine(None, vote([labels[i] for i in top], [float(cosines[i]) for i in top]))
+        out.append(query_names(read, decoders, voted))
+    return out
 
 
 def store_test_models(card_path: Path, db: Path) -> None:

@@ -14,8 +14,8 @@ Reported: the nearest architecture's family right, per query and family-balanced
 weighs the same: ViT alone has 161 such rows); the same at the design level (`zoo.lineage`: SigLIP
 and DINOv2 are ViTs); the family among the 5 nearest; the family the nearest ten vote for as
 `nar similar` counts the vote (the query's blocks and decoder renaming it, `search.family.query_names`,
-with only the other sources' decoders known; no novelty cut), and the same vote with the decoder
-unread; the rows the encoder never trained on (the card's test part) apart; and each family's
+with only the other sources' decoders known; no novelty cut, and without the encoder's classifier
+head, which `nar similar` mixes in at weight 0.1), and the same vote with the decoder unread; the rows the encoder never trained on (the card's test part) apart; and each family's
 count with what its misses land on. The encoder trained
 on most of these rows as members of their family, so the figure is optimistic; the card's test rows
 are the fairer part. Writes benchmarks/results/<out>.json.
@@ -42,12 +42,12 @@ def queries(db: Path) -> list[dict]:
     and whether the encoder trained on it."""
     from narcli.encode.dataset import Item, card_split, zoo_labels
     from narcli.encode.weights import bundled_weights_path
-    from narcli.graph.decoder import decoder_names, decoder_signature
+    from narcli.graph.decoder import decoder_signature
     from narcli.graph.idioms import normalise_idioms
     from narcli.search import neighbours
     from narcli.search.family import VOTERS, independent_groups, predict_family
     from narcli.zoo.composite import decoder_prototypes
-    from narcli.zoo.labels import REFINED, block_names
+    from narcli.zoo.labels import block_names
     from narcli.zoo.store import Zoo
 
     card = json.loads(bundled_weights_path().with_suffix(".json").read_text())
@@ -72,20 +72,17 @@ def queries(db: Path) -> list[dict]:
             prototypes = decoder_prototypes(graphs, keep=lambda m: m.graph_hash in searchable)
             scores = matrix[rows] @ matrix[others].T
             order = np.argsort(-scores, axis=1)[:, :max(VOTERS, TOP)]
-            names = []
-            for row in rows:
-                graph = normalise_idioms(graphs.graph_of(items[row].graph_hash))  # as the embedder reads it
-                names.append({**decoder_names(decoder_signature(graph), prototypes), **block_names(graph)})
             for k, row in enumerate(rows):
+                graph = normalise_idioms(graphs.graph_of(items[row].graph_hash))  # as the embedder reads it
+                query = {"refined": block_names(graph), "decoder": decoder_signature(graph)}
                 nearest = others[order[k]]
                 vote_on = [(families[i], "", float(c)) for i, c in zip(nearest[:VOTERS], scores[k, order[k, :VOTERS]])]
-                voted = predict_family({"refined": names[k]}, vote_on, threshold=-1.0).family
-                blocks = {f: to for f, to in names[k].items() if f in REFINED}  # before decoders were read
-                by_blocks = predict_family({"refined": blocks}, vote_on, threshold=-1.0).family
+                predicted = predict_family(query, vote_on, threshold=-1.0, decoders=prototypes)
+                by_blocks = predict_family({"refined": query["refined"]}, vote_on, threshold=-1.0).family
                 out.append({"model": items[row].name, "family": families[row], "sources": sorted(sources[row]),
-                            "nearest": [families[i] for i in nearest[:TOP]], "voted": voted,
+                            "nearest": [families[i] for i in nearest[:TOP]], "voted": predicted.family,
                             "voted_by_blocks_only": by_blocks,
-                            "renamed": names[k], "cosine": round(float(scores[k].max()), 4),
+                            "renamed": predicted.names, "cosine": round(float(scores[k].max()), 4),
                             "never_trained": row in test})
     return out
 

@@ -212,6 +212,40 @@ def test_a_query_decoder_renames_the_family_only_when_another_is_clearly_nearer(
     near = dict(unet, conv=unet["conv"] + 1)
     assert signature_distance(near, unet) < RENAME_MARGIN
     assert decoder_names(near, {"unet": [unet], "fpn": [dict(unet, conv=unet["conv"] + 2)]}) == {}
+    # and no far family is merged into the nearest unless the nearest is clear of every other
+    assert decoder_names(unet, {"unet": [unet], "fpn": [near], "unet++": [plusplus]}) == {}
+    assert decoder_names(unet, {"unet": [unet], "unet++": [plusplus], "empty": []}) == {"unet++": "unet"}
+
+
+def test_the_decoder_renames_only_a_vote_that_leads_with_a_decoder_family():
+    """A detector whose neck upsamples keeps its vote: merging the far decoder families' shares
+    into the nearest would otherwise outvote it."""
+    from narcli.graph.decoder import decoder_signature
+    from narcli.search.family import predict_family
+
+    unet = decoder_signature(nested("unet", "plain"))
+    known = {"unet": [unet], "unet++": [decoder_signature(nested("unet++", "plain"))], "fpn": [{"up": 9, "add": 9}]}
+    query = {"decoder": unet}
+    detector = [("yolo", "convolutional", 0.90), ("yolo", "convolutional", 0.89), ("unet++", "convolutional", 0.89),
+                ("fpn", "convolutional", 0.89), ("unet", "convolutional", 0.88)]
+    kept = predict_family(query, detector, threshold=0.5, decoders=known)
+    assert kept.family == "yolo" and kept.names == {}
+    segmenter = [("unet++", "convolutional", 0.90)] + detector[2:]
+    named = predict_family(query, segmenter, threshold=0.5, decoders=known)
+    assert named.family == "unet" and named.names == {"unet++": "unet", "fpn": "unet"}
+    assert predict_family(query, segmenter, threshold=0.5).family == "unet++"  # no decoders known: as voted
+
+
+def test_an_index_decoders_entry_of_another_form_renames_nothing():
+    from narcli.graph.decoder import known_decoders
+
+    good = {"unet": [{"cat2": 4, "up": 5}]}
+    assert known_decoders({"decoders": good}) == good
+    assert known_decoders({}) == {} and known_decoders({"decoders": ["unet"]}) == {}
+    assert known_decoders({"decoders": {"unet": {"cat2": 4}}}) == {}
+    assert known_decoders({"decoders": {**good, "fpn": [{"add": "9"}], "pan": [], "x": [["up"]]}}) == good
+    assert known_decoders({"decoders": {"unet": [{"cat2": True}]}}) == {}  # a bool is not a count
+    assert known_decoders(None) == {}
 
 
 def test_the_vote_is_named_by_the_query_decoder_and_the_backbone_by_the_encoder_it_resembles():
@@ -241,20 +275,24 @@ def test_decoder_prototypes_come_from_every_member_of_a_family_some_source_build
     from narcli.graph.decoder import decoder_signature
     from narcli.zoo.composite import decoder_prototypes
 
-    graphs = {"u1": nested("unet", "plain"), "u2": nested("unet", "residual"), "pp": nested("unet++", "plain"),
-              "cls": nested("unet", "plain")}
+    # the classics' U-Net here is written with nested skips: a member's own decoder, whatever its family
+    graphs = {"u1": nested("unet", "plain"), "u1b": nested("unet", "residual"), "u2": nested("unet++", "residual"),
+              "pp": nested("unet++", "plain"), "cls": nested("unet", "plain")}
 
     def model(id_, family, graph_hash, status="ok"):
         return SimpleNamespace(id=id_, family=family, graph_hash=graph_hash, status=status, source=id_.split("/")[0])
 
     class Zoo:
         def models(self):
-            return [model("smp/unet_resnet34", "unet", "u1"), model("classics/unet_small", "unet", "u2"),
+            return [model("smp/unet_resnet34", "unet", "u1"), model("smp/unet_resnet18", "unet", "u1b"),
+                    model("classics/unet_small", "unet", "u2"),
                     model("monai/unet++_basic", "unet++", "pp"),  # no composite member: not a decoder family
                     model("timm/resnet34", "resnet", "cls"), model("smp/fpn_resnet34", "fpn", "u1", "failed")]
 
         def graph(self, m):
             return graphs[m.graph_hash]
 
-    assert decoder_prototypes(Zoo()) == {"unet": [decoder_signature(graphs["u1"])]}  # one signature, seen twice
-    assert decoder_prototypes(Zoo(), keep=lambda m: m.source != "smp") == {"unet": [decoder_signature(graphs["u2"])]}
+    unet, nested_skips = decoder_signature(graphs["u1"]), decoder_signature(graphs["u2"])
+    assert decoder_prototypes(Zoo()) == {"unet": [unet, nested_skips]}  # smp's two encoders: one decoder
+    assert decoder_prototypes(Zoo(), keep=lambda m: m.source != "smp") == {"unet": [nested_skips]}
+    assert decoder_prototypes(Zoo(), keep=lambda m: m.source == "monai") == {}

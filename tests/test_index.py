@@ -67,6 +67,19 @@ def test_the_bundled_index_is_current_with_the_bundled_zoo():
         assert VectorIndex(BUNDLED_INDEX).meta["fingerprint"] == zoo.embedding_fingerprint()
 
 
+def test_the_bundled_index_knows_the_zoo_decoder_families():
+    """The decoders a query's decoder is compared with are stored with the index, in the form a
+    search accepts (`graph.decoder.known_decoders`)."""
+    from narcli.graph.decoder import known_decoders
+    from narcli.search.neighbours import BUNDLED_INDEX
+
+    meta = VectorIndex(BUNDLED_INDEX).meta
+    assert known_decoders(meta) == meta["decoders"]
+    assert {"unet", "unet++", "fpn", "deeplabv3", "linknet"} <= set(meta["decoders"])
+    assert any(s.get("cat3") for s in meta["decoders"]["unet++"])  # nested skips
+    assert not any(s.get("cat3") for s in meta["decoders"]["linknet"])  # LinkNet adds its skips
+
+
 def test_a_rebuild_replaces_the_index_and_removes_the_old_file(tmp_path):
     path = tmp_path / "i.json"
     first = build_index(path, ["a", "b"], unit_vectors(2))

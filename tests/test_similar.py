@@ -750,3 +750,30 @@ def test_a_filtered_search_takes_each_graph_at_the_better_of_the_querys_vectors(
     assert [k for k, _ in found] == ["resnet", "regnet"]
     assert found[0][1] == pytest.approx(1.0 / np.linalg.norm(respelled))
     assert [k for k, _ in _filtered(Index(), [plain], Zoo(), "x", None, None, 5, None)] == ["regnet", "resnet"]
+
+
+def test_a_cached_prediction_from_before_decoders_gets_its_graph_decoder_read_as_the_embedder_reads_it():
+    """Scans cached before decoder signatures are named by their decoder too, as a query and as a
+    neighbour or browser row (`_cached_prediction`): the signature comes from the cached graph,
+    after the idiom rules, without torch."""
+    from narcli.graph.decoder import decoder_signature
+    from narcli.graph.idioms import normalise_idioms
+    from narcli.search.query import with_decoder
+    from tests.test_composite import nested
+
+    graph = nested("unet++", "plain")
+
+    class Cache:
+        def __init__(self, stored):
+            self.stored = stored
+
+        def graph(self, key):
+            return self.stored
+
+    old = {"family": [["unet", 0.9]]}
+    filled = with_decoder(old, "k", Cache(graph))
+    assert filled["decoder"] == decoder_signature(normalise_idioms(graph)) and filled["decoder"]["cat3"] == 2
+    assert "decoder" not in old  # the stored entry itself is not changed here
+    assert with_decoder(filled, "k", Cache(None)) is filled  # read before: as it is
+    assert with_decoder(old, "k", Cache(None)) is old  # its graph is gone: as it is
+    assert with_decoder(old, "", Cache(graph)) is old and with_decoder(None, "k", Cache(graph)) is None

@@ -1,4 +1,4 @@
-"""The decoder of a dense-prediction model, summed up: what its part after the first upsampling does.
+"""The decoder of a dense-prediction model, summed up: what its part from an upsampling on does.
 
 A segmentation model is an encoder (most of its graph, often a classifier's backbone) and a decoder
 that brings the features back to the input's resolution. Whole-graph embeddings are dominated by the
@@ -22,10 +22,10 @@ from narcli.graph.vocab import OPS
 UPSAMPLING = frozenset(("upsample_nearest", "upsample_linear", "pixel_shuffle", "conv_transpose1d",
                         "conv_transpose2d", "conv_transpose3d", "unknown:interpolate", "unknown:upsample"))
 WIDEST_JOIN = 5  # concatenations of five or more inputs count as one kind
-# a family's decoder must be this much farther than another's to be renamed: about one kind of
-# operation e times as frequent. Chosen on benchmarks/bench_cross_library.py (a U-Net++ from smp is
-# 2.3 nearer MONAI's U-Net++ than any U-Net; smp's SegFormer only 0.6 nearer DeepLabV3 than
-# transformers' SegFormer, whose decoder head is written with linear layers instead)
+# the nearest family's decoders must be this much nearer than any other family's to rename the
+# vote: about one kind of operation e times as frequent. Chosen on benchmarks/bench_cross_library.py
+# (a U-Net++ from smp is 2.3 nearer MONAI's U-Net++ than any U-Net; smp's SegFormer only 0.6
+# nearer DeepLabV3 than transformers' SegFormer, whose decoder head is written with linear layers)
 RENAME_MARGIN = 1.0
 KINDS = ("up", "cat2", "cat3", "cat4", "cat5", "add", "mul", "conv", "gate", "pool", "linear", "norm")
 
@@ -65,16 +65,30 @@ def signature_distance(a: dict[str, int], b: dict[str, int]) -> float:
 
 
 def decoder_names(signature: dict[str, int] | None, prototypes: dict[str, list[dict[str, int]]] | None) -> dict[str, str]:
-    """How the query's decoder renames the decoder families the zoo's vote may give: every family
-    whose nearest known decoder (`prototypes`: family -> its members' signatures) is farther from
-    the query's than another family's, by RENAME_MARGIN or more, is renamed to that family
-    ({"unet": "unet++"}). Empty for a query that never upsamples, or where no family's decoder is
-    clearly nearer (a close call keeps the vote)."""
+    """How the query's decoder renames the decoder families the zoo's vote may give: when one
+    family's known decoders (`prototypes`: family -> its members' signatures) are nearer the
+    query's than every other family's by RENAME_MARGIN or more, every other family is renamed to it
+    ({"unet": "unet++", "fpn": "unet++", ...}). Empty for a query that never upsamples, or where no
+    family's decoder is clearly the nearest (a close call keeps the vote)."""
     if not signature or not prototypes:
         return {}
-    nearest = {family: min(signature_distance(signature, p) for p in known)
-               for family, known in prototypes.items() if known}
-    if not nearest:
+    nearest = sorted((min(signature_distance(signature, p) for p in known), family)
+                     for family, known in prototypes.items() if known)
+    if not nearest or (len(nearest) > 1 and nearest[1][0] < nearest[0][0] + RENAME_MARGIN):
         return {}
-    best = min(nearest, key=lambda family: (nearest[family], family))
-    return {family: best for family, distance in nearest.items() if distance >= nearest[best] + RENAME_MARGIN}
+    best = nearest[0][1]
+    return {family: best for _, family in nearest[1:]}
+
+
+def known_decoders(meta: Any) -> dict[str, list[dict[str, int]]]:
+    """The decoders an index stores (`decoders` in its meta), or {} where they are missing or not
+    of that form (an index from before decoders, or one edited by hand): nothing is renamed then."""
+    decoders = meta.get("decoders") if isinstance(meta, dict) else None
+    if not isinstance(decoders, dict):
+        return {}
+
+    def valid(signature: Any) -> bool:
+        return isinstance(signature, dict) and all(isinstance(k, str) and type(v) is int and v >= 0
+                                                   for k, v in signature.items())
+    return {family: known for family, known in decoders.items()
+            if isinstance(family, str) and isinstance(known, list) and known and all(map(valid, known))}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,7 @@ class FamilyPrediction:
     design: str | None = None  # the design with the most pooled vote (zoo.lineage), when not the family itself
     design_confidence: float = 0.0  # that design's pooled share of the vote
     backbone: str = ""  # a composite family's backbone, as its nearest zoo member of that family has it
+    names: dict[str, str] = field(default_factory=dict)  # how the query's graph renamed the vote (`query_names`)
 
     @property
     def novel(self) -> bool:
@@ -59,14 +60,20 @@ def combine(head: list[list[Any]] | None, voted: dict[str, float], head_weight: 
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-def query_names(prediction: dict[str, Any] | None, decoders: dict[str, list[dict[str, int]]] | None) -> dict[str, str]:
-    """How the query's own graph renames the families its neighbours vote for: its blocks (grouped
-    bottlenecks make a ResNet a ResNeXt, `zoo.labels.block_names`) and its decoder (nested skips make a
-    U-Net a U-Net++, `graph.decoder.decoder_names` against the index's `decoders`)."""
+def query_names(prediction: dict[str, Any] | None, decoders: dict[str, list[dict[str, int]]] | None,
+                families: list[tuple[str, float]]) -> dict[str, str]:
+    """How the query's own graph renames the families its neighbours vote for (`families`, best
+    first): its blocks (grouped bottlenecks make a ResNet a ResNeXt, `zoo.labels.block_names`) and,
+    when the vote leads with a decoder family, its decoder (nested skips make a U-Net a U-Net++,
+    `graph.decoder.decoder_names` against the index's `decoders`). A detector whose neck upsamples
+    keeps its vote."""
     from narcli.graph.decoder import decoder_names
 
     prediction = prediction or {}
-    return {**decoder_names(prediction.get("decoder"), decoders), **(prediction.get("refined") or {})}
+    blocks = prediction.get("refined") or {}
+    if not families or not decoders or renamed(families, blocks)[0][0] not in decoders:
+        return blocks
+    return {**decoder_names(prediction.get("decoder"), decoders), **blocks}
 
 
 def predict_family(prediction: dict[str, Any] | None, neighbours: list[tuple[str, str, float]],
@@ -76,8 +83,9 @@ def predict_family(prediction: dict[str, Any] | None, neighbours: list[tuple[str
     `decoders`: the decoder families' known decoders (`query_names`)."""
     nearest = neighbours[0][2] if neighbours else -1.0
     voters = neighbours[:VOTERS]
-    families = renamed(combine((prediction or {}).get("family"), vote([f for f, _, _ in voters], [c for _, _, c in voters])),
-                       query_names(prediction, decoders))
+    voted = combine((prediction or {}).get("family"), vote([f for f, _, _ in voters], [c for _, _, c in voters]))
+    names = query_names(prediction, decoders, voted)
+    families = renamed(voted, names)
     coarse = combine((prediction or {}).get("coarse"), vote([k for _, k, _ in voters], [c for _, _, c in voters]))
     possible = (prediction or {}).get("coarse_possible")
     if possible is not None:  # what the graph's operations rule out (an MLP is never convolutional)
@@ -87,7 +95,7 @@ def predict_family(prediction: dict[str, Any] | None, neighbours: list[tuple[str
             [(prediction.get("coarse_structure") or "other", 1.0)]
     coarse_label, coarse_p = coarse[0] if coarse else (None, 0.0)
     if nearest < threshold or not families:
-        return FamilyPrediction(None, 0.0, coarse_label, coarse_p, nearest, threshold, families[:3])
+        return FamilyPrediction(None, 0.0, coarse_label, coarse_p, nearest, threshold, families[:3], names=names)
     from narcli.zoo.lineage import design
 
     # many transformers families are one design under other names (Helium, Mistral, ... are Llamas):
@@ -97,7 +105,7 @@ def predict_family(prediction: dict[str, Any] | None, neighbours: list[tuple[str
         pooled[design(name)] += p
     root, share = min(pooled.items(), key=lambda kv: (-kv[1], kv[0]))
     return FamilyPrediction(families[0][0], families[0][1], coarse_label, coarse_p, nearest, threshold,
-                            families[1:4], root if root != families[0][0] else None, share)
+                            families[1:4], root if root != families[0][0] else None, share, names=names)
 
 
 # the threshold keeps this share of the known-family queries (edited copies of zoo designs, each

@@ -126,11 +126,16 @@ def build_zoo_index(db: Path, path: Path, report: Callable[[str], None] = lambda
         meta["calibration"] = zoo_calibration(db, hashes, vectors)
     except (KeyError, ValueError, OSError):  # a zoo without the card's families: use the default threshold
         pass
+    from narcli.errors import ZooError
     from narcli.zoo.composite import decoder_prototypes
     from narcli.zoo.store import Zoo
 
-    with Zoo([db]) as zoo:
-        meta["decoders"] = decoder_prototypes(zoo)  # what a query's decoder is named by (`search.family`)
+    try:
+        with Zoo([db]) as zoo:
+            meta["decoders"] = decoder_prototypes(zoo)  # what a query's decoder is named by (`search.family`)
+    except ZooError as exc:  # a graph missing or damaged: search without renaming by decoders
+        report(f"decoders not read ({exc}); searches will not rename a family by its decoder")
+        meta["decoders"] = {}
     return build_index(path, hashes, vectors, meta)
 
 
@@ -146,7 +151,7 @@ def zoo_index(db: Path | None = None, report: Callable[[str], None] = lambda lin
     for path in [*candidates, built]:
         try:
             index = VectorIndex(path)
-            if index.meta.get("fingerprint") == fingerprint:
+            if index.meta.get("fingerprint") == fingerprint and "decoders" in index.meta:  # else from before decoders
                 index.verify()
                 return index
         except IndexError_ as exc:
@@ -208,7 +213,7 @@ def _current_user_index(path: Path, encoder: str, force: bool) -> tuple:
     if keys and not force:
         try:
             index = VectorIndex(path)
-            if index.meta.get("fingerprint") == fingerprint:
+            if index.meta.get("fingerprint") == fingerprint and "decoders" in index.meta:  # else from before decoders
                 return index, keys, details, blobs, fingerprint
         except IndexError_:
             pass

@@ -195,10 +195,31 @@ def _with_stem_checked(cache: Any, record: Any, stored: dict[str, Any]) -> dict[
             return None
         prediction = prediction | {STEM_KEY: []}
     if DECODER_KEY not in prediction and graph is not None:  # an embedding from before decoders were read
-        from narcli.graph.decoder import decoder_signature
-
-        prediction = prediction | {DECODER_KEY: decoder_signature(graph)}
+        prediction = prediction | {DECODER_KEY: read_decoder(graph)}
     return stored | {"prediction": prediction}
+
+
+def read_decoder(graph: Any) -> dict[str, int]:
+    """The decoder signature of a graph, read as the embedder reads it (after the idiom rules)."""
+    from narcli.graph.decoder import decoder_signature
+    from narcli.graph.idioms import normalise_idioms
+
+    return decoder_signature(normalise_idioms(graph))
+
+
+def with_decoder(prediction: Any, graph_key: str | None, cache: Any = None) -> Any:
+    """A cached prediction from before decoder signatures, with its cached graph's (no torch); as it
+    is when it has one, or its graph is gone."""
+    if not isinstance(prediction, dict) or DECODER_KEY in prediction or not graph_key:
+        return prediction
+    from narcli.errors import NarError
+    from narcli.scan.cache import Cache
+
+    try:
+        graph = (cache or Cache()).graph(graph_key)
+    except NarError:
+        return prediction
+    return prediction if graph is None else prediction | {DECODER_KEY: read_decoder(graph)}
 
 
 def stem_vector(query: Query) -> np.ndarray | None:

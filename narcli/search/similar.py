@@ -12,16 +12,16 @@ import numpy as np
 
 from narcli.encode.family_rank import FAMILY_RERANK_WEIGHT, KEEP_NEAREST, RERANK_CANDIDATES, family_order, vote_shares
 from narcli.errors import UsageError
+from narcli.graph.decoder import known_decoders
 from narcli.search.family import (
     DEFAULT_NOVELTY_COSINE,
     VOTERS,
     FamilyPrediction,
     predict_family,
-    query_names,
 )
 from narcli.search.predictions import performance_rows, summary_json, summary_line
 from narcli.scan.targets import is_cache_name, zoo_hash
-from narcli.search.query import Query, current_encoder, resolve_queries, stem_values, stem_vector
+from narcli.search.query import Query, current_encoder, resolve_queries, stem_values, stem_vector, with_decoder
 from narcli.zoo.composite import backbone_of
 
 MAX_K = 1000
@@ -147,7 +147,7 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
     queries = resolve_queries(target, options, zoo)
     index = zoo_index(report=report)
     threshold = index.meta.get("calibration", {}).get("novelty_threshold", DEFAULT_NOVELTY_COSINE)
-    decoders = index.meta.get("decoders")
+    decoders = known_decoders(index.meta)
     only_cache = bool(source and source.lower() == "cache")
     zoo_filtered = bool(family or task or (source and not only_cache))
     users, details = user_index(current_encoder(), report) if not zoo_filtered else (None, {})
@@ -187,7 +187,7 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
         if query.zoo_model is not None:  # its own label votes first: a twin of another family must not outvote it
             vote_on.insert(0, (query.zoo_model.family, query.zoo_model.coarse, _ahead_of(vote_on)))
         prediction = predict_family(query.prediction, vote_on, threshold, decoders)
-        names = query_names(query.prediction, decoders)  # the query's blocks and decoder name it as the zoo would
+        names = prediction.names  # the query's blocks and decoder name it as the zoo would
         own_label = query.zoo_model is not None and prediction.family == query.zoo_model.family
         prediction.backbone = backbone_of(query.zoo_model.id) if own_label else \
             _backbone(prediction.family, voters, models, names)
@@ -340,8 +340,8 @@ def _cached_prediction(key: str, users: Any, index: Any, zoo: Any, entry: dict, 
     nearest = [(h, c) for h, c, _ in nearest_of_vectors(index, vectors, VOTERS)]
     voters = same_graph_first(index, vectors, nearest, same_graph)
     models = zoo.models_by_hash([h for h, _ in voters])
-    return predict_family(entry.get("prediction"), votes(voters, models, same_graph), threshold,
-                          index.meta.get("decoders"))
+    prediction = with_decoder(entry.get("prediction"), entry.get("graph_key"))  # as a query of it reads it
+    return predict_family(prediction, votes(voters, models, same_graph), threshold, known_decoders(index.meta))
 
 
 def query_task(query: Query) -> str | None:
