@@ -213,7 +213,7 @@ def _current_user_index(path: Path, encoder: str, force: bool) -> tuple:
     if keys and not force:
         try:
             index = VectorIndex(path)
-            if index.meta.get("fingerprint") == fingerprint and "decoders" in index.meta:  # else from before decoders
+            if index.meta.get("fingerprint") == fingerprint:
                 return index, keys, details, blobs, fingerprint
         except IndexError_:
             pass
