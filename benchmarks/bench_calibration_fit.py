@@ -8,8 +8,11 @@ Reads `nar eval calibration --json` results (default: benchmarks/results/calibra
 hold every measured calibration and held-out model, and fits the first K calibration models with
 each variant (the ridge strength chosen by leave-one-out error as `nar calibrate` does), scoring
 each on the held-out models: MAPE, interval coverage and half-width. The held-out models are
-always predicted from the head's parts (a model a user brings has no reference time). Nothing is
-measured, so it runs anywhere the bundled zoo is. Writes benchmarks/results/calibration-fit.json.
+always predicted from the parts of the head fitted without their families (as `nar eval
+calibration` does; a model a user brings has no reference time). The last variant is what `nar
+calibrate` ships: its interval pooled with that head's own (`transfer.pooled_half`), whose weight
+was chosen on the 2026-11-25 and 2026-11-27 runs. Nothing is measured, so it runs anywhere the
+bundled zoo is. Writes benchmarks/results/calibration-fit.json (or --out NAME).
 """
 
 from __future__ import annotations
@@ -27,11 +30,16 @@ RESULTS = ROOT / "benchmarks" / "results"
 def main() -> None:
     sys.path.insert(0, str(ROOT))
     from narcli.bench import calibrate, transfer
-    from narcli.predict.bundle import load_bundle
+    from narcli.bench.calibration_eval import held_out_head
     from narcli.zoo.store import Zoo
 
-    files = [Path(a) for a in sys.argv[1:]] or sorted(RESULTS.glob("calibration-*thread*.json"))
-    head = load_bundle().latency
+    args = sys.argv[1:]
+    name = "calibration-fit"
+    if "--out" in args:
+        at = args.index("--out")
+        name, args = args[at + 1], args[:at] + args[at + 2:]
+    files = [Path(a) for a in args] or sorted(RESULTS.glob("calibration-*thread*.json"))
+    head = held_out_head()
     out = {}
     reference = transfer.measured_on_reference()
     with Zoo() as zoo:
@@ -48,15 +56,17 @@ def main() -> None:
             result = json.loads(path.read_text())
             truth = np.array([r["ms"] for r in result["held_out"]])
             held_out = np.stack([parts(r["name"]) for r in result["held_out"]])
-            for k in (5, 10, 20, 40):
+            for k in (3, 5, 10, 20, 40):
                 chosen = result["calibration"][:k]
                 y = np.log([r["ms"] for r in chosen])
                 fitted = np.stack([parts(r["name"]) for r in chosen])
                 measured = rescaled([r["name"] for r in chosen], fitted)
                 row = {}
-                for label, delta, fitted_on in (("squared", np.inf, fitted), ("huber", transfer.HUBER, fitted),
-                                                ("huber, reference-measured parts", transfer.HUBER, measured)):
-                    fit = transfer.fit_head(fitted_on, y, delta)
+                for label, delta, fitted_on, prior in (
+                        ("squared", np.inf, fitted, None), ("huber", transfer.HUBER, fitted, None),
+                        ("huber, reference-measured parts", transfer.HUBER, measured, None),
+                        (f"as shipped: interval pooled ({transfer.INTERVAL})", transfer.HUBER, measured, head.half)):
+                    fit = transfer.fit_head(fitted_on, y, delta, prior_half=prior)
                     centre = transfer.predict_log(fit, held_out)
                     error = np.abs(np.exp(centre) - truth) / truth
                     row[label] = {"mape": round(float(error.mean() * 100), 1),
@@ -65,7 +75,7 @@ def main() -> None:
                 key = f"{path.stem} K={len(chosen)}"
                 out[key] = row
                 print(key, json.dumps(row))
-    target = RESULTS / "calibration-fit.json"
+    target = RESULTS / f"{name}.json"
     target.write_text(json.dumps(out, indent=2) + "\n")
     print(f"wrote {target}")
 

@@ -243,6 +243,41 @@ def test_with_few_models_the_transfer_stays_one_scale():
     assert np.allclose(np.exp(head["scales"]), 3.0, rtol=0.05)
 
 
+def test_a_few_models_that_happen_to_fit_well_do_not_make_a_narrow_interval():
+    from narcli.bench.transfer import INTERVAL, PRIOR_MODELS, fit_head, pooled_half
+
+    rng = np.random.default_rng(4)
+    parts = rng.uniform(0.1, 10, size=(3, 4))
+    y = np.log(parts.sum(1) * 2.0) + rng.normal(scale=0.005, size=3)  # three models, all fitted within 1 %
+    prior = 0.25  # the reference head's own 90 % half-width (log)
+    head = fit_head(parts, y, prior_half=prior)
+    assert head["loo_half"] < 0.05 and head["interval"] == INTERVAL
+    assert head["half"] == pytest.approx(pooled_half(head["loo_half"], 3, prior))
+    assert 0.75 * prior < head["half"] < prior  # mostly the prior's: three models say little
+    # many models keep most of their own spread, and wild ones are pulled in
+    assert pooled_half(0.1, 40, prior) < 0.13 and pooled_half(1.5, 3, prior) < 1.0
+    assert pooled_half(0.3, 7, 0.3, PRIOR_MODELS) == pytest.approx(0.3)
+    assert fit_head(parts, y)["half"] == head["loo_half"]  # no prior: the calibration's own
+
+
+def test_a_device_head_whose_interval_was_set_by_the_old_rule_is_fitted_again(monkeypatch, tmp_path):
+    from narcli.bench import transfer
+    from narcli.predict.bundle import load_bundle
+
+    monkeypatch.setattr(cal, "devices_dir", lambda: tmp_path)
+    reference = load_bundle().latency
+    models = [{"name": name, "ms": ms} for name, ms in (("timm/resnet18", 60.0), ("timm/resnet50", 170.0),
+                                                         ("timm/mobilenetv2_100", 25.0))]
+    narrow = {"kind": "parts", "scales": [0.7] * 4, "half": 0.054, "prior": 3.0, "models": models,
+              "columns": list(cal.CPU_COLUMNS), "device": {"name": "AMD EPYC", "threads": 1},
+              "reference": reference.fingerprint, "fitted_on": cal.FITTED_ON}  # no "interval": before pooling
+    (tmp_path / "few.json").write_text(json.dumps(narrow))
+    head = cal.calibrated_devices()["few"]
+    assert head["interval"] == transfer.INTERVAL and head["prior_half"] == pytest.approx(reference.half)
+    assert head["half"] > 0.75 * reference.half  # three models: the interval is mostly the reference head's
+    assert json.loads((tmp_path / "few.json").read_text())["interval"] == transfer.INTERVAL
+
+
 def test_one_model_the_reference_head_gets_badly_wrong_barely_moves_the_transfer():
     from narcli.bench.transfer import fit_scales
 

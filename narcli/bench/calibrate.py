@@ -271,19 +271,30 @@ def calibrate(name: str = "local", models: int = 20, budget: float | None = None
     reference = measured_on_reference()
     parts = fitting_parts([c for c, _ in measured], reference)
     y = np.log([ms for _, ms in measured])
-    head = fit_head(parts, y) | {"name": name, "device": device_info("cpu", threads).to_dict(), "batch": 1,
+    head = fit_head(parts, y, prior_half=_reference_half()) | {"name": name, "device": device_info("cpu", threads).to_dict(), "batch": 1,
                                  "models": [{"name": c.name, "ms": ms} for c, ms in measured],
                                  "columns": list(CPU_COLUMNS), "created": time.strftime("%Y-%m-%d %H:%M:%S"),
                                  "reference": _reference_fingerprint(),
                                  "fitted_on": fitted_on([c for c, _ in measured], reference)}
     path = _save_head(name, head)
     return head | {"path": str(path), "half_width_pct": round((math.exp(head["half"]) - 1) * 100, 1),
-                   "asked": len(chosen)}
+                   "own_half_width_pct": round((math.exp(head["loo_half"]) - 1) * 100, 1),
+                   "prior_half_width_pct": round((math.exp(head["prior_half"]) - 1) * 100, 1)
+                   if head.get("prior_half") else None, "asked": len(chosen)}
 
 
 def _save_head(name: str, head: dict[str, Any]) -> Path:
     devices_dir().mkdir(parents=True, exist_ok=True)
     return write_text(devices_dir() / f"{name}.json", json.dumps(head, indent=2) + "\n")
+
+
+def _reference_half() -> float | None:
+    """The reference head's 90 % half-width (log) on families it never fitted: the prior of a
+    calibration's interval (`transfer.pooled_half`)."""
+    from narcli.predict.bundle import load_bundle
+
+    head = load_bundle().latency
+    return head.half if head is not None else None
 
 
 def _reference_fingerprint() -> str:
@@ -297,13 +308,16 @@ def refitted(name: str, head: dict[str, Any]) -> dict[str, Any]:
     """`head` as fitted against the installed reference head. A head fitted on the parts of another
     one (nar upgraded, or the head retrained) scales parts that have moved: it is fitted again on the
     measurements it stores (no new measurement) and saved; so is one fitted before `fitting_parts`
-    (no `fitted_on`). Unchanged when it is current (this reference head, `fitted_on` set), of the
-    kind fitted before parts, or when fewer than 3 of its models are still in the zoo."""
+    (no `fitted_on`), and one whose interval was set by another rule (`transfer.INTERVAL`). Unchanged
+    when it is current, of the kind fitted before parts, or when fewer than 3 of its models are still
+    in the zoo."""
+    from narcli.bench.transfer import INTERVAL, fit_head
+
     reference = _reference_fingerprint()
     if head.get("kind") != "parts" or not reference or \
-            (head.get("reference") == reference and head.get("fitted_on") in (FITTED_ON, HEAD_PARTS)):
+            (head.get("reference") == reference and head.get("fitted_on") in (FITTED_ON, HEAD_PARTS)
+             and head.get("interval") == INTERVAL):
         return head
-    from narcli.bench.transfer import fit_head
 
     measured = {m["name"]: m["ms"] for m in head.get("models", []) if isinstance(m, dict)
                 and isinstance(m.get("ms"), (int, float)) and m["ms"] > 0 and isinstance(m.get("name"), str)}
@@ -311,7 +325,8 @@ def refitted(name: str, head: dict[str, Any]) -> dict[str, Any]:
     if len(found) < 3:
         return head
     times = measured_on_reference()
-    fitted = fit_head(fitting_parts(found, times), np.log([measured[c.name] for c in found]))
+    fitted = fit_head(fitting_parts(found, times), np.log([measured[c.name] for c in found]),
+                      prior_half=_reference_half())
     head = head | fitted | {"models": [{"name": c.name, "ms": measured[c.name]} for c in found],
                             "reference": reference, "fitted_on": fitted_on(found, times),
                             "refitted": time.strftime("%Y-%m-%d %H:%M:%S")}

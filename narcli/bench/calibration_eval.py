@@ -113,7 +113,7 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
     for k in ks:
         chosen = calibration[:k]
         y = np.array([ms for _, ms in chosen])
-        calibrated = fit_head(fitting_parts([c for c, _ in chosen], reference), np.log(y))
+        calibrated = fit_head(fitting_parts([c for c, _ in chosen], reference), np.log(y), prior_half=head.half)
         centre = predict_log(calibrated, parts_test)
         ours = np.exp(centre)
         inside = np.abs(np.log(truth) - centre) <= calibrated["half"]
@@ -124,6 +124,7 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
                          "spearman": round(_spearman(ours, truth), 3),
                          "coverage90": round(float(inside.mean() * 100), 1),
                          "half_width_pct": round(float((np.exp(calibrated["half"]) - 1) * 100), 1),
+                         "own_half_width_pct": round(float((np.exp(calibrated["loo_half"]) - 1) * 100), 1),
                          "new_families_mape": _scores(ours[new], truth[new])["mape"] if new.any() else None,
                          "scales": [round(float(np.exp(t)), 4) for t in calibrated["scales"]],
                          "prior": calibrated["prior"]},

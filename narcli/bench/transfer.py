@@ -29,11 +29,21 @@ models the reference head gets badly wrong cannot blow up. The split-conformal q
 ceil(0.9 (n + 1))-th smallest error) was tried first: with 20 models it is the second-largest
 error, which one such model sets — ±84 % where ±35 % covered 88 % of held-out models
 (`nar eval calibration` measures the coverage).
+
+A few models say little about that spread: three calibration models the head happens to fit well
+gave ±5.6 % (2026-11-29), and four of five models a user wrote fell outside it; three it fits badly
+give ±150 %. So the spread is pooled with a prior, the reference head's own 90 % interval on families
+it never fitted (its card's `half`), counted as `PRIOR_MODELS` calibration models: the usual
+shrinkage of a variance towards a prior guess, which leaves 20 models' spread four-fifths their own.
+`PRIOR_MODELS` was chosen by rescoring the 2026-11-25 and 2026-11-27 `nar eval calibration` runs
+offline (`benchmarks/bench_calibration_fit.py`); the 2026-11-28 runs are the ones reported.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import math
 
 import numpy as np
 
@@ -43,6 +53,8 @@ FITTED_ON = "reference-measured"
 HEAD_PARTS = "head-parts"  # what a head says when no calibration model had a reference time
 PRIORS = (0.003, 0.03, 0.3, 3.0)  # ridge strengths tried (per sample, on log-scale differences)
 HUBER = 0.1  # log error beyond which a model counts linearly (an outlier of the reference head)
+PRIOR_MODELS = 5  # how many calibration models the reference head's own spread counts as
+INTERVAL = f"pooled-{PRIOR_MODELS}"  # how a head's `half` was set; heads set otherwise are fitted again
 
 
 def _predict(theta: np.ndarray, parts: np.ndarray) -> np.ndarray:
@@ -102,9 +114,17 @@ def robust_half(errors: np.ndarray, z: float = 1.6449) -> float:
     return float(z * 1.4826 * np.median(np.abs(errors)))
 
 
-def fit_head(parts: np.ndarray, y: np.ndarray, delta: float = HUBER) -> dict:
+def pooled_half(own: float, models: int, prior: float, weight: int = PRIOR_MODELS) -> float:
+    """The 90 % half-width (log) from `models` leave-one-out errors whose own half-width is `own`,
+    pooled with `prior` counted as `weight` models (pooled variances, so the result lies between)."""
+    return math.sqrt((models * own ** 2 + weight * prior ** 2) / (models + weight))
+
+
+def fit_head(parts: np.ndarray, y: np.ndarray, delta: float = HUBER, prior_half: float | None = None) -> dict:
     """The fitted transfer: log scales, the ridge chosen by leave-one-out, and the interval
-    (`delta`: the Huber threshold; infinite for squared error)."""
+    (`delta`: the Huber threshold; infinite for squared error). With `prior_half` (the reference
+    head's 90 % half-width, log) the interval is pooled with it (`pooled_half`); `loo_half` keeps
+    the calibration's own."""
     parts, y = np.asarray(parts, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if len(y) < 3:
         raise ValueError("at least 3 measured models are needed")
@@ -116,8 +136,11 @@ def fit_head(parts: np.ndarray, y: np.ndarray, delta: float = HUBER) -> dict:
             best = (score, prior, errors)
     _, prior, errors = best
     theta = fit_scales(parts, y, prior, delta=delta)
-    return {"kind": "parts", "scales": theta.tolist(), "prior": prior, "half": robust_half(errors),
-            "loo_mape": round(float(np.mean(np.abs(np.exp(errors) - 1)) * 100), 2)}
+    own = robust_half(errors)
+    pooled = {"half": pooled_half(own, len(y), prior_half), "prior_half": prior_half, "interval": INTERVAL} \
+        if prior_half is not None and prior_half > 0 else {"half": own}
+    return {"kind": "parts", "scales": theta.tolist(), "prior": prior, "loo_half": own,
+            "loo_mape": round(float(np.mean(np.abs(np.exp(errors) - 1)) * 100), 2)} | pooled
 
 
 def predict_log(head: dict, parts: np.ndarray) -> np.ndarray:
