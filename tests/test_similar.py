@@ -777,3 +777,30 @@ def test_a_cached_prediction_from_before_decoders_gets_its_graph_decoder_read_as
     assert with_decoder(filled, "k", Cache(None)) is filled  # read before: as it is
     assert with_decoder(old, "k", Cache(None)) is old  # its graph is gone: as it is
     assert with_decoder(old, "", Cache(graph)) is old and with_decoder(None, "k", Cache(graph)) is None
+
+
+def test_the_browser_reads_an_old_cached_decoder_once_and_stores_it_back(write, cli, monkeypatch):
+    """`cached_families` (the browser's table) filled an old prediction's decoder from its graph at
+    every start and never kept it."""
+    from tests.conftest import mlp_source
+
+    from narcli.scan.cache import Cache
+    from narcli.search.query import DECODER_KEY, current_encoder
+    from narcli.search.similar import cached_families
+
+    path = write("mine.py", mlp_source(12, 32, 3))
+    assert cli("similar", path, "--model", "Net", "-i", "1,12").exit_code == 0
+    encoder = current_encoder()
+    [entry] = Cache().embeddings(encoder)
+    assert DECODER_KEY in entry["prediction"]
+    old = {k: v for k, v in entry["prediction"].items() if k != DECODER_KEY}  # as cached before decoders
+    Cache().update_prediction(entry["graph_key"], encoder, old)
+    assert DECODER_KEY not in Cache().embeddings(encoder)[0]["prediction"]
+
+    reads = []
+    graph = Cache.graph
+    monkeypatch.setattr(Cache, "graph", lambda self, key: reads.append(key) or graph(self, key))
+    first = cached_families()
+    assert reads == [entry["graph_key"]]
+    assert Cache().embeddings(encoder)[0]["prediction"] == old | {DECODER_KEY: entry["prediction"][DECODER_KEY]}
+    assert cached_families() == first and len(reads) == 1  # the second start reads no graph

@@ -384,6 +384,18 @@ class Cache:
             conn.close()
 
     @_guarded
+    def update_prediction(self, graph_key: str, encoder: str, prediction: Any) -> None:
+        """Replace the prediction stored with every embedding of `graph_key` by `encoder` (the vector,
+        and so the user index built from it, is unchanged)."""
+        conn = self._write()
+        try:
+            conn.execute(self.EMBEDDINGS)
+            conn.execute("update embeddings set prediction = ? where graph_key = ? and encoder = ?",
+                         (json.dumps(prediction), graph_key, encoder))
+        finally:
+            conn.close()
+
+    @_guarded
     def embeddings(self, encoder: str) -> list[dict[str, Any]]:
         """Every stored embedding by `encoder`, with what a results table shows about its model."""
         conn = self._read()

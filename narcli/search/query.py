@@ -207,19 +207,29 @@ def read_decoder(graph: Any) -> dict[str, int]:
     return decoder_signature(normalise_idioms(graph))
 
 
-def with_decoder(prediction: Any, graph_key: str | None, cache: Any = None) -> Any:
+def with_decoder(prediction: Any, graph_key: str | None, cache: Any = None, encoder: str | None = None) -> Any:
     """A cached prediction from before decoder signatures, with its cached graph's (no torch); as it
-    is when it has one, or its graph is gone."""
+    is when it has one, or its graph is gone. With `encoder`, the filled prediction is stored back
+    in `cache`, so the graph is read once, not at every browser start (a read-only home is skipped)."""
     if not isinstance(prediction, dict) or DECODER_KEY in prediction or not graph_key:
         return prediction
     from narcli.errors import NarError
     from narcli.scan.cache import Cache
 
+    cache = cache or Cache()
     try:
-        graph = (cache or Cache()).graph(graph_key)
+        graph = cache.graph(graph_key)
     except NarError:
         return prediction
-    return prediction if graph is None else prediction | {DECODER_KEY: read_decoder(graph)}
+    if graph is None:
+        return prediction
+    prediction = prediction | {DECODER_KEY: read_decoder(graph)}
+    if encoder is not None:
+        try:
+            cache.update_prediction(graph_key, encoder, prediction)
+        except NarError:  # read-only, or busy: read again next time
+            pass
+    return prediction
 
 
 def stem_vector(query: Query) -> np.ndarray | None:

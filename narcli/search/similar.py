@@ -309,16 +309,20 @@ def cached_families() -> dict[str, tuple[str, str]]:
     from narcli.search.neighbours import user_index, zoo_index
     from narcli.zoo.store import Zoo
 
-    users, details = user_index(current_encoder())
+    encoder = current_encoder()
+    users, details = user_index(encoder)
     if users is None:
         return {}
+    from narcli.scan.cache import Cache
+
     index = zoo_index()
     threshold = index.meta.get("calibration", {}).get("novelty_threshold", DEFAULT_NOVELTY_COSINE)
+    cache = Cache()
     with Zoo() as zoo:
         out = {}
         for key, entry in details.items():
             if entry.get("graph_key"):
-                predicted = _cached_prediction(key, users, index, zoo, entry, threshold)
+                predicted = _cached_prediction(key, users, index, zoo, entry, threshold, cache, encoder)
                 out[entry["graph_key"]] = (predicted.family or "new", predicted.coarse or "")
         return out
 
@@ -330,8 +334,10 @@ def _cached_family(key: str, users: Any, index: Any, zoo: Any, entry: dict, thre
     return _cached_prediction(key, users, index, zoo, entry, threshold).family or "new"
 
 
-def _cached_prediction(key: str, users: Any, index: Any, zoo: Any, entry: dict, threshold: float) -> Any:
-    """What `nar similar` predicts for a cached model (`search.family.FamilyPrediction`)."""
+def _cached_prediction(key: str, users: Any, index: Any, zoo: Any, entry: dict, threshold: float,
+                       cache: Any = None, encoder: str | None = None) -> Any:
+    """What `nar similar` predicts for a cached model (`search.family.FamilyPrediction`); one cached
+    before decoder signatures gets its graph's, stored back under `encoder` (`query.with_decoder`)."""
     vectors = [users.vector(users.keys.index(key))]
     stem = stem_values(entry.get("prediction"))
     if stem is not None:  # a CIFAR stem is searched in both spellings, as `nar similar` does
@@ -340,7 +346,7 @@ def _cached_prediction(key: str, users: Any, index: Any, zoo: Any, entry: dict, 
     nearest = [(h, c) for h, c, _ in nearest_of_vectors(index, vectors, VOTERS)]
     voters = same_graph_first(index, vectors, nearest, same_graph)
     models = zoo.models_by_hash([h for h, _ in voters])
-    prediction = with_decoder(entry.get("prediction"), entry.get("graph_key"))  # as a query of it reads it
+    prediction = with_decoder(entry.get("prediction"), entry.get("graph_key"), cache, encoder)  # as a query reads it
     return predict_family(prediction, votes(voters, models, same_graph), threshold, known_decoders(index.meta))
 
 
