@@ -540,3 +540,20 @@ def test_calibrating_on_fewer_models_than_asked_says_how_to_add_them(capsys):
     assert "on 7 zoo models" in out and "13 of the 20 models asked for were not measured" in out
     print_calibrated("dev", head | {"models": [{}] * 20})
     assert "not measured" not in capsys.readouterr().out
+
+
+def test_calibrate_says_what_its_interval_rests_on(capsys):
+    from narcli.cli.render_bench import print_calibrated
+
+    head = {"device": {"threads": 1}, "models": [{}] * 3, "asked": 3, "path": "/x/dev.json", "half_width_pct": 22.6,
+            "own_half_width_pct": 5.6, "prior_half_width_pct": 28.9}
+    print_calibrated("dev", head)
+    out = " ".join(capsys.readouterr().out.split())
+    assert "90 % interval ±23 %" in out
+    assert "spread over 3 models (±6 %) pooled with the reference head's on designs new to it (±29 %" in out
+    assert "--models 20" in out
+    print_calibrated("dev", head | {"models": [{}] * 20})
+    assert "--models 20" not in capsys.readouterr().out  # enough models: no advice
+    print_calibrated("dev", {k: v for k, v in head.items() if k not in ("own_half_width_pct", "prior_half_width_pct")}
+                     | {"prior_half_width_pct": None})
+    assert "pooled" not in capsys.readouterr().out  # a head fitted without the reference head's spread

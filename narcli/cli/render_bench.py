@@ -69,8 +69,8 @@ def print_calibrated(name: str, head: dict[str, Any]) -> None:
         print(f"interval: this machine's spread over {count} model{'s' * (count != 1)} (±{head['own_half_width_pct']:.0f} %) "
               f"pooled with the reference head's on designs new to it (±{head['prior_half_width_pct']:.0f} %, "
               f"counted as {PRIOR_MODELS} models)"
-              + ("; with so few models it is mostly the reference head's: --models 20 or more makes it this "
-                 "machine's own" if count < 2 * PRIOR_MODELS else ""))
+              + ("; calibrating with more models (--models 20) makes it more this machine's own"
+                 if count < 2 * PRIOR_MODELS else ""))
     missing = head.get("asked", 0) - len(head["models"])
     if missing > 0:  # busy timings (or a spent budget) left models out: the head is weaker than asked for
         print(f"note: {missing} of the {head['asked']} models asked for were not measured (the machine was busy "
