@@ -804,3 +804,26 @@ def test_the_browser_reads_an_old_cached_decoder_once_and_stores_it_back(write, 
     assert reads == [entry["graph_key"]]
     assert Cache().embeddings(encoder)[0]["prediction"] == old | {DECODER_KEY: entry["prediction"][DECODER_KEY]}
     assert cached_families() == first and len(reads) == 1  # the second start reads no graph
+
+
+def test_an_old_cached_decoder_that_cannot_be_stored_back_still_names_the_family(monkeypatch):
+    from narcli.errors import CacheError
+    from narcli.search.query import DECODER_KEY, with_decoder
+    from tests.test_composite import nested
+
+    graph = nested("unet++", "plain")
+
+    class ReadOnly:
+        def graph(self, key):
+            return graph
+
+        def update_prediction(self, *args):
+            raise CacheError("cache /home/x/cache.db cannot be written: read-only file system")
+
+    class Denied(ReadOnly):
+        def update_prediction(self, *args):
+            raise PermissionError(13, "Permission denied")
+
+    for cache in (ReadOnly(), Denied()):
+        filled = with_decoder({"family": []}, "k", cache, "encoder-id")
+        assert filled[DECODER_KEY]["cat3"] == 2

@@ -271,11 +271,11 @@ def calibrate(name: str = "local", models: int = 20, budget: float | None = None
     reference = measured_on_reference()
     parts = fitting_parts([c for c, _ in measured], reference)
     y = np.log([ms for _, ms in measured])
-    head = fit_head(parts, y, prior_half=_reference_half()) | {"name": name, "device": device_info("cpu", threads).to_dict(), "batch": 1,
-                                 "models": [{"name": c.name, "ms": ms} for c, ms in measured],
-                                 "columns": list(CPU_COLUMNS), "created": time.strftime("%Y-%m-%d %H:%M:%S"),
-                                 "reference": _reference_fingerprint(),
-                                 "fitted_on": fitted_on([c for c, _ in measured], reference)}
+    head = fit_head(parts, y, prior_half=_reference_half()) | {
+        "name": name, "device": device_info("cpu", threads).to_dict(), "batch": 1,
+        "models": [{"name": c.name, "ms": ms} for c, ms in measured], "columns": list(CPU_COLUMNS),
+        "created": time.strftime("%Y-%m-%d %H:%M:%S"), "reference": _reference_fingerprint(),
+        "fitted_on": fitted_on([c for c, _ in measured], reference)}
     path = _save_head(name, head)
     return head | {"path": str(path), "half_width_pct": round((math.exp(head["half"]) - 1) * 100, 1),
                    "own_half_width_pct": round((math.exp(head["loo_half"]) - 1) * 100, 1),

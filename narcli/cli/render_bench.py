@@ -66,8 +66,9 @@ def print_calibrated(name: str, head: dict[str, Any]) -> None:
         from narcli.bench.transfer import PRIOR_MODELS
 
         count = len(head["models"])
-        print(f"interval: this machine's spread over {count} model{'s' * (count != 1)} (±{head['own_half_width_pct']:.0f} %) "
-              f"pooled with the reference head's on designs new to it (±{head['prior_half_width_pct']:.0f} %, "
+        print(f"interval: this machine's spread over {count} model{'s' * (count != 1)} "
+              f"(±{head['own_half_width_pct']:.0f} %) pooled with the reference head's on designs new to it "
+              f"(±{head['prior_half_width_pct']:.0f} %, "
               f"counted as {PRIOR_MODELS} models)"
               + ("; calibrating with more models (--models 20) makes it more this machine's own"
                  if count < 2 * PRIOR_MODELS else ""))

@@ -227,7 +227,7 @@ def with_decoder(prediction: Any, graph_key: str | None, cache: Any = None, enco
     if encoder is not None:
         try:
             cache.update_prediction(graph_key, encoder, prediction)
-        except NarError:  # read-only, or busy: read again next time
+        except (NarError, OSError):  # read-only, or busy: read again next time
             pass
     return prediction
 
