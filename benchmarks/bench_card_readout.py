@@ -1,6 +1,6 @@
 """Re-score the shipped encoder on its own random split after its read-out changed.
 
-    python benchmarks/bench_card_readout.py [--write-card] [--store-test-models DB]
+    python benchmarks/bench_card_readout.py [--write-card] [--store-test-models DB] [--learned GCN,GAT]
 
 The read-out (the weights of the learned part and the sketches, `benchmarks/tune_readout.py`) only
 changes how a trained model's vector is read, so the shipped model is scored again on the split it
@@ -9,8 +9,12 @@ histogram, WL subtree hashing, NAR as shipped, NAR's learned part alone, relevan
 @20/50/100, in the protocol of `nar eval retrieval` (every other architecture is a candidate).
 Each method is scored twice: in cosine order, and with the search's second stage (`encode.family_rank`,
 the weight and nearest kept in front `nar similar` uses), which any embedding can have, so the baselines get it too.
-`--write-card` puts these figures in the model card (`narcli/data/encoder.json`) under "metrics",
-keeping the previous ones under "metrics_before_readout". Writes benchmarks/results/card-readout.json.
+`--learned GCN,GAT` also trains those baselines on the card's training part with the card's recipe
+(`encode.retrieval_eval.LEARNED`: the same epochs, edited variants and read-out, no motifs or WL
+branch; resumable from $NAR_HOME/checkpoints), so every method is scored in one run, each with the
+query's decoder read as NAR's is. `--write-card` puts these figures in the model card (`narcli/data/encoder.json`) under "metrics",
+keeping the previous ones under "metrics_before_readout". Writes benchmarks/results/card-readout.json
+(or --out NAME).
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ def main() -> None:
     parser.add_argument("--store-test-models", type=Path, default=None, metavar="DB",
                         help="first write into the card the model ids of its test part, drawn on DB, the zoo "
                              "database it was trained on (for cards from before training kept them)")
+    parser.add_argument("--learned", default="", help="learned baselines to train and score too (GCN,GAT)")
+    parser.add_argument("--out", default="card-readout", help="results file name, under benchmarks/results")
     args = parser.parse_args()
 
     from narcli.encode.dataset import card_split, zoo_items
@@ -50,6 +56,8 @@ def main() -> None:
     methods = {"op-type histogram": op_histogram_embeddings(graphs), "WL subtree hashing": wl_embeddings(graphs),
                "NAR": embed_items(model, graphs), "NAR, learned part only (no WL sketch)":
                embed_items(model, graphs, learned_only=True)}
+    for name in filter(None, args.learned.split(",")):
+        methods[name] = learned_baseline(name, items, train, card)
     from narcli.encode.family_rank import FAMILY_RERANK_WEIGHT, KEEP_NEAREST
 
     # as `nar similar` reads a query's blocks and decoder (`family_rank.blocks_first`, `search.family.query_names`)
@@ -72,7 +80,7 @@ def main() -> None:
            "split_from": "the card's test_models" if card.get("test_models") else "the card's seed on today's labels",
            "readout": readout, "rerank_weight": FAMILY_RERANK_WEIGHT,
            "rerank_keep": KEEP_NEAREST, "methods": metrics, "machine": machine()}
-    (ROOT / "benchmarks" / "results" / "card-readout.json").write_text(json.dumps(out, indent=2) + "\n")
+    (ROOT / "benchmarks" / "results" / f"{args.out}.json").write_text(json.dumps(out, indent=2) + "\n")
     if args.write_card:
         card_path = path.with_suffix(".json")
         data = json.loads(card_path.read_text())
@@ -81,6 +89,33 @@ def main() -> None:
         data["readout"] = {**readout, "chosen_by": "benchmarks/tune_readout.py (validation queries of the "
                                                    "training part only)"}
         card_path.write_text(json.dumps(data, indent=1) + "\n")
+
+
+def learned_baseline(name: str, items: list, train: list[int], card: dict):
+    """Embeddings of every item by baseline `name` (GCN, GAT) trained on `train` with the card's recipe."""
+    import time
+    from dataclasses import fields, replace
+
+    from narcli.encode.dataset import augmented_items
+    from narcli.encode.retrieval_eval import LEARNED, checkpoint_path
+    from narcli.encode.training import TrainConfig, embed_items, train_encoder
+
+    if name not in LEARNED or name == "NAR":
+        raise SystemExit(f"--learned: {name!r} is not a learned baseline ({', '.join(k for k in LEARNED if k != 'NAR')})")
+    known = {f.name for f in fields(TrainConfig)}
+    recipe = TrainConfig(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in card["config"].items() if k in known})
+    config = replace(recipe, **LEARNED[name], device="cpu")
+    train_items, train_index = items, train
+    if config.augment > 0:
+        extra = augmented_items(items, train, config.augment, config.seed, progress=True)
+        train_items, train_index = items + extra, train + list(range(len(items), len(items) + len(extra)))
+    began = time.perf_counter()
+    trained = train_encoder(train_items, train_index, config,
+                            checkpoint=checkpoint_path("card-readout", config, train_items, train_index),
+                            on_epoch=lambda e: print(f"  {name} epoch {e['epoch']} {e['stage']} loss {e['loss']}",
+                                                     flush=True))
+    print(f"{name} trained in {time.perf_counter() - began:.0f} s", flush=True)
+    return embed_items(trained.model, [item.encoded for item in items])
 
 
 def query_reads(items: list, queries: list[int], known: list[int]) -> tuple[list[dict], dict]:
