@@ -17,6 +17,7 @@ bundled zoo is. Writes benchmarks/results/calibration-fit.json (or --out NAME).
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -33,12 +34,12 @@ def main() -> None:
     from narcli.bench.calibration_eval import held_out_head
     from narcli.zoo.store import Zoo
 
-    args = sys.argv[1:]
-    name = "calibration-fit"
-    if "--out" in args:
-        at = args.index("--out")
-        name, args = args[at + 1], args[:at] + args[at + 2:]
-    files = [Path(a) for a in args] or sorted(RESULTS.glob("calibration-*thread*.json"))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", nargs="*", type=Path, help="`nar eval calibration --json` results")
+    parser.add_argument("--out", default="calibration-fit", help="results file name, under benchmarks/results")
+    args = parser.parse_args()
+    name = args.out
+    files = args.results or sorted(RESULTS.glob("calibration-*thread*.json"))
     head = held_out_head()
     out = {}
     reference = transfer.measured_on_reference()

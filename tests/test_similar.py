@@ -827,3 +827,25 @@ def test_an_old_cached_decoder_that_cannot_be_stored_back_still_names_the_family
     for cache in (ReadOnly(), Denied()):
         filled = with_decoder({"family": []}, "k", cache, "encoder-id")
         assert filled[DECODER_KEY]["cat3"] == 2
+
+
+def test_a_search_stores_back_the_decoder_of_an_old_cached_neighbour(write, cli):
+    """A cached scan from before decoders, met as another search's neighbour, gets its decoder read
+    from its graph and stored, as the browser does (`cached_families`)."""
+    from tests.conftest import mlp_source
+
+    from narcli.scan.cache import Cache
+    from narcli.search.query import DECODER_KEY, current_encoder
+
+    mine = write("mine.py", mlp_source(12, 32, 3))
+    assert cli("similar", mine, "--model", "Net", "-i", "1,12").exit_code == 0
+    encoder = current_encoder()
+    [entry] = Cache().embeddings(encoder)
+    old = {k: v for k, v in entry["prediction"].items() if k != DECODER_KEY}
+    Cache().update_prediction(entry["graph_key"], encoder, old)
+
+    other = write("other.py", mlp_source(12, 33, 3))
+    result = cli("similar", other, "--model", "Net", "-i", "1,12", "--source", "cache")
+    assert result.exit_code == 0 and "mine.py" in result.stdout  # the old scan is a neighbour
+    stored = {e["graph_key"]: e["prediction"] for e in Cache().embeddings(encoder)}
+    assert stored[entry["graph_key"]] == old | {DECODER_KEY: entry["prediction"][DECODER_KEY]}

@@ -150,7 +150,11 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
     decoders = known_decoders(index.meta)
     only_cache = bool(source and source.lower() == "cache")
     zoo_filtered = bool(family or task or (source and not only_cache))
-    users, details = user_index(current_encoder(), report) if not zoo_filtered else (None, {})
+    encoder = None if zoo_filtered else current_encoder()
+    users, details = user_index(encoder, report) if encoder else (None, {})
+    from narcli.scan.cache import Cache
+
+    cache = Cache() if users is not None else None  # a cached neighbour's decoder, read once, is stored back
     filters = {name: value for name, value in (("family", family), ("task", task), ("source", source)) if value}
     results = []
     for query in queries:
@@ -193,7 +197,8 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
             _backbone(prediction.family, voters, models, names)
         for key, _ in found:  # a cached neighbour's family, reached the way a query's is (not the head alone)
             if is_cache_name(key) and "family" not in details[key] and users is not None:
-                details[key]["family"] = _cached_family(key, users, index, zoo, details[key], threshold)
+                details[key]["family"] = _cached_family(key, users, index, zoo, details[key], threshold,
+                                                        cache, encoder)
         wanted = query_task(query)
         neighbours = [n for n in (_neighbour(key, c, models, notes, details, query, family, task, source, wanted)
                                   for key, c in found) if n is not None]
@@ -327,11 +332,12 @@ def cached_families() -> dict[str, tuple[str, str]]:
         return out
 
 
-def _cached_family(key: str, users: Any, index: Any, zoo: Any, entry: dict, threshold: float) -> str:
+def _cached_family(key: str, users: Any, index: Any, zoo: Any, entry: dict, threshold: float,
+                   cache: Any = None, encoder: str | None = None) -> str:
     """The family a cached model gets as a query (its head's guess combined with the vote of its
     nearest zoo architectures, "new" below the novelty cosine), so a neighbour never contradicts
     what `nar similar` says of the same graph."""
-    return _cached_prediction(key, users, index, zoo, entry, threshold).family or "new"
+    return _cached_prediction(key, users, index, zoo, entry, threshold, cache, encoder).family or "new"
 
 
 def _cached_prediction(key: str, users: Any, index: Any, zoo: Any, entry: dict, threshold: float,
