@@ -197,6 +197,75 @@ def test_kindred_operations_share_rates_and_a_slice_moves_no_memory():
     assert kinds[op_index("gru")] == kinds[op_index("lstm")] != kinds[op_index("conv2d")]  # a GRU starts from its kind
 
 
+def test_a_slice_costs_one_dispatch_whatever_the_network_says():
+    """A TCN's causal-padding slices were costed at 120 µs each by rates learnt from a few slices."""
+    weights = lt.fit(*synthetic_samples(8), lt.Config(epochs=1, hidden=8, embed=4))
+    graph = chain([("linear", 10**6), ("slice", 0), ("relu", 0), ("slice", 0)])
+    ops, numeric, work = lat.node_features(graph)
+    terms = lat.node_cost_terms(weights, ops, numeric, work)
+    assert terms[2].tolist() == terms[4].tolist() == pytest.approx([0.0, 0.0, lat.SLICE_CALL_MS])
+    assert terms[3, 2] != pytest.approx(lat.SLICE_CALL_MS)  # a relu keeps its learnt call cost
+    big = {**weights, "base": weights["base"] + 5.0}  # every learnt rate e^5 times larger
+    assert lat.node_cost_terms(big, ops, numeric, work)[2, 2] == pytest.approx(lat.SLICE_CALL_MS)
+
+
+def test_training_costs_a_slice_as_the_numpy_head_does():
+    import torch
+    from narcli.encode.features import OP_INDEX
+
+    samples, rows = synthetic_samples(6)
+    graph = chain([("linear", 10**6), ("slice", 0), ("relu", 0), ("slice", 0)])
+    o, n, w, c = lt._deduplicated(*lat.node_features(graph))
+    samples.append(lt.Sample(dict(samples[0].row, model="sliced"), o, n, w, c, lat.graph_features(graph),
+                             {x.op for x in graph.nodes}, 0.0))
+    config = lt.Config(epochs=2, hidden=8, embed=4)
+    weights = lt.fit(samples, rows, config)
+    numpy_log = lt.predict_samples(weights, samples, [len(samples) - 1])[0]
+    torch.manual_seed(config.seed)
+    net = lt._network(len(OP_INDEX), config)
+    state = net.state_dict()
+    for name in ("overhead", "base", "global_mean", "global_std"):  # the numpy head's weights, back in torch
+        state[name] = torch.from_numpy(weights[name])
+    for i in range(3):
+        state[f"layers.{i}.weight"], state[f"layers.{i}.bias"] = torch.from_numpy(weights[f"w{i}"]), torch.from_numpy(weights[f"b{i}"])
+    for i in range(2):
+        state[f"whole.{i}.weight"], state[f"whole.{i}.bias"] = torch.from_numpy(weights[f"g{i}"]), torch.from_numpy(weights[f"gb{i}"])
+    state["embed.weight"] = torch.from_numpy(weights["embed"])
+    state["kind_embed.weight"] = torch.zeros_like(state["kind_embed.weight"])  # the exported embedding holds both
+    net.load_state_dict(state)
+    ops, numeric, work, count, owner = lt._batch(samples, [len(samples) - 1])
+    with torch.no_grad():
+        torch_log = float(net(ops, numeric, work, count, owner, 1, torch.from_numpy(samples[-1].figures[None]).float())[0])
+    assert torch_log == pytest.approx(numpy_log, abs=1e-4)
+
+
+def conv(cin: int, size: int, kernel: int = 3, groups: int = 1, stride: int = 1, dims: int = 2) -> ArchGraph:
+    spatial = [size] * dims
+    attrs = {"kernel": [kernel] * dims, "stride": [stride] * dims, "dilation": [1] * dims, "groups": groups,
+             "in_channels": cin, "out_channels": 64}
+    nodes = [Node("input", [1, cin, *spatial]), Node(f"conv{dims}d", [1, 64, *spatial], macs=10**6, attrs=attrs),
+             Node("output", [1, 64, *spatial])]
+    return ArchGraph(nodes, [(0, 1), (1, 2)])
+
+
+@pytest.mark.parametrize("cin, size, kernel, groups, stride, dims, slow", [
+    (20, 32, 3, 1, 1, 2, True),  # 20,480 input elements: PyTorch's slow path
+    (21, 32, 3, 1, 1, 2, False),  # one channel more: oneDNN
+    (256, 8, 3, 1, 1, 2, True),  # a WideResNet's last stage on 32x32 images
+    (256, 8, 3, 1, 2, 2, True),  # strided, still small
+    (256, 8, 5, 1, 1, 2, False),  # a kernel over 3x3 both ways goes to oneDNN
+    (256, 8, 3, 256, 1, 2, False),  # grouped (depthwise): oneDNN
+    (256, 8, 1, 1, 1, 2, False),  # a plain 1x1 is a matrix product on either path
+    (64, 300, 3, 1, 1, 1, True),  # a TCN's conv1d over 300 steps
+    (64, 514, 3, 1, 1, 1, False),
+])
+def test_small_convolutions_are_flagged_as_pytorch_runs_them(cin, size, kernel, groups, stride, dims, slow):
+    graph = conv(cin, size, kernel, groups, stride, dims)
+    assert lat.slow_convolution(graph.nodes[1], cin * size ** dims) is slow
+    _, numeric, _ = lat.node_features(graph)
+    assert numeric[1, -1] == float(slow) and numeric[0, -1] == numeric[2, -1] == 0.0  # only the convolution
+
+
 def test_an_interpolation_traced_as_unknown_is_costed_as_one():
     from narcli.encode.features import op_index
 
@@ -285,6 +354,65 @@ def test_the_shipped_head_fits_every_family_and_keeps_the_held_out_fit_beside_it
     assert held_out.trained_on.startswith(f"{len(samples) - len(calibration)} reference-CPU measurements")
     assert "held out of a second fit" in shipped.trained_on and "held out of this fit" in held_out.trained_on
     assert shipped.fingerprint != held_out.fingerprint
+
+
+def test_a_retrained_head_keeps_the_families_held_out_before_unless_resplit(tmp_path, monkeypatch):
+    """A family more or less in the reference set redraws a fresh split wholesale: calibration runs
+    measured on the old held-out families would then be scored by a head that fitted them."""
+    samples, _ = synthetic_samples(120)
+    monkeypatch.setattr(lt, "load_samples", lambda folder, report: (samples, {"device": {"kind": "cpu"}}))
+    config = lt.Config(epochs=2, batch=16, hidden=8, embed=4)
+    lt.train(out=tmp_path, config=config)
+    first = lat.load_head(tmp_path / lat.HELD_OUT_FOLDER).metrics["held_out_families"]
+    moved = [s for s in samples if lt._family(s) != "f3"]  # the reference set lost a family
+    monkeypatch.setattr(lt, "load_samples", lambda folder, report: (moved, {"device": {"kind": "cpu"}}))
+    lines: list[str] = []
+    lt.train(out=tmp_path, config=config, report=lines.append)
+    again = lat.load_head(tmp_path / lat.HELD_OUT_FOLDER).metrics["held_out_families"]
+    assert again == first  # f3 has no rows today; if it comes back, it comes back held out
+    assert any(line.startswith(f"keeping the {len(first)} families held out") for line in lines)
+    fresh = lt.family_split(moved, seed=5)[1]
+    lt.train(out=tmp_path, config=config, seed=5, resplit=True)
+    assert lat.load_head(tmp_path / lat.HELD_OUT_FOLDER).metrics["held_out_families"] == \
+        sorted({lt._family(moved[i]) for i in fresh})
+
+
+def test_a_measured_model_traced_again_since_keeps_its_measurement_at_the_same_sizes(tmp_path):
+    """A tracer change renames a graph; the model measured is the same, so its time still counts.
+    Rebuilt at other sizes (another input, another config), it does not."""
+    import csv
+    import json
+
+    from narcli.zoo.store import Zoo, bundled_zoo_path
+
+    with Zoo([bundled_zoo_path()]) as zoo:
+        models = [zoo.resolve(name) for name in ("classics/lenet5_relu_maxpool", "classics/mlp_mnist_1x256",
+                                                  "classics/mlp_mnist_2x512")]
+    rows = [[models[0].graph_hash, models[0].id, models[0].macs, models[0].params],  # as it is
+            ["0" * 32, models[1].id, models[1].macs, models[1].params],  # its graph renamed since
+            ["f" * 32, models[2].id, models[2].macs * 2, models[2].params]]  # measured at another size
+    with open(tmp_path / lat.CSV_NAME, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(lat.COLUMNS)
+        for graph_hash, model, macs, params in rows:
+            writer.writerow([graph_hash, model, "classics", "f", "mlp", params, macs, 1.5, 0.01, 10])
+    (tmp_path / lat.CARD_NAME).write_text(json.dumps({"device": {"kind": "cpu"}}))
+    lines: list[str] = []
+    samples, _ = lt.load_samples(tmp_path, lines.append)
+    assert [s.row["model"] for s in samples] == [models[0].id, models[1].id]
+    assert lines[-1].endswith("(1 traced again since they were measured)")
+    assert lt.retraced_alike(models[1], {"macs": models[1].macs, "params": models[1].params})
+    assert not lt.retraced_alike(models[1], {"macs": models[1].macs, "params": models[1].params + 1})
+
+
+def test_a_previous_held_out_card_that_cannot_be_read_draws_a_fresh_split(tmp_path):
+    assert lt.previous_held_out_families(tmp_path) == set()
+    (tmp_path / "latency.json").write_text("{not json")
+    assert lt.previous_held_out_families(tmp_path) == set()
+    (tmp_path / "latency.json").write_text('{"metrics": {"held_out_families": "gru"}}')
+    assert lt.previous_held_out_families(tmp_path) == set()
+    (tmp_path / "latency.json").write_text('{"metrics": {"held_out_families": ["gru", 3]}}')
+    assert lt.previous_held_out_families(tmp_path) == {"gru"}
 
 
 def test_the_bundled_head_keeps_its_held_out_fit_for_nar_eval_calibration():

@@ -117,14 +117,18 @@ def train_latency_command(
     epochs: EpochsOption = 200,
     seed: SeedOption = 0,
     device: TrainDeviceOption = "",
+    resplit: bool = typer.Option(False, "--resplit", help="Draw the held-out families afresh from --seed "
+                                                         "instead of keeping those the head in --out left out."),
 ) -> None:
     """Train the reference latency head on every family of the reference dataset; a second fit without the
-    calibration families sets its interval and is kept beside it (held-out/) for `nar eval calibration`."""
+    calibration families sets its interval and is kept beside it (held-out/) for `nar eval calibration`.
+    The families held out stay those of the head it replaces (so calibration runs stay about designs
+    the head never saw), unless --resplit."""
     from narcli.predict.latency_training import Config, train
 
     console = stderr_console()
     card = run(train, reference, out, run(Config, epochs=epochs, seed=seed, device=_device(device)), seed,
-               report=reporter(console))
+               report=reporter(console), resplit=resplit)
     print(f"wrote {card} and its weights")
 
 

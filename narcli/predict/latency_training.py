@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from narcli.errors import NarError, check_range, check_training
-from narcli.predict.latency import HELD_OUT_FOLDER, cost_op, GLOBAL_FEATURES, GLOBAL_SPREAD, NUMERIC, SPREAD, graph_features, LatencyHead, node_features, read_reference, save_head
+from narcli.predict.latency import HELD_OUT_FOLDER, SLICE_CALL_MS, cost_op, GLOBAL_FEATURES, GLOBAL_SPREAD, NUMERIC, SPREAD, graph_features, LatencyHead, node_features, read_reference, save_head, fixed_call_indices
 
 TEST_SHARE, CALIBRATION_SHARE = 0.25, 0.12
 LEVEL = 0.9
@@ -74,6 +74,7 @@ def load_samples(folder: Path | None = None, report: Callable[[str], None] = lam
 
     rows, card = read_reference(folder or DATA_DIR)
     samples = []
+    retraced = 0
     began = time.perf_counter()
     with Zoo([bundled_zoo_path()]) as zoo:
         models = {m.id: m for m in zoo.models() if m.status == "ok"}
@@ -87,14 +88,30 @@ def load_samples(folder: Path | None = None, report: Callable[[str], None] = lam
                     graph = zoo.graph(model)
                     row = {**row, "macs": model.macs, "params": model.params}
                 else:
-                    graph = ArchGraph.from_json(zlib.decompress(zoo.graph_blob(row["graph_hash"])).decode())
+                    try:
+                        graph = ArchGraph.from_json(zlib.decompress(zoo.graph_blob(row["graph_hash"])).decode())
+                    except NarError:
+                        if model is None or not retraced_alike(model, row):
+                            raise
+                        # the measured model, traced again since (a tracer or idiom change renamed
+                        # its graph) at the sizes it was measured at: the time is still its own
+                        graph = zoo.graph(model)
+                        retraced += 1
             except NarError:
                 continue  # measured on a zoo that has since changed
             ops, numeric, work, count = _deduplicated(*node_features(graph))
             samples.append(Sample(row, ops, numeric, work, count, graph_features(graph), {n.op for n in graph.nodes},
                                   math.log(row["median_ms"])))
-    report(f"{len(samples):,} measured architectures featurised in {time.perf_counter() - began:.0f} s")
+    report(f"{len(samples):,} measured architectures featurised in {time.perf_counter() - began:.0f} s"
+           + (f" ({retraced} traced again since they were measured)" if retraced else ""))
     return samples, card
+
+
+def retraced_alike(model: Any, row: dict[str, Any]) -> bool:
+    """Whether a zoo model whose graph changed since `row` measured it is still that architecture at
+    those sizes: its MACs and parameters are the ones the row recorded (a model traced at another
+    input size, or rebuilt from another config, is not)."""
+    return int(row["macs"]) == model.macs and int(row["params"]) == model.params
 
 
 def _deduplicated(ops: np.ndarray, numeric: np.ndarray, work: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -140,6 +157,7 @@ def _network(op_count: int, config: Config) -> Any:
             self.kind_embed = nn.Embedding(len(KIND_NAMES), config.embed)
             nn.init.normal_(self.kind_embed.weight, 0, 0.05)
             self.register_buffer("kind_of", torch.tensor(_op_kinds(op_count)))
+            self.register_buffer("fixed_calls", torch.from_numpy(fixed_call_indices()))  # a fixed dispatch each
             self.embed = nn.Embedding(op_count, config.embed)
             nn.init.normal_(self.embed.weight, 0, 0.01)  # an operation never trained on stays its kind's
             self.layers = nn.ModuleList([nn.Linear(config.embed + NUMERIC, config.hidden),
@@ -164,7 +182,8 @@ def _network(op_count: int, config: Config) -> Any:
                 if i < len(self.layers) - 1:
                     x = torch.nn.functional.silu(x)
             rates = torch.exp(self.base + SPREAD * torch.tanh(x / SPREAD))
-            costs = work[:, 0] * rates[:, 0] + work[:, 1] * rates[:, 1] + count * rates[:, 2]
+            calls = torch.where(torch.isin(ops, self.fixed_calls), torch.full_like(rates[:, 2], SLICE_CALL_MS), rates[:, 2])
+            costs = work[:, 0] * rates[:, 0] + work[:, 1] * rates[:, 1] + count * calls
             total = torch.zeros(graphs, dtype=costs.dtype, device=costs.device).index_add(0, owner, costs)
             z = (figures - self.global_mean) / self.global_std
             correction = self.whole[1](torch.nn.functional.silu(self.whole[0](z)))[:, 0]
@@ -266,6 +285,19 @@ def fit(samples: list[Sample], rows: list[int], config: Config,
     weights["global_mean"] = net.global_mean.detach().numpy().copy()
     weights["global_std"] = net.global_std.detach().numpy().copy()
     return weights
+
+
+def previous_held_out_families(folder: Path) -> set[str]:
+    """The families the held-out head in `folder` left out (its card's `held_out_families`); empty
+    where there is none, or its card is unreadable (a fresh split is drawn then)."""
+    import json
+
+    try:
+        card = json.loads((folder / "latency.json").read_text())
+        families = card["metrics"]["held_out_families"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+    return {f for f in families if isinstance(f, str)} if isinstance(families, list) else set()
 
 
 def predict_samples(weights: dict[str, np.ndarray], samples: list[Sample], rows: list[int]) -> np.ndarray:
@@ -381,9 +413,11 @@ def evaluate(folder: Path | None = None, config: Config | None = None, seed: int
 
 
 def train(folder: Path | None = None, out: Path | None = None, config: Config | None = None, seed: int = 0,
-          report: Callable[[str], None] = lambda line: None) -> Path:
+          report: Callable[[str], None] = lambda line: None, resplit: bool = False) -> Path:
     """Fit the shipped head on every family, and beside it (in `HELD_OUT_FOLDER`) the head fitted
-    without the calibration families, whose errors on them set both heads' interval.
+    without the calibration families, whose errors on them set both heads' interval. The calibration
+    families are those the held-out head already in `out` left out (unless `resplit`, or there is
+    none): a split drawn afresh from `seed`.
 
     Every family is fitted because a user's model is most like the family it belongs to: a head that
     never saw the GRUs costed a hand-written GRU classifier at half its time. The held-out fit is
@@ -394,8 +428,18 @@ def train(folder: Path | None = None, out: Path | None = None, config: Config | 
     config = config or Config(seed=seed)
     samples, card = load_samples(folder, report)
     _enough(samples)
-    train_rows, calibration, test = family_split(samples, seed)
-    fitted = train_rows + test
+    target = out or DATA_DIR
+    kept = set() if resplit else previous_held_out_families(target / HELD_OUT_FOLDER)
+    if kept:
+        # the families held out before stay held out: `nar eval calibration` runs measured against
+        # them (and rescored offline when the head changes) stay about designs the head never saw.
+        # A family split drawn afresh moves with every family the reference set gains or loses.
+        calibration = [i for i, s in enumerate(samples) if _family(s) in kept]
+        fitted = [i for i, s in enumerate(samples) if _family(s) not in kept]
+        report(f"keeping the {len(kept)} families held out by the head in {target / HELD_OUT_FOLDER}")
+    else:
+        train_rows, calibration, test = family_split(samples, seed)
+        fitted = train_rows + test
     calibration = [i for i, ok in zip(calibration, answerable(samples, fitted, calibration)) if ok]
     report(f"fitting without the {len({_family(samples[i]) for i in calibration})} calibration families")
     held_out_weights = fit(samples, fitted, config, report)
@@ -408,14 +452,15 @@ def train(folder: Path | None = None, out: Path | None = None, config: Config | 
     kind = "GPU" if card.get("device", {}).get("kind") == "cuda" else "CPU"
     metrics = {"calibration": scores(residuals + true, true, half),
                # never fitted by the held-out head: `nar eval calibration` scores on these first
-               "held_out_families": sorted({_family(samples[i]) for i in calibration})}
+               # (with the families kept from the head it replaces, those the reference set has no
+               # rows of today too: they stay unfitted, and held out at the next fit)
+               "held_out_families": sorted({_family(samples[i]) for i in calibration} | kept)}
 
     def described(rows: list[int], what: str) -> str:
         return (f"{len(rows):,} reference-{kind} measurements of {len({samples[i].row['family'] for i in rows})} "
                 f"families (bench --zoo){what}; interval from {len(calibration)} models of families held out of "
                 f"{'this' if rows is fitted else 'a second'} fit")
 
-    target = out or DATA_DIR
     held_out = LatencyHead(held_out_weights, half, LEVEL, card.get("device", {}), ranges,
                            {cost_op(op) for i in fitted for op in samples[i].op_names}, metrics,
                            described(fitted, ", the calibration families left out"))

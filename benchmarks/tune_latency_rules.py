@@ -1,0 +1,73 @@
+"""Choose how the reference latency head costs slices and small convolutions, on the calibration
+families only (the families each split holds out to set the interval; never the test families).
+
+    python benchmarks/tune_latency_rules.py [--splits 0,1,2] [--inits 0,1,2] [--epochs 200] [--out NAME]
+
+Three variants, each fitted on every split's training families once per initialisation (the
+held-out fit's MAPE on one split moves by up to 3 points between initialisations, so one fit per
+variant decides nothing): the rules of 2026-11-28 (a slice's call cost learnt, no slow-path flag),
+a slice costing one fixed dispatch (`latency.SLICE_CALL_MS`), and that plus the node feature that
+flags a convolution PyTorch runs on its slow path (`latency.slow_convolution`). Prints each fit's
+MAPE on the calibration and the test families and the mean per variant; writes
+benchmarks/results/<NAME>.json (default latency-rules.json). About 40 s a fit on this 2-core VM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+from common import machine
+
+ROOT = Path(__file__).resolve().parent.parent
+VARIANTS = ("2026-11-28 rules", "slices one dispatch", "slices one dispatch + slow-path convolutions (shipped)")
+
+
+def main() -> None:
+    import narcli.predict.latency as latency
+    import narcli.predict.latency_training as training
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--splits", default="0,1,2")
+    parser.add_argument("--inits", default="0,1,2")
+    parser.add_argument("--epochs", type=int, default=200)
+    parser.add_argument("--out", default="latency-rules")
+    args = parser.parse_args()
+    splits, inits = [int(s) for s in args.splits.split(",")], [int(s) for s in args.inits.split(",")]
+    samples, _ = training.load_samples(report=print)
+    flag_column = latency.NUMERIC - 1  # the slow-path flag is the last numeric feature
+    flags = [s.numeric[:, flag_column].copy() for s in samples]
+    shipped = latency.fixed_call_indices
+    learnt = lambda: np.array([-1], dtype=np.int64)  # no operation has a fixed call cost
+    out: dict = {"machine": machine(), "rows": len(samples), "variants": {}}
+    try:
+        for variant in VARIANTS:
+            for sample, flag in zip(samples, flags):
+                sample.numeric[:, flag_column] = flag if "slow-path" in variant else 0.0
+            indices = shipped if "slices" in variant else learnt
+            latency.fixed_call_indices = training.fixed_call_indices = indices
+            fits = []
+            for split in splits:
+                train, calibration, test = training.family_split(samples, split)
+                for init in inits:
+                    weights = training.fit(samples, train, training.Config(epochs=args.epochs, seed=100 + init))
+                    scores = {}
+                    for name, rows in (("calibration", calibration), ("test", test)):
+                        error = training.predict_samples(weights, samples, rows) - np.array([samples[i].log_ms for i in rows])
+                        scores[name] = round(float(100 * np.mean(np.abs(np.exp(error) - 1))), 2)
+                    fits.append({"split": split, "init": init, **scores})
+                    print(variant, fits[-1], flush=True)
+            mean = {k: round(float(np.mean([f[k] for f in fits])), 2) for k in ("calibration", "test")}
+            out["variants"][variant] = {"fits": fits, "mean_mape": mean}
+            print("MEAN", variant, mean, flush=True)
+    finally:
+        latency.fixed_call_indices = training.fixed_call_indices = shipped
+    target = ROOT / "benchmarks" / "results" / f"{args.out}.json"
+    target.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"wrote {target}")
+
+
+if __name__ == "__main__":
+    main()
