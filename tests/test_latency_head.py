@@ -405,6 +405,17 @@ def test_a_measured_model_traced_again_since_keeps_its_measurement_at_the_same_s
     assert not lt.retraced_alike(models[1], {"macs": models[1].macs, "params": models[1].params + 1})
 
 
+def test_a_reference_set_with_none_of_the_held_out_families_draws_a_fresh_split(tmp_path, monkeypatch):
+    samples, _ = synthetic_samples(120)
+    monkeypatch.setattr(lt, "load_samples", lambda folder, report: (samples, {"device": {"kind": "cpu"}}))
+    (tmp_path / lat.HELD_OUT_FOLDER).mkdir()
+    (tmp_path / lat.HELD_OUT_FOLDER / "latency.json").write_text('{"metrics": {"held_out_families": ["gru"]}}')
+    lt.train(out=tmp_path, config=lt.Config(epochs=2, batch=16, hidden=8, embed=4))
+    fresh = lt.family_split(samples, seed=0)[1]
+    assert lat.load_head(tmp_path / lat.HELD_OUT_FOLDER).metrics["held_out_families"] == \
+        sorted({lt._family(samples[i]) for i in fresh})
+
+
 def test_a_previous_held_out_card_that_cannot_be_read_draws_a_fresh_split(tmp_path):
     assert lt.previous_held_out_families(tmp_path) == set()
     (tmp_path / "latency.json").write_text("{not json")

@@ -430,6 +430,8 @@ def train(folder: Path | None = None, out: Path | None = None, config: Config | 
     _enough(samples)
     target = out or DATA_DIR
     kept = set() if resplit else previous_held_out_families(target / HELD_OUT_FOLDER)
+    if not any(_family(s) in kept for s in samples):
+        kept = set()  # another reference set (`--reference`) that holds none of those families
     if kept:
         # the families held out before stay held out: `nar eval calibration` runs measured against
         # them (and rescored offline when the head changes) stay about designs the head never saw.
