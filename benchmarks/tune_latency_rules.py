@@ -1,13 +1,13 @@
-"""Choose how the reference latency head costs slices and small convolutions, on the calibration
-families only (the families each split holds out to set the interval; never the test families).
+"""Choose how the reference latency head costs slices, on the calibration families only (the
+families each split holds out to set the interval; never the test families).
 
     python benchmarks/tune_latency_rules.py [--splits 0,1,2] [--inits 0,1,2] [--epochs 200] [--out NAME]
 
-Three variants, each fitted on every split's training families once per initialisation (the
+Two variants, each fitted on every split's training families once per initialisation (the
 held-out fit's MAPE on one split moves by up to 3 points between initialisations, so one fit per
-variant decides nothing): the rules of 2026-11-28 (a slice's call cost learnt, no slow-path flag),
-a slice costing one fixed dispatch (`latency.SLICE_CALL_MS`), and that plus the node feature that
-flags a convolution PyTorch runs on its slow path (`latency.slow_convolution`). Prints each fit's
+variant decides nothing): the rules of 2026-11-28 (a slice's call cost learnt) and a slice costing
+one fixed dispatch (`latency.SLICE_CALL_MS`, shipped). (The recorded run of 2026-12-01 has a third,
+a node feature flagging the convolutions PyTorch runs without oneDNN, tried and not shipped.) Prints each fit's
 MAPE on the calibration and the test families and the mean per variant; writes
 benchmarks/results/<NAME>.json (default latency-rules.json). About 40 s a fit on this 2-core VM.
 """
@@ -22,7 +22,7 @@ import numpy as np
 from common import machine
 
 ROOT = Path(__file__).resolve().parent.parent
-VARIANTS = ("2026-11-28 rules", "slices one dispatch", "slices one dispatch + slow-path convolutions (shipped)")
+VARIANTS = ("2026-11-28 rules", "slices one dispatch (shipped)")
 
 
 def main() -> None:
@@ -37,15 +37,11 @@ def main() -> None:
     args = parser.parse_args()
     splits, inits = [int(s) for s in args.splits.split(",")], [int(s) for s in args.inits.split(",")]
     samples, _ = training.load_samples(report=print)
-    flag_column = latency.NUMERIC - 1  # the slow-path flag is the last numeric feature
-    flags = [s.numeric[:, flag_column].copy() for s in samples]
     shipped = latency.fixed_call_indices
     learnt = lambda: np.array([-1], dtype=np.int64)  # no operation has a fixed call cost
     out: dict = {"machine": machine(), "rows": len(samples), "variants": {}}
     try:
         for variant in VARIANTS:
-            for sample, flag in zip(samples, flags):
-                sample.numeric[:, flag_column] = flag if "slow-path" in variant else 0.0
             indices = shipped if "slices" in variant else learnt
             latency.fixed_call_indices = training.fixed_call_indices = indices
             fits = []

@@ -9,6 +9,7 @@ import pytest
 from narcli.errors import NarError
 from narcli.graph.arch_graph import ArchGraph, Node
 from narcli.predict import latency as lat
+from narcli.predict import latency_network
 from narcli.predict import latency_training as lt
 
 
@@ -193,7 +194,7 @@ def test_kindred_operations_share_rates_and_a_slice_moves_no_memory():
     assert work[4, 1] == 0 and work[3, 1] > 0  # the slice is a view; the clamp reads and writes
     head = head_for(seen=("input", "output", "linear", "gru", "relu", "slice"))
     assert head.why_not(graph, lat.size_figures(graph)) == ("", "")  # the clamp counts as seen through its kin
-    kinds = lt._op_kinds(max(op_index("gru"), op_index("lstm"), op_index("conv2d")) + 1)
+    kinds = latency_network.op_kinds(max(op_index("gru"), op_index("lstm"), op_index("conv2d")) + 1)
     assert kinds[op_index("gru")] == kinds[op_index("lstm")] != kinds[op_index("conv2d")]  # a GRU starts from its kind
 
 
@@ -222,7 +223,7 @@ def test_training_costs_a_slice_as_the_numpy_head_does():
     weights = lt.fit(samples, rows, config)
     numpy_log = lt.predict_samples(weights, samples, [len(samples) - 1])[0]
     torch.manual_seed(config.seed)
-    net = lt._network(len(OP_INDEX), config)
+    net = latency_network.network(len(OP_INDEX), config)
     state = net.state_dict()
     for name in ("overhead", "base", "global_mean", "global_std"):  # the numpy head's weights, back in torch
         state[name] = torch.from_numpy(weights[name])
@@ -237,33 +238,6 @@ def test_training_costs_a_slice_as_the_numpy_head_does():
     with torch.no_grad():
         torch_log = float(net(ops, numeric, work, count, owner, 1, torch.from_numpy(samples[-1].figures[None]).float())[0])
     assert torch_log == pytest.approx(numpy_log, abs=1e-4)
-
-
-def conv(cin: int, size: int, kernel: int = 3, groups: int = 1, stride: int = 1, dims: int = 2) -> ArchGraph:
-    spatial = [size] * dims
-    attrs = {"kernel": [kernel] * dims, "stride": [stride] * dims, "dilation": [1] * dims, "groups": groups,
-             "in_channels": cin, "out_channels": 64}
-    nodes = [Node("input", [1, cin, *spatial]), Node(f"conv{dims}d", [1, 64, *spatial], macs=10**6, attrs=attrs),
-             Node("output", [1, 64, *spatial])]
-    return ArchGraph(nodes, [(0, 1), (1, 2)])
-
-
-@pytest.mark.parametrize("cin, size, kernel, groups, stride, dims, slow", [
-    (20, 32, 3, 1, 1, 2, True),  # 20,480 input elements: PyTorch's slow path
-    (21, 32, 3, 1, 1, 2, False),  # one channel more: oneDNN
-    (256, 8, 3, 1, 1, 2, True),  # a WideResNet's last stage on 32x32 images
-    (256, 8, 3, 1, 2, 2, True),  # strided, still small
-    (256, 8, 5, 1, 1, 2, False),  # a kernel over 3x3 both ways goes to oneDNN
-    (256, 8, 3, 256, 1, 2, False),  # grouped (depthwise): oneDNN
-    (256, 8, 1, 1, 1, 2, False),  # a plain 1x1 is a matrix product on either path
-    (64, 300, 3, 1, 1, 1, True),  # a TCN's conv1d over 300 steps
-    (64, 514, 3, 1, 1, 1, False),
-])
-def test_small_convolutions_are_flagged_as_pytorch_runs_them(cin, size, kernel, groups, stride, dims, slow):
-    graph = conv(cin, size, kernel, groups, stride, dims)
-    assert lat.slow_convolution(graph.nodes[1], cin * size ** dims) is slow
-    _, numeric, _ = lat.node_features(graph)
-    assert numeric[1, -1] == float(slow) and numeric[0, -1] == numeric[2, -1] == 0.0  # only the convolution
 
 
 def test_an_interpolation_traced_as_unknown_is_costed_as_one():

@@ -40,13 +40,12 @@ GPU_FOLDER = "cuda"  # beside the CPU head: narcli/data/cuda/latency.{json,safet
 # beside each head, the same head fitted without the families that set its interval (`nar eval calibration`)
 HELD_OUT_FOLDER = "held-out"
 FILES = ("latency.json", "latency.safetensors")
-NUMERIC = 14  # per-node numeric features, see node_features
+NUMERIC = 13  # per-node numeric features, see node_features
 UNSEEN_SHARE = 0.1
 SIZE_MARGIN = 2.0
 CARD_VERSION = 5  # 2: kindred operations share rates, views move no memory (`cost_op`); 3: interpolations,
 #                   strided copies after folded permutes (`node_features`); 4: reparametrised weights,
-#                   gathers at index_select's rates; 5: a slice costs one dispatch (SLICE_CALL_MS),
-#                   small convolutions on PyTorch's slow path (`slow_convolution`)
+#                   gathers at index_select's rates; 5: a slice costs one dispatch (SLICE_CALL_MS)
 # Per-operation priors. An operation the reference set holds few of gets rates from what little it
 # saw, and those can be wild: PyG's PNA clamps a few thousand elements, which the head costed at
 # 44 ns an element (3x the whole model's measured time). Operations that cost the same per unit of
@@ -131,46 +130,19 @@ def node_features(graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             entered[dst] = False
         if _relaid(nodes[src].shape, nodes[dst].shape):
             inputs[dst] += 2 * sizes[src]  # the strided copy a folded permute leaves to its reader: read + write
-    first_input = [0.0] * len(nodes)
-    for src, dst in graph.edges:
-        if not first_input[dst]:
-            first_input[dst] = sizes[src]
     ops = np.array([op_index(cost_op(n.op)) for n in nodes] or [op_index("unknown")], dtype=np.int64)
     rows, work = [], []
-    for node, size, incoming, new_call, read in zip(nodes, sizes, inputs, entered, first_input):
+    for node, size, incoming, new_call in zip(nodes, sizes, inputs, entered):
         macs = max(node.macs, 0)
         rank = len(node.shape or [])
         rows.append(_numeric(node) + [math.log1p(macs) / 24, math.log1p(incoming) / 20,
                                       math.log1p(macs / max(size, 1)) / 10, rank / 5, float(macs > 0),
-                                      float(new_call and bool(node.scope)), float(slow_convolution(node, read))])
+                                      float(new_call and bool(node.scope))])
         # a reparametrised weight (weight standardisation, weight norm) is computed again at every call
         reparam = float(node.attrs.get("reparam_elements", 0))
         work.append((float(macs), 0.0 if node.op in VIEWS else size + incoming + node.params + reparam))
     numeric = np.array(rows or [[0.0] * NUMERIC], dtype=np.float32)
     return ops, numeric, np.array(work or [(0.0, 0.0)], dtype=np.float64)
-
-
-# eager PyTorch on the CPU runs a small ungrouped convolution without oneDNN, as im2col and a matrix
-# product at about half the throughput (at batch 1 and one thread, measured here with torch 2.13: a
-# WideResNet-16-4 on 32x32 images spends 3.5 of its 7.4 ms in 6 such convolutions of its 16)
-SMALL_CONVOLUTION_INPUT = 20480  # input elements (N·C·H·W) up to which it does, unless the kernel is over 3x3 both ways
-CONVOLUTIONS = ("conv1d", "conv2d", "conv3d")
-
-
-def slow_convolution(node, input_elements: float) -> bool:
-    """Whether eager PyTorch runs `node` (input of `input_elements`) on its slow convolution path for
-    its size: an ungrouped convolution of a small input, neither a plain 1x1 (a matrix product
-    either way) nor a kernel over 3x3 in every dimension."""
-    if node.op not in CONVOLUTIONS or not input_elements:
-        return False
-    kernel = [k for k in (node.attrs.get("kernel") or []) if isinstance(k, int)]
-    stride = [k for k in (node.attrs.get("stride") or []) if isinstance(k, int)]
-    dilation = [k for k in (node.attrs.get("dilation") or []) if isinstance(k, int)]
-    if node.attrs.get("groups", 1) != 1 or not kernel:
-        return False
-    if all(k == 1 for k in kernel) and all(s == 1 for s in stride) and all(d == 1 for d in dilation):
-        return False
-    return input_elements <= SMALL_CONVOLUTION_INPUT and not all(k > 3 for k in kernel)
 
 
 def _relaid(parent, child) -> bool:
