@@ -473,6 +473,24 @@ def test_the_tui_starts_when_two_scans_share_a_graph(write):
     assert len(asyncio.run(main())) == 1
 
 
+def test_a_row_two_scans_share_opens_its_similar_and_predictions(write):
+    """`file.py` and `file.py:Class` scanned at one input store one graph; the row's tabs said
+    "cache:GRAPH is ambiguous" instead of answering."""
+    from narcli.scan.cache import Cache
+    from narcli.scan.scanner import scan_file
+    from narcli.tui import data
+
+    records, graphs = scan_file(write("tiny.py", mlp_source(4, 8, 2)), want_graphs=True)
+    cache = Cache()
+    cache.store("as-if-named-by-class", records[0].source, records, graphs)
+    mine = [r for r in cache.records() if r.graph_key == records[0].graph_key]
+    assert len(mine) == 2
+    entry = next(e for e in data.load_entries() if e.record is not None and e.record.graph_key == records[0].graph_key)
+    assert entry.record.id in {r.id for r in mine}
+    assert data.predictions(entry)  # its rows (this tiny MLP is out of every head's range), no error
+    assert data.similar(entry, 3).neighbours
+
+
 # search + Enter opens the exact name, then a prefix, then any match
 def test_search_and_enter_open_the_exact_name_first():
     import asyncio

@@ -143,10 +143,14 @@ def load_entries() -> list[Entry]:
 
 def cache_entry(record: Any) -> Entry:
     name = f"{Path(record.source).name}:{record.name}"
+    from narcli.scan.cache import short_id
     from narcli.scan.targets import cache_name
 
+    # the row is keyed by its graph; the commands are given the scan's unique name, since two scans
+    # that share the graph (`file.py` and `file.py:Class` at one input) made `cache:GRAPH` ambiguous
+    unique = getattr(record, "id", "")
     return Entry(cache_name(record.graph_key), name, "", "", "", "cache", record.params, record.macs, record.nodes,
-                 cache_name(record.graph_key), record=record)
+                 cache_name(short_id(unique) if unique else record.graph_key), record=record)
 
 
 def matches(entry: Entry, text: str, filters: dict[str, str]) -> bool:
