@@ -27,6 +27,7 @@ VARIANTS = ("2026-11-28 rules", "slices one dispatch (shipped)")
 
 def main() -> None:
     import narcli.predict.latency as latency
+    import narcli.predict.latency_network as network
     import narcli.predict.latency_training as training
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -43,7 +44,8 @@ def main() -> None:
     try:
         for variant in VARIANTS:
             indices = shipped if "slices" in variant else learnt
-            latency.fixed_call_indices = training.fixed_call_indices = indices
+            # both twins: the numpy head that scores, and the torch network that trains
+            latency.fixed_call_indices = network.fixed_call_indices = indices
             fits = []
             for split in splits:
                 train, calibration, test = training.family_split(samples, split)
@@ -59,7 +61,7 @@ def main() -> None:
             out["variants"][variant] = {"fits": fits, "mean_mape": mean}
             print("MEAN", variant, mean, flush=True)
     finally:
-        latency.fixed_call_indices = training.fixed_call_indices = shipped
+        latency.fixed_call_indices = network.fixed_call_indices = shipped
     target = ROOT / "benchmarks" / "results" / f"{args.out}.json"
     target.write_text(json.dumps(out, indent=2) + "\n")
     print(f"wrote {target}")
