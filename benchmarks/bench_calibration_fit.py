@@ -11,7 +11,9 @@ each on the held-out models: MAPE, interval coverage and half-width. The held-ou
 always predicted from the parts of the head fitted without their families (as `nar eval
 calibration` does; a model a user brings has no reference time). The last variant is what `nar
 calibrate` ships: its interval pooled with that head's own (`transfer.pooled_half`), whose weight
-was chosen on the 2026-11-25 and 2026-11-27 runs. Nothing is measured, so it runs anywhere the
+was chosen on the 2026-11-25 and 2026-11-27 runs; at more than one thread, the one-thread head times
+thread factors fitted on the same models' one-thread times (`transfer.fit_over_one_thread`), chosen
+over the pooled head on the 2026-11-25 and 2026-11-27 runs. Nothing is measured, so it runs anywhere the
 bundled zoo is. Writes benchmarks/results/calibration-fit.json (or --out NAME).
 """
 
@@ -26,6 +28,17 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
+
+
+def one_thread_times(path: Path, result: dict) -> dict[str, float]:
+    """The calibration models' one-thread times for a run at more threads: stored beside each
+    (`nar eval calibration` since 2026-12-01), else from the one-thread run of the same day and
+    models (calibration-2threads-DATE.json beside calibration-1thread-DATE.json)."""
+    found = {r["name"]: r["one_thread_ms"] for r in result["calibration"] if r.get("one_thread_ms")}
+    sibling = path.with_name(path.name.replace("2threads", "1thread"))
+    if found or sibling == path or not sibling.exists():
+        return found
+    return {r["name"]: r["ms"] for r in json.loads(sibling.read_text())["calibration"]}
 
 
 def main() -> None:
@@ -57,17 +70,27 @@ def main() -> None:
             result = json.loads(path.read_text())
             truth = np.array([r["ms"] for r in result["held_out"]])
             held_out = np.stack([parts(r["name"]) for r in result["held_out"]])
+            one = one_thread_times(path, result)
+            many = result["device"]["threads"] > 1
             for k in (3, 5, 10, 20, 40):
                 chosen = result["calibration"][:k]
+                if many and one:  # the head over one thread needs both times: models without one left out
+                    chosen = [r for r in chosen if r["name"] in one]
                 y = np.log([r["ms"] for r in chosen])
                 fitted = np.stack([parts(r["name"]) for r in chosen])
                 measured = rescaled([r["name"] for r in chosen], fitted)
                 row = {}
-                for label, delta, fitted_on, prior in (
-                        ("squared", np.inf, fitted, None), ("huber", transfer.HUBER, fitted, None),
-                        ("huber, reference-measured parts", transfer.HUBER, measured, None),
-                        (f"as shipped: interval pooled ({transfer.INTERVAL})", transfer.HUBER, measured, head.half)):
-                    fit = transfer.fit_head(fitted_on, y, delta, prior_half=prior)
+                pooled = f"interval pooled ({transfer.INTERVAL})"
+                variants = [("squared", np.inf, fitted, None), ("huber", transfer.HUBER, fitted, None),
+                            ("huber, reference-measured parts", transfer.HUBER, measured, None),
+                            (f"as shipped: {pooled}" if not many else f"{pooled}, on these threads' times alone",
+                             transfer.HUBER, measured, head.half)]
+                if many and one:
+                    variants.append((f"as shipped: over one thread ({transfer.THREADS_FIT})", None, measured, head.half))
+                for label, delta, fitted_on, prior in variants:
+                    fit = transfer.fit_head(fitted_on, y, delta, prior_half=prior) if delta is not None else \
+                        transfer.fit_over_one_thread(fitted_on, np.log([one[r["name"]] for r in chosen]), y,
+                                                     prior_half=prior)
                     centre = transfer.predict_log(fit, held_out)
                     error = np.abs(np.exp(centre) - truth) / truth
                     row[label] = {"mape": round(float(error.mean() * 100), 1),

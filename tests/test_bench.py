@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from narcli.bench import calibrate as cal
 from narcli.bench import transfer
+from narcli.bench.device_rows import device_rows
 from narcli.bench.measure import check_fits, time_runs
 from narcli.errors import NarError, UsageError
 
@@ -144,9 +145,9 @@ def test_an_interrupted_calibration_resumes(write, monkeypatch):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        cal.calibrate("bench-test", models=4, repeat=2, report=interrupt_after_two, allow_busy=True)
+        cal.calibrate("bench-test", models=4, threads=1, repeat=2, report=interrupt_after_two, allow_busy=True)
     resumed = []  # allow_busy: this test is about resuming, whatever else the machine runs
-    head = cal.calibrate("bench-test", models=4, repeat=2, report=resumed.append, allow_busy=True)
+    head = cal.calibrate("bench-test", models=4, threads=1, repeat=2, report=resumed.append, allow_busy=True)
     assert [line.endswith("(stored)") for line in resumed] == [True, True, False, False]
     assert len(head["models"]) == 4 and cal.calibrated_devices()["bench-test"]["name"] == "bench-test"
 
@@ -159,11 +160,11 @@ def test_a_calibrated_device_answers_in_predict_rows():
                    np.array([0.0, 1.0, 2.0, 3.0])) | {"columns": list(cal.CPU_COLUMNS), "models": [1, 2, 3, 4]}
     cpu = [Row("reference", "r", Target(c, "latency", "ms", c, 1), 10.0, 8.0, 12.0, "ok", "", "x")
            for c in cal.CPU_COLUMNS]
-    (row,) = cal.device_rows(cpu, 10**9, {"mine": head})
+    (row,) = device_rows(cpu, 10**9, {"mine": head})
     assert row.status == "ok" and row.target.device == "mine" and row.low < row.value < row.high
     off = [Row("reference", "r", r.target, None, None, None, "n/a", "its lstm operations were never measured", "x")
            for r in cpu]
-    (row,) = cal.device_rows(off, 10**9, {"mine": head})
+    (row,) = device_rows(off, 10**9, {"mine": head})
     assert row.status == "n/a" and row.reason == "its lstm operations were never measured"
 
 
@@ -175,7 +176,7 @@ def test_a_device_calibrated_on_the_old_timm_columns_still_answers():
     head = transfer.ridge_fit(np.array([[0.0, 0.0, 1.0], [1.0, 1.0, 2.0], [2.0, 2.0, 3.0], [3.0, 3.0, 4.0]]),
                    np.array([0.0, 1.0, 2.0, 3.0])) | {"columns": old_columns, "models": [1, 2, 3, 4]}
     rows = [Row("timm", "t", Target(c, "latency", "ms", c, 1), 10.0, 8.0, 12.0, "ok", "", "x") for c in old_columns]
-    (row,) = cal.device_rows(rows, 10**9, {"old": head})
+    (row,) = device_rows(rows, 10**9, {"old": head})
     assert row.status == "ok" and row.low < row.value < row.high
 
 
@@ -300,13 +301,13 @@ def test_a_parts_head_answers_from_the_split_prediction_and_says_its_threads():
     cpu = [Row("reference", "r", Target(c, "latency", "ms", c, 1), 10.0, 8.0, 12.0, "ok", "", "x")
            for c in cal.CPU_COLUMNS]
     asked = []
-    (row,) = cal.device_rows(cpu, 10**9, {"mine": head}, lambda: asked.append(1) or np.array([4.0, 2.0, 2.0, 2.0]))
+    (row,) = device_rows(cpu, 10**9, {"mine": head}, lambda: asked.append(1) or np.array([4.0, 2.0, 2.0, 2.0]))
     assert row.status == "ok" and row.value == pytest.approx(5.0) and asked == [1]
     assert row.target.column == "mine" and "2 threads" in row.target.device and "2 threads" in row.trained_on
-    (row,) = cal.device_rows(cpu, 10**9, {"mine": head}, lambda: None)
+    (row,) = device_rows(cpu, 10**9, {"mine": head}, lambda: None)
     assert row.status == "n/a" and "cannot be split" in row.reason
     one = head | {"device": {"name": "AMD EPYC", "threads": 1}}
-    (row,) = cal.device_rows(cpu, 10**9, {"mine": one}, lambda: np.array([4.0, 2.0, 2.0, 2.0]))
+    (row,) = device_rows(cpu, 10**9, {"mine": one}, lambda: np.array([4.0, 2.0, 2.0, 2.0]))
     assert "(AMD EPYC, 1 thread)" in row.target.device and "(AMD EPYC, 1 thread)" in row.trained_on
 
 
@@ -356,7 +357,7 @@ def test_each_calibrated_device_gets_its_own_line_under_the_predictions():
            for c in cal.CPU_COLUMNS]
     heads = {f"own-{t}t": {"kind": "parts", "scales": [0.0] * 4, "half": 0.2, "columns": list(cal.CPU_COLUMNS),
                            "models": [1, 2, 3], "device": {"name": "AMD EPYC", "threads": t}} for t in (1, 2)}
-    rows = cal.device_rows(cpu, 10**9, heads, lambda: np.array([4.0, 2.0, 2.0, 2.0]))
+    rows = device_rows(cpu, 10**9, heads, lambda: np.array([4.0, 2.0, 2.0, 2.0]))
     console = Console(record=True, width=200)
     print_predictions(console, [Predictions("m", rows, [])])
     text = console.export_text()
@@ -562,3 +563,88 @@ def test_calibrate_says_what_its_interval_rests_on(capsys):
     print_calibrated("dev", {k: v for k, v in head.items() if k not in ("own_half_width_pct", "prior_half_width_pct")}
                      | {"prior_half_width_pct": None})
     assert "pooled" not in capsys.readouterr().out  # a head fitted without the reference head's spread
+
+
+def test_over_one_thread_the_thread_factors_come_from_the_same_models_timed_at_one_thread():
+    from narcli.bench.transfer import THREADS_FIT, fit_head, fit_over_one_thread, predict_log
+
+    rng = np.random.default_rng(7)
+    parts = rng.uniform(0.1, 10, size=(20, 4)) * rng.uniform(0.1, 10, size=(20, 1))
+    machine = np.array([1.3, 1.3, 1.3, 1.3])  # this CPU: 1.3x the reference at one thread
+    threads = np.array([0.5, 0.9, 0.7, 1.6])  # two threads: dense work halves, calls get dearer
+    wrong = np.exp(rng.normal(scale=0.3, size=(20, 1)))  # the reference head's error on each model
+    one_thread = parts * machine * wrong
+    y_one, y = np.log(one_thread.sum(1)), np.log((one_thread * threads).sum(1))
+    head = fit_over_one_thread(parts, y_one, y)
+    assert np.allclose(head["thread_factors"], threads, rtol=0.15)  # the head's errors cancel between the two
+    assert head["threads_fit"] == THREADS_FIT and head["half"] >= head["one_thread_half"]
+    assert np.allclose(predict_log(head, parts), predict_log(fit_head(parts, y_one), parts) + np.log(
+        (parts * np.exp(fit_head(parts, y_one)["scales"]) * threads).sum(1) /
+        (parts * np.exp(fit_head(parts, y_one)["scales"])).sum(1)), atol=0.03)
+    plain = fit_head(parts, y)  # fitted on the two-thread times alone: the head's errors swamp the factors
+    plain_ratio = np.exp(np.array(plain["scales"]) - np.mean(plain["scales"]))
+    assert np.abs(plain_ratio - threads / np.exp(np.log(threads).mean())).max() > \
+        np.abs(np.array(head["thread_factors"]) - threads).max()
+
+
+def test_calibrating_at_two_threads_times_the_same_models_at_one_thread_too(monkeypatch, tmp_path):
+    from narcli.bench import device, transfer
+
+    chosen = [cal.Candidate(f"zoo/m{i}", 10**8, 10**6, {}, np.zeros(0), parts=np.array([4.0, 1.0, 1.0, 1.0]) * (i + 1),
+                            graph_hash=f"h{i}") for i in range(5)]
+    asked = []
+
+    def timed(models, threads, repeat, budget, report, allow_busy, busy):
+        asked.append((threads, [c.name for c in models]))
+        times = [(c, float(c.parts.sum()) * (0.7 if threads == 2 else 1.2)) for c in models]
+        return times if threads == 2 else times[1:]  # one model could not be timed at one thread
+
+    monkeypatch.setattr(cal, "candidates", lambda: chosen)
+    monkeypatch.setattr(cal, "with_parts", lambda models: models)
+    monkeypatch.setattr(cal, "measure_models", timed)
+    monkeypatch.setattr(cal, "measured_on_reference", lambda: {})
+    monkeypatch.setattr(cal, "devices_dir", lambda: tmp_path)
+    monkeypatch.setattr(device, "device_info", lambda kind, threads: device.DeviceInfo("cpu", "AMD EPYC", "2.13.0", 2))
+    head = cal.calibrate("two", models=5, threads=2)
+    assert [t for t, _ in asked] == [2, 1] and asked[1][1] == [c.name for c in chosen]
+    assert [m["name"] for m in head["models"]] == [m["name"] for m in head["one_thread_models"]] == \
+        [c.name for c in chosen[1:]]  # only the models timed at both
+    assert head["threads_fit"] == transfer.THREADS_FIT
+    assert np.allclose(np.prod(head["thread_factors"]) ** 0.25, 0.7 / 1.2, rtol=0.05)
+    saved = json.loads((tmp_path / "two.json").read_text())
+    assert saved["one_thread_models"] == head["one_thread_models"]
+    monkeypatch.setattr(device, "device_info", lambda kind, threads: device.DeviceInfo("cpu", "AMD EPYC", "2.13.0", 1))
+    asked.clear()
+    one = cal.calibrate("one", models=5, threads=1)
+    assert [t for t, _ in asked] == [1] and "one_thread_models" not in one and "thread_factors" not in one
+
+
+def test_a_two_thread_device_fitted_against_another_reference_head_is_fitted_over_its_one_thread_times(
+        monkeypatch, tmp_path):
+    from narcli.bench import transfer
+    from narcli.predict.bundle import load_bundle
+
+    monkeypatch.setattr(cal, "devices_dir", lambda: tmp_path)
+    names = ("timm/resnet18", "timm/resnet50", "timm/mobilenetv2_100", "timm/vit_small_patch16_224")
+    one = [{"name": name, "ms": ms} for name, ms in zip(names, (60.0, 170.0, 25.0, 90.0))]
+    two = [{"name": m["name"], "ms": m["ms"] * 0.6} for m in one] + [{"name": "timm/resnet34", "ms": 70.0}]
+    stale = {"kind": "parts", "scales": [0.0] * 4, "half": 0.9, "prior": 3.0, "models": two, "one_thread_models": one,
+             "columns": list(cal.CPU_COLUMNS), "device": {"name": "AMD EPYC", "threads": 2}, "reference": "old-head"}
+    (tmp_path / "two.json").write_text(json.dumps(stale))
+    head = cal.calibrated_devices()["two"]
+    assert head["reference"] == load_bundle().latency.fingerprint and head["threads_fit"] == transfer.THREADS_FIT
+    assert [m["name"] for m in head["models"]] == list(names)  # resnet34 has no one-thread time: left out
+    assert np.allclose(head["thread_factors"], 0.6, rtol=0.05)
+
+
+def test_calibrate_at_two_threads_says_what_the_thread_factors_are(capsys):
+    from narcli.cli.render_bench import print_calibrated
+
+    head = {"device": {"threads": 2}, "models": [{}] * 20, "asked": 20, "path": "/x/dev.json", "half_width_pct": 33.0,
+            "own_half_width_pct": 30.4, "prior_half_width_pct": 28.9, "thread_factors": [0.55, 0.9, 0.64, 1.56],
+            "one_thread_half": 0.2852}
+    print_calibrated("dev", head)
+    out = " ".join(capsys.readouterr().out.split())
+    assert "at 2 threads against 1 (the same models timed at both): dense ×0.55, other compute ×0.90" in out
+    assert "calls ×1.56" in out and "thread factors' (±30 %) and the 1-thread head's (±33 %)" in out
+    assert "pooled" not in out

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from narcli.bench.lock import measuring
-from narcli.bench.transfer import FITTED_ON, HEAD_PARTS, fitted_on, fitting_parts, measured_on_reference, ridge_apply
+from narcli.bench.transfer import FITTED_ON, HEAD_PARTS, fitted_on, fitting_parts, measured_on_reference
 from narcli.errors import NarError, UsageError
 from narcli.fsutil import write_text
 
@@ -257,12 +257,18 @@ def calibrate(name: str = "local", models: int = 20, budget: float | None = None
         raise UsageError(f"--models must be between 3 and 500, not {models}")
     if budget is not None and not 0 < budget <= 86_400:
         raise UsageError(f"--budget must be between 0 and 86,400 seconds, not {budget}")
-    from narcli.bench.transfer import fit_head
+    from narcli.bench.transfer import fit_head, fit_over_one_thread
 
     chosen = with_parts(candidates()[:models])
     busy: list[str] = []
+    many = device_info("cpu", threads).threads > 1
     with measuring("cpu"):  # the whole calibration: no other measurement may interleave with it
         measured = measure_models(chosen, threads, repeat, budget, report, allow_busy, busy)
+        if many and len(measured) >= 3:  # the same models at one thread (stored ones reused): `fit_over_one_thread`
+            report("the same models at 1 thread, which the thread factors are fitted over")
+            one = {c.name: ms for c, ms in measure_models([c for c, _ in measured], 1, repeat, budget, report,
+                                                          allow_busy, busy)}
+            measured = [(c, ms) for c, ms in measured if c.name in one]
     if len(measured) < 3:
         why = (f"{len(busy)} left out: the machine stayed busy while timing them; run again when it is "
                "quiet, or --allow-busy to keep them" if busy else "raise --budget" if budget is not None
@@ -271,7 +277,10 @@ def calibrate(name: str = "local", models: int = 20, budget: float | None = None
     reference = measured_on_reference()
     parts = fitting_parts([c for c, _ in measured], reference)
     y = np.log([ms for _, ms in measured])
-    head = fit_head(parts, y, prior_half=_reference_half()) | {
+    fitted = fit_over_one_thread(parts, np.log([one[c.name] for c, _ in measured]), y, prior_half=_reference_half()) | {
+        "one_thread_models": [{"name": c.name, "ms": one[c.name]} for c, _ in measured]} if many \
+        else fit_head(parts, y, prior_half=_reference_half())
+    head = fitted | {
         "name": name, "device": device_info("cpu", threads).to_dict(), "batch": 1,
         "models": [{"name": c.name, "ms": ms} for c, ms in measured], "columns": list(CPU_COLUMNS),
         "created": time.strftime("%Y-%m-%d %H:%M:%S"), "reference": _reference_fingerprint(),
@@ -311,7 +320,7 @@ def refitted(name: str, head: dict[str, Any]) -> dict[str, Any]:
     (no `fitted_on`), and one whose interval was set by another rule (`transfer.INTERVAL`). Unchanged
     when it is current, of the kind fitted before parts, or when fewer than 3 of its models are still
     in the zoo."""
-    from narcli.bench.transfer import INTERVAL, fit_head
+    from narcli.bench.transfer import INTERVAL, fit_head, fit_over_one_thread
 
     reference = _reference_fingerprint()
     if head.get("kind") != "parts" or not reference or \
@@ -319,14 +328,17 @@ def refitted(name: str, head: dict[str, Any]) -> dict[str, Any]:
              and head.get("interval") == INTERVAL):
         return head
 
-    measured = {m["name"]: m["ms"] for m in head.get("models", []) if isinstance(m, dict)
-                and isinstance(m.get("ms"), (int, float)) and m["ms"] > 0 and isinstance(m.get("name"), str)}
+    measured, one = _stored_times(head.get("models")), _stored_times(head.get("one_thread_models"))
+    if "one_thread_models" in head:  # a head over one thread (`fit_over_one_thread`): models timed at both
+        measured = {model: ms for model, ms in measured.items() if model in one}
     found = with_parts([Candidate(model, 0, 0, {}, np.zeros(0)) for model in measured])
     if len(found) < 3:
         return head
     times = measured_on_reference()
-    fitted = fit_head(fitting_parts(found, times), np.log([measured[c.name] for c in found]),
-                      prior_half=_reference_half())
+    parts, y = fitting_parts(found, times), np.log([measured[c.name] for c in found])
+    fitted = fit_over_one_thread(parts, np.log([one[c.name] for c in found]), y, prior_half=_reference_half()) | {
+        "one_thread_models": [{"name": c.name, "ms": one[c.name]} for c in found]} if "one_thread_models" in head \
+        else fit_head(parts, y, prior_half=_reference_half())
     head = head | fitted | {"models": [{"name": c.name, "ms": measured[c.name]} for c in found],
                             "reference": reference, "fitted_on": fitted_on(found, times),
                             "refitted": time.strftime("%Y-%m-%d %H:%M:%S")}
@@ -335,6 +347,12 @@ def refitted(name: str, head: dict[str, Any]) -> dict[str, Any]:
     except OSError:  # a read-only home still answers, fitted again next time
         pass
     return head
+
+
+def _stored_times(models: Any) -> dict[str, float]:
+    """Model name -> ms from a saved head's list of measurements, skipping malformed entries."""
+    return {m["name"]: m["ms"] for m in models or [] if isinstance(m, dict) and isinstance(m.get("name"), str)
+            and isinstance(m.get("ms"), (int, float)) and m["ms"] > 0}
 
 
 def _read_head(path: Path) -> dict[str, Any]:
@@ -395,50 +413,3 @@ def repair_devices() -> str | None:
             path.replace(path.with_name(path.name + ".damaged"))
             moved.append(path.name)
     return f"set the damaged device heads {', '.join(moved)} aside in {folder}" if moved else None
-
-
-def device_rows(rows: list, macs: int, devices: dict[str, dict[str, Any]] | None = None,
-                parts: Callable[[], np.ndarray | None] | None = None) -> list:
-    """Rows for the calibrated devices. A head fitted on the parts of the reference prediction needs
-    them (`parts()`, asked for once, only when such a head exists); one fitted before (on the whole
-    reference prediction and MACs, or the timm CPU columns) needs only the rows."""
-    from narcli.predict.bundle import Row
-    from narcli.predict.datasets import Target
-
-    devices = calibrated_devices() if devices is None else devices
-    out = []
-    cpu = {r.target.column: r for r in rows if r.target.kind == "latency"}
-    split: list[np.ndarray | None] = []
-    for name, head in devices.items():
-        device = head.get("device") or {}
-        threads = device.get("threads")
-        counted = isinstance(threads, int) and threads > 0
-        threads_text = f"{threads} thread{'s' * (threads != 1)}" if counted else "? threads"
-        label = f"{name} ({device.get('name', 'this CPU')}, {threads_text})" if counted else name
-        target = Target(name, "latency", "ms", label, 1, log=True)
-        trained = (f"calibrated on this machine ({device.get('name', '?')}, {threads_text}) with "
-                   f"{len(head.get('models', []))} zoo models ({head.get('created', '?')}"
-                   + (f"; fitted again {head['refitted']} for this install's reference head)" if head.get("refitted")
-                      else ")"))
-        usable = [cpu.get(c) for c in head.get("columns", CPU_COLUMNS)]
-        if not usable or any(r is None or r.status != "ok" for r in usable) or macs <= 0:
-            why = next((r for r in usable if r is not None and r.status != "ok"), None)
-            reason = why.reason if why else "the reference CPU latency does not apply"
-            out.append(Row("device", f"device {name}", target, None, None, None, "n/a", reason, trained))
-            continue
-        if head.get("kind") == "parts":
-            from narcli.bench.transfer import predict_log
-
-            if not split:
-                split.append(parts() if parts is not None else None)
-            if split[0] is None:
-                out.append(Row("device", f"device {name}", target, None, None, None, "n/a",
-                               "the reference prediction cannot be split for this model", trained))
-                continue
-            centre = float(predict_log(head, split[0])[0])
-        else:
-            x = np.array([math.log(r.value) for r in usable if r is not None and r.value] + [math.log(macs)])
-            centre = float(ridge_apply(head, x)[0])
-        out.append(Row("device", f"device {name}", target, math.exp(centre), math.exp(centre - head["half"]),
-                       math.exp(centre + head["half"]), "ok", "", trained))
-    return out

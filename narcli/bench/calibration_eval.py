@@ -7,7 +7,9 @@ and everything is predicted with the head fitted without them (`latency.HELD_OUT
 beside the head, which itself fitted every family), so the figure is for designs new to the head as
 well as to the calibration; the result says how many were. Beside the calibrated head (`transfer`):
 the head fitted before it (ridge on the whole reference prediction and MACs), a MACs-only line, and
-the reference prediction rescaled by the K points' median ratio.
+the reference prediction rescaled by the K points' median ratio. At more than one thread the
+calibration models are timed at one thread too and the head is fitted over them
+(`transfer.fit_over_one_thread`), as `nar calibrate` fits it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import numpy as np
 from narcli.bench.calibrate import (CPU_COLUMNS, REFERENCE_COLUMN, Candidate, candidates, fitting_parts, measure_models,
                                     measured_on_reference, with_parts)
 from narcli.bench.lock import measuring
-from narcli.bench.transfer import ridge_apply, ridge_fit
+from narcli.bench.transfer import THREADS_FIT, ridge_apply, ridge_fit
 from narcli.errors import NarError, UsageError
 
 
@@ -83,7 +85,7 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
                          allow_busy: bool = False) -> dict[str, Any]:
     """Figures for each K (see the module's docstring)."""
     from narcli.bench.device import device_info
-    from narcli.bench.transfer import fit_head, predict_log
+    from narcli.bench.transfer import fit_head, fit_over_one_thread, predict_log
 
     if not ks or min(ks) < 3 or max(ks) > 200:
         raise UsageError("--ks: calibration sizes between 3 and 200")
@@ -99,9 +101,15 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
     test = with_parts(held_out_models(rest, held_out, new_families), head)
     pool = with_parts(pool, head)
     report(f"measuring {len(pool)} calibration candidates and {len(test)} held-out models on {info.describe()}")
+    many = info.threads > 1
     with measuring("cpu"):
         calibration = measure_models(pool, threads, repeat, None, report, allow_busy)
         evaluation = measure_models(test, threads, repeat, None, report, allow_busy)
+        if many:  # as `nar calibrate` does: the calibration models at one thread too
+            report("the calibration models at 1 thread, which the thread factors are fitted over")
+            one = {c.name: ms for c, ms in measure_models([c for c, _ in calibration], 1, repeat, None, report,
+                                                           allow_busy)}
+            calibration = [(c, ms) for c, ms in calibration if c.name in one]
     reference = measured_on_reference()
     truth = np.array([ms for _, ms in evaluation])
     x_test = np.stack([features(c.predicted, c.macs) for c, _ in evaluation])
@@ -113,7 +121,10 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
     for k in ks:
         chosen = calibration[:k]
         y = np.array([ms for _, ms in chosen])
-        calibrated = fit_head(fitting_parts([c for c, _ in chosen], reference), np.log(y), prior_half=head.half)
+        parts = fitting_parts([c for c, _ in chosen], reference)
+        calibrated = fit_over_one_thread(parts, np.log([one[c.name] for c, _ in chosen]), np.log(y),
+                                         prior_half=head.half) if many else \
+            fit_head(parts, np.log(y), prior_half=head.half)
         centre = predict_log(calibrated, parts_test)
         ours = np.exp(centre)
         inside = np.abs(np.log(truth) - centre) <= calibrated["half"]
@@ -127,7 +138,8 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
                          "own_half_width_pct": round(float((np.exp(calibrated["loo_half"]) - 1) * 100), 1),
                          "new_families_mape": _scores(ours[new], truth[new])["mape"] if new.any() else None,
                          "scales": [round(float(np.exp(t)), 4) for t in calibrated["scales"]],
-                         "prior": calibrated["prior"]},
+                         "prior": calibrated["prior"]}
+                         | ({"thread_factors": calibrated["thread_factors"]} if many else {}),
                      "previous_head": _scores(np.exp(ridge_apply(before, x_test)), truth),
                      "macs_linear": _scores(np.maximum(a * macs_test + b, 1e-3), truth),
                      "reference_rescaled": _scores(reference_test * scale, truth) | {"scale": round(scale, 3)}})
@@ -138,6 +150,8 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
             "held_out": [{"name": c.name, "ms": ms, "gmacs": round(c.macs / 1e9, 3), "coarse": c.coarse,
                           "new_family": c.family in new_families} for c, ms in evaluation],
             "new_families": int(new.sum()),
-            "calibration": [{"name": c.name, "ms": ms, "coarse": c.coarse} for c, ms in calibration], "results": rows,
+            "calibration": [{"name": c.name, "ms": ms, "coarse": c.coarse} | ({"one_thread_ms": one[c.name]} if many else {})
+                            for c, ms in calibration], "results": rows,
+            "threads_fit": THREADS_FIT if many else "one thread",
             "gmacs_range": [round(float(macs_test.min()) / 1e9, 3), round(float(macs_test.max()) / 1e9, 3)],
             "kinds": kinds}

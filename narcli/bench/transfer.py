@@ -56,6 +56,7 @@ PRIORS = (0.003, 0.03, 0.3, 3.0)  # ridge strengths tried (per sample, on log-sc
 HUBER = 0.1  # log error beyond which a model counts linearly (an outlier of the reference head)
 PRIOR_MODELS = 5  # how many calibration models the reference head's own spread counts as
 INTERVAL = f"pooled-{PRIOR_MODELS}"  # how a head's `half` was set; heads set otherwise are fitted again
+THREADS_FIT = "over-one-thread"  # how a head for more than one thread is fitted (`fit_over_one_thread`)
 
 
 def _predict(theta: np.ndarray, parts: np.ndarray) -> np.ndarray:
@@ -142,6 +143,29 @@ def fit_head(parts: np.ndarray, y: np.ndarray, delta: float = HUBER, prior_half:
         if prior_half is not None and prior_half > 0 else {"half": own}
     return {"kind": "parts", "scales": theta.tolist(), "prior": prior, "loo_half": own,
             "loo_mape": round(float(np.mean(np.abs(np.exp(errors) - 1)) * 100), 2)} | pooled
+
+
+def fit_over_one_thread(parts: np.ndarray, y_one: np.ndarray, y: np.ndarray, delta: float = HUBER,
+                        prior_half: float | None = None) -> dict:
+    """The head for more than one thread, from the same models measured at one thread (`y_one`, log
+    ms) and at this thread count (`y`): the one-thread head (`fit_head`), times a factor per part
+    fitted on the models' parts rescaled to what each measured at one thread. The factors then say
+    how each part speeds up with threads on this CPU, free of the reference head's errors on these
+    few models; fitted on the reference parts directly, a single scale per part had to learn both
+    at once from 20 models at two threads, and small models (which gain nothing from a second
+    thread) pulled the rest (`benchmarks/bench_calibration_fit.py`). The interval is the wider of
+    the factors' own leave-one-out interval and the one-thread head's: a figure built on the
+    one-thread prediction is no surer than it."""
+    parts, y_one, y = (np.asarray(a, dtype=np.float64) for a in (parts, y_one, y))
+    one = fit_head(parts, y_one, delta, prior_half)
+    scaled = np.exp(np.array(one["scales"])) * parts
+    scaled *= (np.exp(y_one) / np.maximum(scaled.sum(1), 1e-12))[:, None]
+    factors = fit_head(scaled, y, delta)
+    return one | {"scales": (np.array(one["scales"]) + np.array(factors["scales"])).tolist(),
+                  "thread_factors": [round(float(np.exp(t)), 4) for t in factors["scales"]],
+                  "thread_prior": factors["prior"], "one_thread_half": one["half"],
+                  "loo_half": factors["loo_half"], "loo_mape": factors["loo_mape"],
+                  "half": max(factors["half"], one["half"]), "threads_fit": THREADS_FIT}
 
 
 def predict_log(head: dict, parts: np.ndarray) -> np.ndarray:

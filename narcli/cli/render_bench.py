@@ -62,7 +62,16 @@ def print_calibrated(name: str, head: dict[str, Any]) -> None:
     print(f"calibrated {name!r} on {len(head['models'])} zoo models at {device['threads']} thread"
           f"{'s' * (device['threads'] != 1)}; wrote {head['path']}; 90 % interval ±{head['half_width_pct']:.0f} %; "
           f"use `nar predict MODEL --device {name}`")
-    if head.get("prior_half_width_pct") is not None:
+    if head.get("thread_factors"):  # `transfer.fit_over_one_thread`
+        import math
+
+        from narcli.predict.latency import PARTS
+
+        factors = ", ".join(f"{part} ×{factor:.2f}" for part, factor in zip(PARTS, head["thread_factors"]))
+        print(f"at {device['threads']} threads against 1 (the same models timed at both): {factors}; "
+              f"interval the wider of the thread factors' (±{head['own_half_width_pct']:.0f} %) and the 1-thread "
+              f"head's (±{(math.exp(head['one_thread_half']) - 1) * 100:.0f} %)")
+    elif head.get("prior_half_width_pct") is not None:
         from narcli.bench.transfer import PRIOR_MODELS
 
         count = len(head["models"])

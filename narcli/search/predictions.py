@@ -89,7 +89,8 @@ def predictions_for(text: str, options: Any = None, device: str | None = None,
     from narcli.errors import UsageError
     from narcli.search.targets import resolve_graphs
 
-    from narcli.bench.calibrate import calibrated_devices, device_rows
+    from narcli.bench.calibrate import calibrated_devices
+    from narcli.bench.device_rows import device_rows
 
     bundle = load_bundle(weights)
     calibrated = calibrated_devices()
@@ -221,7 +222,7 @@ def _spread(row: Row) -> str:
 def performance_rows(query: Any) -> list[Row]:
     """The rows summarised for a `nar similar` query or a `nar scan` record (anything with a
     `zoo_model` or a cached `graph_key`); empty when nothing applies or there is no predictor."""
-    from narcli.bench.calibrate import device_rows
+    from narcli.bench.device_rows import device_rows
     from narcli.errors import NarError, StoreError
 
     try:
