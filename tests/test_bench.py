@@ -309,6 +309,10 @@ def test_a_parts_head_answers_from_the_split_prediction_and_says_its_threads():
     one = head | {"device": {"name": "AMD EPYC", "threads": 1}}
     (row,) = device_rows(cpu, 10**9, {"mine": one}, lambda: np.array([4.0, 2.0, 2.0, 2.0]))
     assert "(AMD EPYC, 1 thread)" in row.target.device and "(AMD EPYC, 1 thread)" in row.trained_on
+    assert "timed at 1 thread too" not in row.trained_on
+    (row,) = device_rows(cpu, 10**9, {"mine": head | {"thread_factors": [0.5, 0.6, 0.7, 0.8]}},
+                         lambda: np.array([4.0, 2.0, 2.0, 2.0]))
+    assert "with 3 zoo models (timed at 1 thread too)" in row.trained_on  # fitted over one thread
 
 
 def test_a_saved_parts_head_is_read_back_and_a_bad_one_is_named(monkeypatch, tmp_path):

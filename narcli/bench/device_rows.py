@@ -32,8 +32,9 @@ def device_rows(rows: list, macs: int, devices: dict[str, dict[str, Any]] | None
         threads_text = f"{threads} thread{'s' * (threads != 1)}" if counted else "? threads"
         label = f"{name} ({device.get('name', 'this CPU')}, {threads_text})" if counted else name
         target = Target(name, "latency", "ms", label, 1, log=True)
+        over_one = " (timed at 1 thread too)" if head.get("thread_factors") else ""
         trained = (f"calibrated on this machine ({device.get('name', '?')}, {threads_text}) with "
-                   f"{len(head.get('models', []))} zoo models ({head.get('created', '?')}"
+                   f"{len(head.get('models', []))} zoo models{over_one} ({head.get('created', '?')}"
                    + (f"; fitted again {head['refitted']} for this install's reference head)" if head.get("refitted")
                       else ")"))
         usable = [cpu.get(c) for c in head.get("columns", CPU_COLUMNS)]
