@@ -621,6 +621,12 @@ def test_calibrating_at_two_threads_times_the_same_models_at_one_thread_too(monk
     asked.clear()
     one = cal.calibrate("one", models=5, threads=1)
     assert [t for t, _ in asked] == [1] and "one_thread_models" not in one and "thread_factors" not in one
+    budgets = []
+    monkeypatch.setattr(device, "device_info", lambda kind, threads: device.DeviceInfo("cpu", "AMD EPYC", "2.13.0", 2))
+    monkeypatch.setattr(cal, "measure_models", lambda models, threads, repeat, budget, *rest:
+                        budgets.append(budget) or timed(models, threads, repeat, budget, *rest))
+    cal.calibrate("two", models=5, threads=2, budget=60)
+    assert budgets[0] == 60 and 0 < budgets[1] <= 60  # one budget for both thread counts, not one each
 
 
 def test_a_two_thread_device_fitted_against_another_reference_head_is_fitted_over_its_one_thread_times(

@@ -261,12 +261,13 @@ def calibrate(name: str = "local", models: int = 20, budget: float | None = None
 
     chosen = with_parts(candidates()[:models])
     busy: list[str] = []
-    many = device_info("cpu", threads).threads > 1
+    many, began = device_info("cpu", threads).threads > 1, time.perf_counter()
     with measuring("cpu"):  # the whole calibration: no other measurement may interleave with it
         measured = measure_models(chosen, threads, repeat, budget, report, allow_busy, busy)
         if many and len(measured) >= 3:  # the same models at one thread (stored ones reused): `fit_over_one_thread`
             report("the same models at 1 thread, which the thread factors are fitted over")
-            one = {c.name: ms for c, ms in measure_models([c for c, _ in measured], 1, repeat, budget, report,
+            left = None if budget is None else max(budget - (time.perf_counter() - began), 1e-3)  # one budget for both
+            one = {c.name: ms for c, ms in measure_models([c for c, _ in measured], 1, repeat, left, report,
                                                           allow_busy, busy)}
             measured = [(c, ms) for c, ms in measured if c.name in one]
     if len(measured) < 3:

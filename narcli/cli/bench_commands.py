@@ -93,7 +93,8 @@ def calibrate_command(
     as_json: JsonOption = False,
     allow_busy: AllowBusyOption = False,
 ) -> None:
-    """Fit this machine's latency head from a few zoo measurements (resumable: stored ones are reused)."""
+    """Fit this machine's latency head from a few zoo measurements (resumable: stored ones are reused).
+    At more than one thread the same models are timed at one thread too."""
     from narcli.bench.calibrate import calibrate
 
     console = stderr_console()
