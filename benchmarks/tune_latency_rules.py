@@ -22,7 +22,6 @@ import numpy as np
 from common import machine
 
 ROOT = Path(__file__).resolve().parent.parent
-VARIANTS = ("2026-11-28 rules", "slices one dispatch (shipped)")
 
 
 def main() -> None:
@@ -39,11 +38,11 @@ def main() -> None:
     splits, inits = [int(s) for s in args.splits.split(",")], [int(s) for s in args.inits.split(",")]
     samples, _ = training.load_samples(report=print)
     shipped = latency.fixed_call_indices
-    learnt = lambda: np.array([-1], dtype=np.int64)  # no operation has a fixed call cost
+    variants = {"2026-11-28 rules": lambda: np.array([-1], dtype=np.int64),  # no operation has a fixed call cost
+                "slices one dispatch (shipped)": shipped}
     out: dict = {"machine": machine(), "rows": len(samples), "variants": {}}
     try:
-        for variant in VARIANTS:
-            indices = shipped if "slices" in variant else learnt
+        for variant, indices in variants.items():
             # both twins: the numpy head that scores, and the torch network that trains
             latency.fixed_call_indices = network.fixed_call_indices = indices
             fits = []

@@ -658,3 +658,34 @@ def test_calibrate_at_two_threads_says_what_the_thread_factors_are(capsys):
     assert "at 2 threads against 1 (the same models timed at both): dense ×0.55, other compute ×0.90" in out
     assert "calls ×1.56" in out and "thread factors' (±30 %) and the 1-thread head's (±33 %)" in out
     assert "pooled" not in out
+
+
+def test_evaluating_a_calibration_at_two_threads_fits_over_the_one_thread_times(monkeypatch):
+    from types import SimpleNamespace
+
+    from narcli.bench import calibration_eval as ev
+    from narcli.bench import device
+
+    rng = np.random.default_rng(5)
+    models = [cal.Candidate(f"zoo/m{i}", int(10**8 * (i + 1)), 10**6, {cal.REFERENCE_COLUMN: 2.0 + i}, np.zeros(0),
+                            coarse="convolutional", family=f"f{i}", graph_hash=f"h{i}",
+                            parts=np.array([4.0, 1.0, 1.0, 1.0]) * rng.uniform(0.5, 5)) for i in range(30)]
+    asked = []
+
+    def timed(chosen, threads, repeat, budget, report, allow_busy=False, busy=None):
+        asked.append(threads)
+        return [(c, float(c.parts @ ([0.6, 1.0, 0.8, 1.2] if threads == 2 else [1.0, 1.0, 1.0, 1.0])))
+                for c in chosen]
+
+    monkeypatch.setattr(ev, "held_out_head", lambda: SimpleNamespace(half=0.2, metrics={}))
+    monkeypatch.setattr(ev, "candidates", lambda head: models)
+    monkeypatch.setattr(ev, "with_parts", lambda chosen, head=None: chosen)
+    monkeypatch.setattr(ev, "measured_on_reference", lambda: {})
+    monkeypatch.setattr(ev, "measure_models", timed)
+    monkeypatch.setattr(cal, "measure_models", timed)  # the one-thread timings (`timed_at_one_thread`)
+    monkeypatch.setattr(device, "device_info", lambda kind, threads: device.DeviceInfo("cpu", "AMD EPYC", "2.13.0", 2))
+    result = ev.evaluate_calibration(ks=(10,), held_out=10, threads=2)
+    assert asked == [2, 2, 1] and result["threads_fit"] == transfer.THREADS_FIT
+    assert all(r["one_thread_ms"] > 0 for r in result["calibration"])
+    (row,) = result["results"]
+    assert row["calibrated"]["mape"] < 5 and len(row["calibrated"]["thread_factors"]) == 4

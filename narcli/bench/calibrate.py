@@ -257,19 +257,14 @@ def calibrate(name: str = "local", models: int = 20, budget: float | None = None
         raise UsageError(f"--models must be between 3 and 500, not {models}")
     if budget is not None and not 0 < budget <= 86_400:
         raise UsageError(f"--budget must be between 0 and 86,400 seconds, not {budget}")
-    from narcli.bench.transfer import fit_head, fit_over_one_thread
-
     chosen = with_parts(candidates()[:models])
     busy: list[str] = []
-    many, began = device_info("cpu", threads).threads > 1, time.perf_counter()
+    info, began, one = device_info("cpu", threads), time.perf_counter(), None
     with measuring("cpu"):  # the whole calibration: no other measurement may interleave with it
         measured = measure_models(chosen, threads, repeat, budget, report, allow_busy, busy)
-        if many and len(measured) >= 3:  # the same models at one thread (stored ones reused): `fit_over_one_thread`
-            report("the same models at 1 thread, which the thread factors are fitted over")
+        if info.threads > 1 and len(measured) >= 3:
             left = None if budget is None else max(budget - (time.perf_counter() - began), 1e-3)  # one budget for both
-            one = {c.name: ms for c, ms in measure_models([c for c, _ in measured], 1, repeat, left, report,
-                                                          allow_busy, busy)}
-            measured = [(c, ms) for c, ms in measured if c.name in one]
+            one, measured = timed_at_one_thread(measured, repeat, left, report, allow_busy, busy)
     if len(measured) < 3:
         why = (f"{len(busy)} left out: the machine stayed busy while timing them; run again when it is "
                "quiet, or --allow-busy to keep them" if busy else "raise --budget" if budget is not None
@@ -278,11 +273,8 @@ def calibrate(name: str = "local", models: int = 20, budget: float | None = None
     reference = measured_on_reference()
     parts = fitting_parts([c for c, _ in measured], reference)
     y = np.log([ms for _, ms in measured])
-    fitted = fit_over_one_thread(parts, np.log([one[c.name] for c, _ in measured]), y, prior_half=_reference_half()) | {
-        "one_thread_models": [{"name": c.name, "ms": one[c.name]} for c, _ in measured]} if many \
-        else fit_head(parts, y, prior_half=_reference_half())
-    head = fitted | {
-        "name": name, "device": device_info("cpu", threads).to_dict(), "batch": 1,
+    head = fit_device([c for c, _ in measured], parts, y, one, _reference_half()) | {
+        "name": name, "device": info.to_dict(), "batch": 1,
         "models": [{"name": c.name, "ms": ms} for c, ms in measured], "columns": list(CPU_COLUMNS),
         "created": time.strftime("%Y-%m-%d %H:%M:%S"), "reference": _reference_fingerprint(),
         "fitted_on": fitted_on([c for c, _ in measured], reference)}
@@ -291,6 +283,29 @@ def calibrate(name: str = "local", models: int = 20, budget: float | None = None
                    "own_half_width_pct": round((math.exp(head["loo_half"]) - 1) * 100, 1),
                    "prior_half_width_pct": round((math.exp(head["prior_half"]) - 1) * 100, 1)
                    if head.get("prior_half") else None, "asked": len(chosen)}
+
+
+def timed_at_one_thread(measured: list[tuple[Candidate, float]], repeat: int, budget: float | None,
+                        report: Callable[[str], None], allow_busy: bool = False, busy: list[str] | None = None
+                        ) -> tuple[dict[str, float], list[tuple[Candidate, float]]]:
+    """The models measured at more than one thread, timed at one thread too (stored timings reused):
+    (name -> one-thread ms, the measured pairs that have one), for `fit_device`."""
+    report("the same models at 1 thread, which the thread factors are fitted over")
+    one = {c.name: ms for c, ms in measure_models([c for c, _ in measured], 1, repeat, budget, report, allow_busy, busy)}
+    return one, [(c, ms) for c, ms in measured if c.name in one]
+
+
+def fit_device(found: list[Candidate], parts: np.ndarray, y: np.ndarray, one: dict[str, float] | None,
+               prior_half: float | None) -> dict[str, Any]:
+    """This machine's head from `found`'s fitting parts and log times `y`: `transfer.fit_head`, or,
+    with their one-thread times (`one`, name -> ms; a calibration at more than one thread),
+    `transfer.fit_over_one_thread` with those times stored beside it for fitting again."""
+    from narcli.bench.transfer import fit_head, fit_over_one_thread
+
+    if one is None:
+        return fit_head(parts, y, prior_half=prior_half)
+    return fit_over_one_thread(parts, np.log([one[c.name] for c in found]), y, prior_half=prior_half) | {
+        "one_thread_models": [{"name": c.name, "ms": one[c.name]} for c in found]}
 
 
 def _save_head(name: str, head: dict[str, Any]) -> Path:
@@ -321,7 +336,7 @@ def refitted(name: str, head: dict[str, Any]) -> dict[str, Any]:
     (no `fitted_on`), and one whose interval was set by another rule (`transfer.INTERVAL`). Unchanged
     when it is current, of the kind fitted before parts, or when fewer than 3 of its models are still
     in the zoo."""
-    from narcli.bench.transfer import INTERVAL, fit_head, fit_over_one_thread
+    from narcli.bench.transfer import INTERVAL
 
     reference = _reference_fingerprint()
     if head.get("kind") != "parts" or not reference or \
@@ -329,17 +344,17 @@ def refitted(name: str, head: dict[str, Any]) -> dict[str, Any]:
              and head.get("interval") == INTERVAL):
         return head
 
-    measured, one = _stored_times(head.get("models")), _stored_times(head.get("one_thread_models"))
-    if "one_thread_models" in head:  # a head over one thread (`fit_over_one_thread`): models timed at both
+    measured = _stored_times(head.get("models"))
+    # a head over one thread (`transfer.fit_over_one_thread`): the models timed at both
+    one = _stored_times(head["one_thread_models"]) if "one_thread_models" in head else None
+    if one is not None:
         measured = {model: ms for model, ms in measured.items() if model in one}
     found = with_parts([Candidate(model, 0, 0, {}, np.zeros(0)) for model in measured])
     if len(found) < 3:
         return head
     times = measured_on_reference()
-    parts, y = fitting_parts(found, times), np.log([measured[c.name] for c in found])
-    fitted = fit_over_one_thread(parts, np.log([one[c.name] for c in found]), y, prior_half=_reference_half()) | {
-        "one_thread_models": [{"name": c.name, "ms": one[c.name]} for c in found]} if "one_thread_models" in head \
-        else fit_head(parts, y, prior_half=_reference_half())
+    fitted = fit_device(found, fitting_parts(found, times), np.log([measured[c.name] for c in found]), one,
+                        _reference_half())
     head = head | fitted | {"models": [{"name": c.name, "ms": measured[c.name]} for c in found],
                             "reference": reference, "fitted_on": fitted_on(found, times),
                             "refitted": time.strftime("%Y-%m-%d %H:%M:%S")}

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from narcli.bench.calibrate import (CPU_COLUMNS, REFERENCE_COLUMN, Candidate, candidates, fitting_parts, measure_models,
-                                    measured_on_reference, with_parts)
+from narcli.bench.calibrate import (CPU_COLUMNS, REFERENCE_COLUMN, Candidate, candidates, fit_device, fitting_parts,
+                                    measure_models, measured_on_reference, timed_at_one_thread, with_parts)
 from narcli.bench.lock import measuring
 from narcli.bench.transfer import THREADS_FIT, ridge_apply, ridge_fit
 from narcli.errors import NarError, UsageError
@@ -85,7 +85,7 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
                          allow_busy: bool = False) -> dict[str, Any]:
     """Figures for each K (see the module's docstring)."""
     from narcli.bench.device import device_info
-    from narcli.bench.transfer import fit_head, fit_over_one_thread, predict_log
+    from narcli.bench.transfer import predict_log
 
     if not ks or min(ks) < 3 or max(ks) > 200:
         raise UsageError("--ks: calibration sizes between 3 and 200")
@@ -101,15 +101,12 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
     test = with_parts(held_out_models(rest, held_out, new_families), head)
     pool = with_parts(pool, head)
     report(f"measuring {len(pool)} calibration candidates and {len(test)} held-out models on {info.describe()}")
-    many = info.threads > 1
+    many, one = info.threads > 1, None
     with measuring("cpu"):
         calibration = measure_models(pool, threads, repeat, None, report, allow_busy)
         evaluation = measure_models(test, threads, repeat, None, report, allow_busy)
         if many:  # as `nar calibrate` does: the calibration models at one thread too
-            report("the calibration models at 1 thread, which the thread factors are fitted over")
-            one = {c.name: ms for c, ms in measure_models([c for c, _ in calibration], 1, repeat, None, report,
-                                                           allow_busy)}
-            calibration = [(c, ms) for c, ms in calibration if c.name in one]
+            one, calibration = timed_at_one_thread(calibration, repeat, None, report, allow_busy)
     reference = measured_on_reference()
     truth = np.array([ms for _, ms in evaluation])
     x_test = np.stack([features(c.predicted, c.macs) for c, _ in evaluation])
@@ -121,10 +118,8 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
     for k in ks:
         chosen = calibration[:k]
         y = np.array([ms for _, ms in chosen])
-        parts = fitting_parts([c for c, _ in chosen], reference)
-        calibrated = fit_over_one_thread(parts, np.log([one[c.name] for c, _ in chosen]), np.log(y),
-                                         prior_half=head.half) if many else \
-            fit_head(parts, np.log(y), prior_half=head.half)
+        found = [c for c, _ in chosen]
+        calibrated = fit_device(found, fitting_parts(found, reference), np.log(y), one, head.half)
         centre = predict_log(calibrated, parts_test)
         ours = np.exp(centre)
         inside = np.abs(np.log(truth) - centre) <= calibrated["half"]
