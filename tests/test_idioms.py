@@ -564,3 +564,108 @@ def test_attentions_concatenated_along_the_tokens_stay_apart():
 
     graph = canonical(Stacked(), 1, 16, 32)
     assert ops(graph).count("attention") == 2 and "concat" in ops(graph)
+
+
+class CausalConv(nn.Module):
+    """A causal convolution as a TCN's Chomp1d writes it (pad both sides, cut the end) or after a left pad."""
+
+    def __init__(self, chomp: bool):
+        super().__init__()
+        self.chomp = chomp
+        self.conv = nn.Conv1d(4, 8, 3, padding=4 if chomp else 0, dilation=2)
+        self.out = nn.Conv1d(8, 8, 1)
+
+    def forward(self, x):
+        y = self.conv(x)[:, :, :-4] if self.chomp else self.conv(F.pad(x, (4, 0)))
+        return self.out(torch.relu(y))
+
+
+def test_a_convolution_cut_back_to_its_input_length_is_the_causal_convolution():
+    chomped, padded = canonical(CausalConv(True), 1, 4, 32), canonical(CausalConv(False), 1, 4, 32)
+    assert ops(chomped) == ops(padded) == ["input", "conv1d", "relu", "conv1d", "output"]
+    assert chomped.nodes[1].shape == padded.nodes[1].shape == [1, 8, 32]
+    assert chomped.summary()["params"] == padded.summary()["params"]
+
+
+def test_a_slice_that_crops_below_the_input_length_stays():
+    class Crop(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv1d(4, 8, 3, padding=1)
+
+        def forward(self, x):
+            return self.conv(x)[:, :, 2:-2] * 2
+
+    assert "slice" in ops(canonical(Crop(), 1, 4, 32))
+
+
+class Gate(nn.Module):
+    """WaveNet's gated activation: one convolution split in two, or a filter and a gate convolution."""
+
+    def __init__(self, fused: bool):
+        super().__init__()
+        self.fused = fused
+        if fused:
+            self.conv = nn.Conv1d(8, 16, 3, padding=1)
+        else:
+            self.filter, self.gate = nn.Conv1d(8, 8, 3, padding=1), nn.Conv1d(8, 8, 3, padding=1)
+        self.out = nn.Conv1d(8, 8, 1)
+
+    def forward(self, x):
+        if self.fused:
+            a, b = self.conv(x).chunk(2, dim=1)
+        else:
+            a, b = self.filter(x), self.gate(x)
+        return self.out(torch.tanh(a) * torch.sigmoid(b)) + x
+
+
+class GluFeedForward(nn.Module):
+    """A gated feed-forward: one `gate_up_proj` chunked (Phi-3) or `gate_proj` and `up_proj` (Llama)."""
+
+    def __init__(self, fused: bool):
+        super().__init__()
+        self.fused = fused
+        if fused:
+            self.gate_up = nn.Linear(16, 64, bias=False)
+        else:
+            self.gate, self.up = nn.Linear(16, 32, bias=False), nn.Linear(16, 32, bias=False)
+        self.down = nn.Linear(32, 16, bias=False)
+
+    def forward(self, x):
+        gate, up = self.gate_up(x).chunk(2, dim=-1) if self.fused else (self.gate(x), self.up(x))
+        return self.down(F.silu(gate) * up)
+
+
+@pytest.mark.parametrize("model, shape", [(Gate, (1, 8, 20)), (GluFeedForward, (1, 5, 16))])
+def test_one_layer_split_into_parts_or_one_layer_per_part_agree(model, shape):
+    fused, separate = canonical(model(True), *shape), canonical(model(False), *shape)
+    assert "split" not in ops(fused)
+    assert ops(fused) == ops(separate)
+    assert fused.content_hash() == separate.content_hash()
+    assert fused.summary()["params"] == separate.summary()["params"]
+
+
+def test_a_split_whose_parts_are_not_read_one_each_stays():
+    class ThreeParts(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 24)
+
+        def forward(self, x):
+            a, b, c = self.fc(x).chunk(3, dim=-1)
+            return a * b + c  # two readers of three parts: which part each reads is not in the graph
+
+    assert "split" in ops(canonical(ThreeParts(), 1, 8))
+
+
+def test_stored_graphs_that_took_several_passes_are_a_fixed_point():
+    """Funnel's and XLNet's attention reached their canonical form only over several passes: one call
+    now gives the fixed point, and the bundled zoo stores it (what a fresh trace gives)."""
+    from narcli.zoo.store import Zoo
+
+    with Zoo() as zoo:
+        models = [m for family in ("funnel", "xlnet") for m in zoo.models(family=family)]
+        assert models
+        for model in models:
+            graph = zoo.graph(model)
+            assert normalise_idioms(graph) is graph, model.id

@@ -30,6 +30,9 @@ Rules come in two kinds:
   is the attention moves data and folds away; so does a constant factor on q (`q_proj(x) *
   scaling`, then attention at scale 1, as OPT and Whisper write it), which is the attention's own
   scale.
+- **Gates and causal convolutions** (`gate_idioms`): a convolution cut back to its input's length
+  after padding both sides is the convolution at that length; one layer split into k parts, each
+  read once, is k layers.
 - **Padding**: a separate zero pad whose only readers are convolutions or pools is part of them
   (how the padding is spelled, not what is computed).
 
@@ -59,6 +62,8 @@ safe on stored graphs as well as inside the canonicaliser (it is idempotent).
 | grouped-query heads | k/v heads repeated (`repeat_interleave`, `repeat`) right before attention | folded (like `expand`) |
 | heads as modules | one attention module per head, outputs concatenated (a norm recomputed per head is one) | one multi-head `attention`, one `linear` in |
 | query scale | `q_proj(x) * scaling`, then a fused attention at scale 1 (OPT, Whisper) | folded: the attention's own scale |
+| causal trim | a convolution padded both sides, cut back to its input's length (`Chomp1d`) | the convolution at that length (as after a left pad) |
+| fused layer, split | one conv/`Linear` of k×C outputs, split into k parts each read once (WaveNet gates, `gate_up_proj`) | k layers of C outputs |
 """
 
 from __future__ import annotations
@@ -69,6 +74,7 @@ from collections import Counter
 from narcli.graph.arch_graph import ArchGraph, Node
 from narcli.graph.attention_idioms import attention_projections, fuse_attention, merge_heads, rotary_rotate_half
 from narcli.graph.attention_idioms import fold as _fold
+from narcli.graph.gate_idioms import fold_causal_trim, split_fused_layer
 from narcli.graph.vocab import OPS
 
 MAX_REGION = 12
@@ -132,8 +138,22 @@ def _match(ops: Counter, exit_: Node, entry: Node) -> str | None:
     return _norm_rule(ops, exit_, entry)
 
 
+MAX_PASSES = 8  # a pass can make the next rule's pattern (Funnel's and XLNet's attention took three)
+
+
 def normalise_idioms(graph: ArchGraph) -> ArchGraph:
-    """`graph` with every idiom of the rule table in its canonical form (the same object if none)."""
+    """`graph` with every idiom of the rule table in its canonical form (the same object if none;
+    else in canonical node order), passes repeated until one changes nothing, so that the result is
+    a fixed point: a stored graph upgraded and a fresh trace of its model agree."""
+    for _ in range(MAX_PASSES):
+        normal = _normalise_once(graph)
+        if normal is graph:
+            break
+        graph = normal.canonicalize()  # the rules read nodes in order: the next pass sees the canonical one
+    return graph
+
+
+def _normalise_once(graph: ArchGraph) -> ArchGraph:
     nodes = [Node(n.op, n.shape, dict(n.attrs), n.params, n.macs, n.scope) for n in graph.nodes]
     parents: list[list[int]] = [[] for _ in nodes]
     children: list[list[int]] = [[] for _ in nodes]
@@ -172,6 +192,12 @@ def normalise_idioms(graph: ArchGraph) -> ArchGraph:
     for i in range(len(nodes)):
         if nodes[i].op == "concat" and alive[i]:
             changed |= merge_heads(i, nodes, parents, children, alive)
+    for i in range(len(nodes)):
+        if nodes[i].op == "slice" and alive[i]:
+            changed |= fold_causal_trim(i, nodes, parents, children, alive)
+    for i in range(len(nodes)):  # after the attention rules, which give q/k/v splits their own form
+        if nodes[i].op == "split" and alive[i]:
+            changed |= split_fused_layer(i, nodes, parents, children, alive, order)
     again = True
     while again:
         again = False
