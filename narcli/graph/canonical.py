@@ -142,9 +142,7 @@ def build_graph(raw: RawGraph, meta: dict[str, Any] | None = None) -> ArchGraph:
     for node in work:
         node.macs = node.macs or _macs(node)  # fused attention already knows its MACs
     graph = _assemble(work, raw.param_shapes)
-    normal = normalise_idioms(graph)
-    if normal is not graph:
-        graph = normal.canonicalize()
+    graph = normalise_idioms(graph)  # in canonical order when a rule changed it
     graph.meta.update(meta or {})
     if raw.guessed_values:
         graph.meta["guessed_values"] = raw.guessed_values

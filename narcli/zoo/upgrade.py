@@ -25,8 +25,7 @@ def current_form(graph: Any) -> Any:
     """The graph as `build_graph` makes it today: idioms in canonical form, canonical node order."""
     from narcli.graph.idioms import normalise_idioms
 
-    normal = normalise_idioms(graph)
-    return normal.canonicalize() if normal is not graph else graph
+    return normalise_idioms(graph)  # in canonical order when a rule changed it
 
 
 def upgrade_zoo(db: Path, report: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
