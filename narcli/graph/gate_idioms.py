@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 from narcli.graph.arch_graph import Node
+from narcli.graph.attention_idioms import fold
 
 CONVOLUTIONS = ("conv1d", "conv2d", "conv3d")
 _WIDTH_KEYS = {"linear": "out_features", **{op: "out_channels" for op in CONVOLUTIONS}}
@@ -39,12 +40,7 @@ def fold_causal_trim(t: int, nodes: list[Node], parents: list[list[int]], childr
     if cut[2:] != read[2:] or any(a > b for a, b in zip(cut[2:], made[2:])) or cut[2:] == made[2:]:
         return False
     nodes[c] = Node(conv.op, list(cut), dict(conv.attrs), conv.params, conv.macs, conv.scope)
-    (parent,) = parents[t]
-    children[parent] = list(children[t])
-    for r in children[t]:
-        parents[r] = list(dict.fromkeys(parent if p == t else p for p in parents[r]))
-    alive[t] = False
-    parents[t], children[t] = [], []
+    fold(t, parents, children, alive)
     return True
 
 
