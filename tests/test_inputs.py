@@ -1,4 +1,5 @@
 import pytest
+import torch
 from torch import nn
 
 from narcli.errors import UsageError
@@ -46,6 +47,24 @@ def test_a_subclass_of_a_torch_layer_reads_its_input_as_the_layer_does():
     [spec], why = guess_inputs(model)
     assert spec == InputSpec((1, 3, 224, 224))
     assert why.startswith("image") and "_WSConv2d(3, ...)" in why
+
+
+class Linear(nn.Module):
+    """torch_geometric's own Linear (not an nn.Linear): it names its width in_channels, -1 while lazy."""
+
+    def __init__(self, in_channels, out_channels):
+        super().__init__()
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.weight = nn.Parameter(torch.zeros(out_channels, max(in_channels, 1)))
+
+
+def test_a_linear_that_names_its_width_in_channels_reads_as_a_vector():
+    # a GCN over torch_geometric's GCNConv stopped with "'Linear' object has no attribute 'in_features'"
+    [spec], why = guess_inputs(nn.Sequential(Linear(1433, 16), nn.Identity()))
+    assert spec == InputSpec((1, 1433)) and why.startswith("vector")
+    # a lazy one says nothing about the input: the next layer decides
+    [spec], _ = guess_inputs(nn.Sequential(Linear(-1, 16), nn.Conv2d(3, 8, 3)))
+    assert spec == InputSpec((1, 3, 224, 224))
 
 
 def test_guess_fails_clearly_without_a_known_first_layer():

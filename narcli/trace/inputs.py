@@ -213,16 +213,20 @@ def candidate_inputs(model: Any, examples: list[ExampleInput] | tuple = ()) -> I
                 yield [InputSpec((1, length), "int64")], about
             return
         if kind == "Linear":
-            about = f"vector ({first}: Linear({layer.in_features}, ...))"
-            for example, (_, steps) in _sequences(examples, layer.in_features):
-                yield [InputSpec((1, steps, layer.in_features))], \
-                    f"sequence of vectors ({first}: Linear({layer.in_features}, ...)) of {steps} steps, as the " \
+            # torch_geometric's own Linear names its width in_channels, and -1 until its first call
+            width = getattr(layer, "in_features", None) or getattr(layer, "in_channels", None)
+            if not isinstance(width, int) or width <= 0:
+                continue  # a lazy layer says nothing; a later one may
+            about = f"vector ({first}: Linear({width}, ...))"
+            for example, (_, steps) in _sequences(examples, width):
+                yield [InputSpec((1, steps, width))], \
+                    f"sequence of vectors ({first}: Linear({width}, ...)) of {steps} steps, as the " \
                     f"example input on line {example.line} of its file has it"
-            yield [InputSpec((1, layer.in_features))], about
-            yield [InputSpec((1, 16, layer.in_features))], about.replace("vector", "sequence of vectors", 1)
+            yield [InputSpec((1, width))], about
+            yield [InputSpec((1, 16, width))], about.replace("vector", "sequence of vectors", 1)
             # a patch embedding written as a Linear over unfolded patches takes an image
             for shape in ((1, 3, 32, 32), (1, 3, 224, 224), (1, 1, 28, 28)):
-                yield [InputSpec(shape)], f"image ({first}: Linear({layer.in_features}, ...) on patches)"
+                yield [InputSpec(shape)], f"image ({first}: Linear({width}, ...) on patches)"
             return
         if kind in ("LSTM", "GRU", "RNN"):
             about = f"sequence ({first}: {kind}({layer.input_size}, ...))"
