@@ -67,6 +67,54 @@ def test_a_linear_that_names_its_width_in_channels_reads_as_a_vector():
     assert spec == InputSpec((1, 3, 224, 224))
 
 
+GCN_FILE = '''
+import torch.nn.functional as F
+from torch import nn
+from torch_geometric.nn import GCNConv
+
+class GCN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.conv2 = GCNConv(1433, 16), GCNConv(16, 7)
+
+    def forward(self, x, edge_index):
+        return self.conv2(F.relu(self.conv1(x, edge_index)), edge_index)
+'''
+
+GIN_GRAPHS_FILE = '''
+from torch import nn
+from torch_geometric.nn import GINConv, global_add_pool
+
+class GIN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = GINConv(nn.Sequential(nn.Linear(7, 32), nn.ReLU(), nn.Linear(32, 32)))
+        self.head = nn.Linear(32, 2)
+
+    def forward(self, x, edge_index, batch):
+        return self.head(global_add_pool(self.conv(x, edge_index), batch))
+'''
+
+
+@pytest.mark.parametrize("source, shapes, dtypes, first", [
+    (GCN_FILE, [[200, 1433], [2, 800]], ["float32", "int64"], "conv1: GCNConv(1433"),
+    # GINConv has no width of its own: the Linear inside it says 7; a graph classifier takes `batch` too
+    (GIN_GRAPHS_FILE, [[200, 7], [2, 800], [200]], ["float32", "int64", "int64"], "conv.nn.0: Linear(7"),
+])
+def test_a_graph_network_is_traced_with_node_features_and_edge_indices(cli, write, source, shapes, dtypes, first):
+    # `forward(x, edge_index)` as torch_geometric's examples write it asked for --input-shape
+    pytest.importorskip("torch_geometric")
+    import json
+
+    result = cli("scan", write("gnn.py", source), "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    [record] = data["models"] if isinstance(data, dict) and "models" in data else data
+    assert [i["shape"] for i in record["inputs"]] == shapes and [i["dtype"] for i in record["inputs"]] == dtypes
+    assert "graph (200 nodes, 800 edges" in record["assumed"] and first in record["assumed"]
+    assert record["macs"] > 0
+
+
 def test_guess_fails_clearly_without_a_known_first_layer():
     with pytest.raises(UsageError, match="--input-shape"):
         guess_inputs(nn.Sequential(nn.ReLU()))
@@ -140,6 +188,44 @@ def test_the_side_a_failed_head_names():
     assert side_from_mismatch("mat1 and mat2 shapes cannot be multiplied (1x100352 and 2048x10)", 224) == 32
     assert side_from_mismatch("mat1 and mat2 shapes cannot be multiplied (1x300 and 7x10)", 224) is None
     assert side_from_mismatch("some other error", 224) is None
+
+
+def test_the_side_two_failed_heads_name_without_a_whole_ratio():
+    from narcli.trace.inputs import side_from_two_mismatches
+
+    at_224 = (224, "a and b must have same reduction dim, but got [1, 36864] X [3136, 512].")
+    at_64 = (64, "mat1 and mat2 shapes cannot be multiplied (1x1024 and 3136x512)")
+    assert side_from_two_mismatches(at_224, at_64) == 88 == side_from_two_mismatches(at_64, at_224)
+    assert side_from_two_mismatches(at_224, (64, "some other error")) is None
+    assert side_from_two_mismatches(at_224, (64, "(1x1024 and 2048x10)")) is None  # another head: no line
+
+
+ATARI_DQN = '''
+from torch import nn
+
+class QNetwork(nn.Module):
+    """The Nature DQN: 84x84 frames, convolutions without padding, so no side divides into the head."""
+    def __init__(self, actions=6):
+        super().__init__()
+        self.net = nn.Sequential(nn.Conv2d(4, 32, 8, 4), nn.ReLU(), nn.Conv2d(32, 64, 4, 2), nn.ReLU(),
+                                 nn.Conv2d(64, 64, 3, 1), nn.ReLU(), nn.Flatten(), nn.Linear(3136, 512), nn.ReLU(),
+                                 nn.Linear(512, actions))
+
+    def forward(self, x):
+        return self.net(x)
+'''
+
+
+def test_a_head_built_for_a_side_no_ratio_gives_is_found_from_two_errors(cli, write):
+    import json
+
+    result = cli("scan", write("dqn.py", ATARI_DQN), "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    [record] = data["models"] if isinstance(data, dict) and "models" in data else data
+    side = record["inputs"][0]["shape"][2]
+    assert record["inputs"][0]["shape"] == [1, 4, side, side] and 84 <= side <= 91  # every side its head fits
+    assert f"float32[1,4,{side},{side}] ran" in record["assumed"]
 
 
 def test_example_inputs_in_a_models_file_are_read_most_used_first():

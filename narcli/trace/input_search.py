@@ -15,7 +15,9 @@ from narcli.trace.inputs import (
     InputSpec,
     candidate_inputs,
     describe,
+    features_mismatch,
     side_from_mismatch,
+    side_from_two_mismatches,
     token_ids_hint,
 )
 
@@ -46,6 +48,7 @@ def trace_guessing_inputs(name: str, model: Any, trace_module: Callable,
     first_error: TraceError | None = None
     failed: list[str] = []
     tried: set[tuple] = set()
+    mismatches: list[tuple[int, str]] = []  # (side, error) of square images whose head was the wrong size
     while queue and len(tried) < MAX_TRIES:
         specs, about = queue.pop(0)
         key = tuple(s.shape for s in specs)
@@ -59,7 +62,12 @@ def trace_guessing_inputs(name: str, model: Any, trace_module: Callable,
             failed.append(describe(specs))
             shape = specs[0].shape
             if len(specs) == 1 and len(shape) == 4 and shape[2] == shape[3]:
-                fitted = side_from_mismatch(str(exc.__cause__ or exc), shape[2])
+                message = str(exc.__cause__ or exc)
+                fitted = side_from_mismatch(message, shape[2])
+                if fitted is None and mismatches:  # no whole ratio: the line through this error and the last
+                    fitted = side_from_two_mismatches(mismatches[-1], (shape[2], message))
+                if features_mismatch(message):
+                    mismatches.append((shape[2], message))
                 if fitted is not None:  # the head said which side it was built for: try that next
                     queue.insert(0, ([InputSpec((*shape[:2], fitted, fitted), specs[0].dtype)], about))
             continue

@@ -98,7 +98,7 @@ _EXAMPLE_TOKENS = re.compile(r"torch\.randint\(\s*(?:(?:low\s*=\s*)?\d+\s*,\s*)?
 _EXAMPLE_INTEGERS = re.compile(r"torch\.(?:zeros|ones|empty|full)\(\s*(?:size\s*=\s*)?[(\[]?\s*(\d+\s*,\s*\d+)"
                                r"\s*[)\]]?\s*,[^)\n]*?dtype\s*=\s*torch\.(?:long|int64|int32|int)\b")
 # bump when the guess changes: a file scanned with guessed inputs is then traced again
-GUESS_VERSION = 4  # 4: token-id and sequence examples are read too
+GUESS_VERSION = 5  # 4: token-id and sequence examples are read too; 5: graph networks get edge indices
 
 
 @dataclass(frozen=True)
@@ -171,11 +171,53 @@ TOKEN_LENGTHS = (64, 32, 16, 8, 256, 512)
 MAX_TRIES = 8  # first guess included: meta-device traces are cheap, but a model may fail at every size
 
 
+# a graph network's example graph: as many nodes and edges as the pyg zoo source traces its models at
+GRAPH_NODES, GRAPH_EDGES = 200, 800
+
+
+def _message_passing(layer: Any) -> bool:
+    """A torch_geometric graph layer (GCNConv, GATConv, GINConv, ...), without importing it."""
+    return any(cls.__name__ == "MessagePassing" and cls.__module__.startswith("torch_geometric")
+               for cls in type(layer).__mro__)
+
+
+def _width(layer: Any) -> int | None:
+    """The feature width a Linear or a graph layer reads: `in_features`, or torch_geometric's
+    `in_channels` (a pair for a bipartite layer; -1 while lazy: unknown)."""
+    width = getattr(layer, "in_features", None) or getattr(layer, "in_channels", None)
+    if isinstance(width, (tuple, list)) and width:
+        width = width[0]
+    return width if isinstance(width, int) and width > 0 else None
+
+
+def _graph_inputs(model: Any) -> Iterator[tuple[list[InputSpec], str]]:
+    """Node features and edge indices for a model with a torch_geometric layer, the way its forward
+    is nearly always written (`forward(x, edge_index)`, with `batch` for graph classification); the
+    width is the first graph layer's, or of the first Linear in it or before it (GINConv wraps an MLP)."""
+    modules = list(model.named_modules())
+    first = next((i for i, (_, m) in enumerate(modules) if _message_passing(m)), None)
+    if first is None:
+        return
+    widths = [(name, m) for name, m in modules if _width(m) and (_message_passing(m) or
+                                                                  torch_layer_kind(m) == "Linear")]
+    if not widths:
+        return
+    name, layer = widths[0]
+    width = _width(layer)
+    about = f"graph ({GRAPH_NODES} nodes, {GRAPH_EDGES} edges; first layer {name}: " \
+            f"{type(layer).__name__}({width}, ...))"
+    nodes, edges = InputSpec((GRAPH_NODES, width)), InputSpec((2, GRAPH_EDGES), "int64")
+    yield [nodes, edges], about
+    yield [nodes, edges, InputSpec((GRAPH_NODES,), "int64")], about.replace("graph", "batched graph", 1)
+
+
 def candidate_inputs(model: Any, examples: list[ExampleInput] | tuple = ()) -> Iterator[tuple[list[InputSpec], str]]:
     """Example inputs to try, best guess first: the first layer with weights decides the kind of
     input (image, signal, video, token ids, vector, sequence); sizes follow. A convolutional model
     whose file writes an example input with the first layer's channels and as many sides
-    (`examples`) is tried at that size first."""
+    (`examples`) is tried at that size first. A graph network is tried with node features and edge
+    indices first, then as the rest are (one that builds its graph inside takes the features alone)."""
+    yield from _graph_inputs(model)
     for name, layer in model.named_modules():
         own, kind = type(layer).__name__, torch_layer_kind(layer)
         first = f"first layer {name or own}"
@@ -213,9 +255,8 @@ def candidate_inputs(model: Any, examples: list[ExampleInput] | tuple = ()) -> I
                 yield [InputSpec((1, length), "int64")], about
             return
         if kind == "Linear":
-            # torch_geometric's own Linear names its width in_channels, and -1 until its first call
-            width = getattr(layer, "in_features", None) or getattr(layer, "in_channels", None)
-            if not isinstance(width, int) or width <= 0:
+            width = _width(layer)  # torch_geometric's own Linear names it in_channels, -1 while lazy
+            if width is None:
                 continue  # a lazy layer says nothing; a later one may
             about = f"vector ({first}: Linear({width}, ...))"
             for example, (_, steps) in _sequences(examples, width):
@@ -249,24 +290,46 @@ def _sequences(examples: list[ExampleInput] | tuple, features: int) -> list[tupl
     return [(e, sizes) for e in examples if (sizes := e.sequence_of(features))][:2]
 
 
+def features_mismatch(message: str) -> tuple[int, int] | None:
+    """(features the head got, features it was built for) from a matrix-size error, meta or CPU."""
+    found = re.search(r"\[1, (\d+)\] X \[(\d+), \d+\]", message) or \
+        re.search(r"\(1x(\d+) and (\d+)x\d+\)", message)
+    if not found or not int(found.group(1)) or not int(found.group(2)):
+        return None
+    return int(found.group(1)), int(found.group(2))
+
+
 def side_from_mismatch(message: str, side: int) -> int | None:
     """The image side a classifier head expects, read from a matrix-size error at `side`.
 
     `[1, 25088] X [512, 10]` at 224 px: the head met 49x the features it was built for, so the
     feature map was 7x too wide and high; the model wants 224 / 7 = 32 px.
     """
-    found = re.search(r"\[1, (\d+)\] X \[(\d+), \d+\]", message) or \
-        re.search(r"\(1x(\d+) and (\d+)x\d+\)", message)
+    found = features_mismatch(message)
     if not found:
         return None
-    got, wanted = int(found.group(1)), int(found.group(2))
-    if not got or not wanted:
-        return None
+    got, wanted = found
     ratio = math.sqrt(got / wanted)
     if abs(ratio - round(ratio)) > 1e-6 and abs(1 / ratio - round(1 / ratio)) > 1e-6:
         return None
     fitted = side / ratio
     return int(round(fitted)) if fitted >= 1 and abs(fitted - round(fitted)) < 1e-6 else None
+
+
+def side_from_two_mismatches(first: tuple[int, str], second: tuple[int, str]) -> int | None:
+    """The image side a head expects from matrix-size errors at two sides, `(side, message)` each,
+    where one error alone gives no whole ratio: convolutions without padding (the Atari DQN's 8/4,
+    4/2, 3/1 stack) shrink the map by a constant besides the stride, so the map's side, the square
+    root of the features over the channels, grows linearly with the input's side. The line through
+    the two errors says where it meets the features the head was built for (88 px for the DQN,
+    which at 224 and 64 px got 192² and 32² features over 64 channels, and wants 56²)."""
+    (side_a, message_a), (side_b, message_b) = first, second
+    a, b = features_mismatch(message_a), features_mismatch(message_b)
+    if not a or not b or a[1] != b[1] or side_a == side_b or a[0] == b[0]:
+        return None
+    root_a, root_b, root_wanted = math.sqrt(a[0]), math.sqrt(b[0]), math.sqrt(a[1])
+    fitted = side_a + (root_wanted - root_a) * (side_b - side_a) / (root_b - root_a)
+    return int(math.ceil(fitted - 1e-6)) if 8 <= fitted <= 4096 else None
 
 
 # what torch says when an embedding (or a gather) is handed floats where it looks up token ids
