@@ -150,6 +150,22 @@ class Waveform(nn.Module):
         return self.conv(x.unsqueeze(1))
 '''
 
+SPEECH_SUBSAMPLING = '''
+from torch import nn
+
+class Subsampling(nn.Module):
+    """Takes (batch, frames, 80 mel bins) and adds the channel axis itself, as Conformer code does."""
+    def __init__(self, mels=80, d=64):
+        super().__init__()
+        self.conv = nn.Sequential(nn.Conv2d(1, d, 3, 2), nn.ReLU(), nn.Conv2d(d, d, 3, 2), nn.ReLU())
+        self.proj = nn.Linear(d * (((mels - 1) // 2 - 1) // 2), d)
+
+    def forward(self, mel):
+        x = self.conv(mel.unsqueeze(1))
+        b, c, t, f = x.shape
+        return self.proj(x.transpose(1, 2).reshape(b, t, c * f))
+'''
+
 LENET_MNIST = '''
 import torch
 from torch import nn
@@ -167,6 +183,7 @@ class LeNet(nn.Module):
 
 
 @pytest.mark.parametrize("source, shape", [(PATCH_LINEAR_VIT, [1, 3, 32, 32]), (WAVEFORM, [1, 1024]),
+                                           (SPEECH_SUBSAMPLING, [1, 200, 80]),
                                            (LENET_MNIST, [1, 1, 28, 28])])
 def test_a_model_whose_first_guess_fails_finds_an_input_that_runs(cli, write, source, shape):
     """Issue 43 item 9: nar tries further inputs (the kinds a first layer allows, common sizes) and

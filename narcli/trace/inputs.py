@@ -167,6 +167,7 @@ def example_inputs(source: str) -> list[ExampleInput]:
 # Inception's 299; for token ids, shorter contexts first (a small GPT's position table is often 64).
 IMAGE_SIDES = (32, 28, 64, 96, 128, 256, 299, 384, 512)
 SIGNAL_LENGTHS = (16000, 256, 128, 4096)
+SPECTROGRAM = (200, 80)  # frames, mel bins: 80 is what speech models (Conformer, Whisper, ESPnet) read
 TOKEN_LENGTHS = (64, 32, 16, 8, 256, 512)
 MAX_TRIES = 8  # first guess included: meta-device traces are cheap, but a model may fail at every size
 
@@ -241,6 +242,9 @@ def candidate_inputs(model: Any, examples: list[ExampleInput] | tuple = ()) -> I
             elif rank == 2:
                 for side in (224, *IMAGE_SIDES):
                     yield [InputSpec((1, channels, side, side))], about
+                    if channels == 1 and side == 224:  # a speech model takes (batch, frames, mels) and unsqueezes
+                        yield [InputSpec((1, *SPECTROGRAM))], f"spectrogram of {SPECTROGRAM[0]} frames and " \
+                            f"{SPECTROGRAM[1]} mel bins ({first}: {own}(1, ...) on the frames and bins)"
             else:
                 for frames, side in ((16, 112), (8, 112), (16, 224), (16, 64), (8, 32)):
                     yield [InputSpec((1, channels, frames, side, side))], about
