@@ -30,6 +30,7 @@ def test_bad_specs_are_usage_errors(shapes, dtypes):
     (nn.Embedding(100, 8), (1, 128), "int64", "token ids"),
     (nn.Linear(20, 8), (1, 20), "float32", "vector"),
     (nn.LSTM(10, 8, batch_first=True), (1, 32, 10), "float32", "sequence"),
+    (nn.GRUCell(10, 8), (1, 32, 10), "float32", "sequence"),  # a cell stepped by hand over x[:, t]
 ])
 def test_guess_from_first_layer(layer, shape, dtype, word):
     [spec], why = guess_inputs(nn.Sequential(layer, nn.Identity()))

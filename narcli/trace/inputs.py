@@ -286,6 +286,14 @@ def candidate_inputs(model: Any, examples: list[ExampleInput] | tuple = ()) -> I
                     f"{about} of {steps} steps, as the example input on line {example.line} of its file has it"
             yield [steps_of(32)], about
             return
+        if kind in ("LSTMCell", "GRUCell", "RNNCell"):  # stepped by hand: batch-first steps, or one step
+            about = f"sequence ({first}: {kind}({layer.input_size}, ...) stepped over it)"
+            for example, (_, steps) in _sequences(examples, layer.input_size):
+                yield [InputSpec((1, steps, layer.input_size))], \
+                    f"{about} of {steps} steps, as the example input on line {example.line} of its file has it"
+            yield [InputSpec((1, 32, layer.input_size))], about
+            yield [InputSpec((1, layer.input_size))], f"one step ({first}: {kind}({layer.input_size}, ...))"
+            return
     raise UsageError("cannot guess the model's input from its layers; pass --input-shape")
 
 
