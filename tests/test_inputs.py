@@ -116,6 +116,68 @@ def test_a_graph_network_is_traced_with_node_features_and_edge_indices(cli, writ
     assert record["macs"] > 0
 
 
+class _Denoiser(nn.Module):
+    """A diffusion model's forward(x, t[, y]): its first Linear is the time embedding's, not the input's."""
+
+    def __init__(self):
+        super().__init__()
+        self.time = nn.Linear(16, 32)
+        self.conv = nn.Conv2d(3, 32, 3, padding=1)
+
+
+class _StepDenoiser(_Denoiser):
+    def forward(self, x, t):
+        return self.conv(x) + self.time(t[:, None].float().expand(-1, 16))[:, :, None, None]
+
+
+class _ClassDenoiser(_Denoiser):
+    def forward(self, x, timesteps, class_labels):
+        return self.conv(x) + self.time((timesteps + class_labels)[:, None].float().expand(-1, 16))[:, :, None, None]
+
+
+class _Masked(_Denoiser):
+    def forward(self, x, mask):  # a mask's shape is not guessed: one input, and forward fails clearly
+        return self.conv(x) * mask
+
+
+def test_a_forward_that_takes_a_timestep_or_a_label_gets_one_per_sample():
+    specs, why = guess_inputs(_StepDenoiser())
+    assert specs == [InputSpec((1, 3, 224, 224)), InputSpec((1,), "int64")]
+    assert why.startswith("image (first layer conv") and why.endswith("and t int64[1]")
+    specs, why = guess_inputs(_ClassDenoiser())
+    assert specs == [InputSpec((1, 3, 224, 224)), InputSpec((1,), "int64"), InputSpec((1,), "int64")]
+    assert "timesteps int64[1], class_labels int64[1]" in why
+    specs, why = guess_inputs(_Masked())
+    assert specs == [InputSpec((1, 16))] and "mask" not in why  # as before: the first layer with weights
+
+
+DENOISER_FILE = '''
+from torch import nn
+
+class Denoiser(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.time = nn.Sequential(nn.Linear(1, 32), nn.SiLU())
+        self.conv = nn.Conv2d(3, 32, 3, padding=1)
+
+    def forward(self, x, t):
+        return self.conv(x) + self.time(t[:, None].float())[:, :, None, None]
+'''
+
+
+def test_a_diffusion_model_written_with_forward_x_t_is_traced(cli, write):
+    # it asked for --input-shape: one image was guessed and forward missed `t`
+    import json
+
+    result = cli("scan", write("ddpm.py", DENOISER_FILE), "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    [record] = data["models"] if isinstance(data, dict) and "models" in data else data
+    assert [i["shape"] for i in record["inputs"]] == [[1, 3, 224, 224], [1]]
+    assert [i["dtype"] for i in record["inputs"]] == ["float32", "int64"]
+    assert record["assumed"].endswith("and t int64[1]")
+
+
 def test_guess_fails_clearly_without_a_known_first_layer():
     with pytest.raises(UsageError, match="--input-shape"):
         guess_inputs(nn.Sequential(nn.ReLU()))

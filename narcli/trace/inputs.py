@@ -98,7 +98,7 @@ _EXAMPLE_TOKENS = re.compile(r"torch\.randint\(\s*(?:(?:low\s*=\s*)?\d+\s*,\s*)?
 _EXAMPLE_INTEGERS = re.compile(r"torch\.(?:zeros|ones|empty|full)\(\s*(?:size\s*=\s*)?[(\[]?\s*(\d+\s*,\s*\d+)"
                                r"\s*[)\]]?\s*,[^)\n]*?dtype\s*=\s*torch\.(?:long|int64|int32|int)\b")
 # bump when the guess changes: a file scanned with guessed inputs is then traced again
-GUESS_VERSION = 5  # 4: token-id and sequence examples are read too; 5: graph networks get edge indices
+GUESS_VERSION = 5  # 4: token-id and sequence examples are read too; 5: graph networks, timesteps, labels
 
 
 @dataclass(frozen=True)
@@ -212,14 +212,64 @@ def _graph_inputs(model: Any) -> Iterator[tuple[list[InputSpec], str]]:
     yield [nodes, edges, InputSpec((GRAPH_NODES,), "int64")], about.replace("graph", "batched graph", 1)
 
 
+# what a diffusion model's (or a class-conditional model's) forward calls the inputs after the first:
+# one step or label per sample, as the diffusers zoo source traces them
+_STEP_NAMES = frozenset(("t", "ts", "time", "times", "timestep", "timesteps", "step", "steps", "noise_level",
+                         "noise_labels", "y", "label", "labels", "class_label", "class_labels", "classes"))
+_SCALE_NAMES = frozenset(("sigma", "sigmas", "log_snr", "logsnr", "gamma", "noise_scale"))
+
+
+def _conditioning(model: Any) -> list[tuple[str, InputSpec]]:
+    """The inputs a forward requires after its first, when every one is a timestep, a noise level or a
+    class label by its name (`forward(self, x, t)`, `forward(self, x, t, y)`): an int64 (or, for a
+    noise level, a float) of one per sample. Empty otherwise: the guess stays one input."""
+    import inspect
+
+    try:
+        parameters = list(inspect.signature(model.forward).parameters.values())
+    except (TypeError, ValueError):
+        return []
+    required = [p for p in parameters if p.default is inspect.Parameter.empty and
+                p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    extra = []
+    for parameter in required[1:]:
+        name = parameter.name.lower()
+        if name in _STEP_NAMES:
+            extra.append((parameter.name, InputSpec((1,), "int64")))
+        elif name in _SCALE_NAMES:
+            extra.append((parameter.name, InputSpec((1,))))
+        else:
+            return []
+    return extra
+
+
 def candidate_inputs(model: Any, examples: list[ExampleInput] | tuple = ()) -> Iterator[tuple[list[InputSpec], str]]:
     """Example inputs to try, best guess first: the first layer with weights decides the kind of
     input (image, signal, video, token ids, vector, sequence); sizes follow. A convolutional model
     whose file writes an example input with the first layer's channels and as many sides
     (`examples`) is tried at that size first. A graph network is tried with node features and edge
-    indices first, then as the rest are (one that builds its graph inside takes the features alone)."""
+    indices first, then as the rest are (one that builds its graph inside takes the features alone).
+    A forward that also requires a timestep or a class label by name gets one per sample."""
     yield from _graph_inputs(model)
+    extra = _conditioning(model)
+    words = ", ".join(f"{name} {spec}" for name, spec in extra)
+    if not extra:
+        yield from _layer_inputs(model, examples)
+        return
+    # the first Linear of a model with a timestep is most often its time embedding's: a convolution,
+    # where there is one, says more about the first input
+    guesses = list(_layer_inputs(model, examples, skip=("Linear", "Embedding"))) if any(
+        torch_layer_kind(m).startswith("Conv") for m in model.modules()) else []
+    for specs, about in guesses + list(_layer_inputs(model, examples)):
+        yield specs + [spec for _, spec in extra], f"{about}; and {words}"
+
+
+def _layer_inputs(model: Any, examples: list[ExampleInput] | tuple = (),
+                  skip: tuple[str, ...] = ()) -> Iterator[tuple[list[InputSpec], str]]:
+    """The first input, from the first layer with weights (`candidate_inputs`) not of a `skip` kind."""
     for name, layer in model.named_modules():
+        if torch_layer_kind(layer) in skip:
+            continue
         own, kind = type(layer).__name__, torch_layer_kind(layer)
         first = f"first layer {name or own}"
         if kind.startswith("Conv") and hasattr(layer, "in_channels"):
