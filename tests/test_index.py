@@ -9,6 +9,7 @@ import pytest
 
 from narcli.search import index as index_module
 from narcli.search.index import IndexError_, VectorIndex, build_index
+from narcli.zoo.store import Zoo
 
 
 def unit_vectors(count, dim=16, seed=0):
@@ -135,14 +136,57 @@ def test_large_indexes_keep_int8_rows_whose_cosines_stay_within_a_thousandth(tmp
         assert cosine == pytest.approx(float(vectors[int(key[1:])] @ vectors[11]), abs=1e-3)
 
 
-def test_index_info_and_build_commands(cli):
+def test_index_info_says_the_bundled_index_is_current(cli):
     result = cli("index", "info", "--json")
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
     assert rows[0]["kind"] == "zoo" and rows[0]["status"] == "ok" and rows[0]["current"] is True
+
+
+@pytest.fixture(scope="module")
+def small_embedded_zoo(tmp_path_factory):
+    """A zoo of the fake sources' models, embedded: `nar index build` over it takes seconds where the
+    bundled zoo's novelty calibration takes minutes."""
+    from narcli.encode.zoo_embed import embed_zoo
+    from narcli.zoo import plugins
+    from narcli.zoo.build import BuildOptions, build_zoo
+    from tests import fake_source
+
+    db = tmp_path_factory.mktemp("zoo") / "zoo.db"
+    plugins.register(fake_source, name="fake-zoo")
+    try:
+        build_zoo(BuildOptions(db=db, sources=["fake", "other"], patterns=["mlp_*", "cnn_*", "resnet*"], jobs=2,
+                               timeout=60))
+    finally:
+        plugins.unregister("fake-zoo")
+    embed_zoo(db, jobs=1)
+    return db
+
+
+def test_index_build_writes_a_current_zoo_index_under_nar_home(cli, small_embedded_zoo, monkeypatch):
+    monkeypatch.setenv("NAR_ZOO", str(small_embedded_zoo))
+    result = cli("index", "info", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)[0]["current"] is False  # nothing built for this zoo yet
     result = cli("index", "build", "--json")
     assert result.exit_code == 0, result.output
-    assert any(r["path"].endswith(".json") and "nar-home" in r["path"] for r in json.loads(result.stdout))
+    rows = json.loads(result.stdout)
+    assert rows[0]["current"] is False  # the shipped index is of the shipped zoo, and stays
+    [zoo_row] = [r for r in rows if r["kind"] == "zoo" and "nar-home" in r["path"]]
+    assert zoo_row["status"] == "ok" and zoo_row["current"] is True
+    with Zoo() as zoo:
+        assert zoo_row["items"] == len(VectorIndex(Path(zoo_row["path"]))) == len({m.graph_hash for m in zoo.models()})
+    result = cli("similar", "fk/cnn_tiny", "-k", "2", "--json")
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.slow  # ~200 s: the bundled zoo's novelty calibration featurises and embeds 2,600 edited copies
+def test_index_build_over_the_bundled_zoo(cli):
+    result = cli("index", "build", "--json")
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    [zoo_row] = [r for r in rows if r["kind"] == "zoo" and "nar-home" in r["path"]]
+    assert zoo_row["status"] == "ok" and zoo_row["current"] is True and zoo_row["items"] > 3000
 
 
 def _rebuild_and_read(path: str, seed: int, rounds: int, failures) -> None:
