@@ -196,8 +196,7 @@ def _graph_inputs(model: Any) -> Iterator[tuple[list[InputSpec], str]]:
     is nearly always written (`forward(x, edge_index)`, with `batch` for graph classification); the
     width is the first graph layer's, or of the first Linear in it or before it (GINConv wraps an MLP)."""
     modules = list(model.named_modules())
-    first = next((i for i, (_, m) in enumerate(modules) if _message_passing(m)), None)
-    if first is None:
+    if not any(_message_passing(m) for _, m in modules):
         return
     widths = [(name, m) for name, m in modules if _width(m) and (_message_passing(m) or
                                                                   torch_layer_kind(m) == "Linear")]
@@ -258,8 +257,12 @@ def candidate_inputs(model: Any, examples: list[ExampleInput] | tuple = ()) -> I
         return
     # the first Linear of a model with a timestep is most often its time embedding's: a convolution,
     # where there is one, says more about the first input
-    guesses = list(_layer_inputs(model, examples, skip=("Linear", "Embedding"))) if any(
-        torch_layer_kind(m).startswith("Conv") for m in model.modules()) else []
+    guesses = []
+    if any(torch_layer_kind(m).startswith("Conv") for m in model.modules()):
+        try:
+            guesses = list(_layer_inputs(model, examples, skip=("Linear", "Embedding")))
+        except UsageError:  # no convolution it can read (a 4-d one): the first layer decides, as without t
+            pass
     for specs, about in guesses + list(_layer_inputs(model, examples)):
         yield specs + [spec for _, spec in extra], f"{about}; and {words}"
 
@@ -268,9 +271,9 @@ def _layer_inputs(model: Any, examples: list[ExampleInput] | tuple = (),
                   skip: tuple[str, ...] = ()) -> Iterator[tuple[list[InputSpec], str]]:
     """The first input, from the first layer with weights (`candidate_inputs`) not of a `skip` kind."""
     for name, layer in model.named_modules():
-        if torch_layer_kind(layer) in skip:
-            continue
         own, kind = type(layer).__name__, torch_layer_kind(layer)
+        if kind in skip:
+            continue
         first = f"first layer {name or own}"
         if kind.startswith("Conv") and hasattr(layer, "in_channels"):
             rank = len(layer.kernel_size)
