@@ -227,3 +227,49 @@ def test_the_pool_takes_a_task_only_when_a_worker_is_free():
 
     run_pool(_square, tasks(), lambda result: seen.append(result.value), jobs=1, timeout=60)
     assert seen == [0, 1, 4, 9, 25]
+
+
+def test_a_child_is_forked_only_from_a_process_with_one_thread():
+    """A fork copies only the calling thread; a lock another thread held then stays held in the
+    child. Under pytest-xdist a scan's child hung that way: execnet's I/O thread is started with
+    `_thread`, which `threading.active_count()` does not see. Another thread means spawn."""
+    script = (
+        "import _thread, threading, time\n"
+        "from narcli.trace.isolation import process_context\n"
+        "alone = process_context().get_start_method()\n"
+        "def wait():\n"
+        "    time.sleep(30)\n"
+        "_thread.start_new_thread(wait, ())\n"
+        "time.sleep(0.2)\n"
+        "print(alone, process_context().get_start_method())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    expected = "fork spawn" if sys.platform.startswith("linux") else "spawn spawn"
+    assert out.stdout.split() == expected.split()
+
+
+def test_a_spawned_trace_child_leaves_nothing_on_stderr_but_the_error(tmp_path):
+    """With a second thread running, the child is spawned, and multiprocessing's resource tracker
+    watches it: the semaphore torch.fx's interpreter makes tqdm create used to be reported as
+    "leaked" under the one-line error, because the child leaves by `os._exit`."""
+    model = tmp_path / "tiny.py"
+    model.write_text("from torch import nn\n\nclass Tiny(nn.Module):\n    def __init__(self):\n"
+                     "        super().__init__()\n        self.fc = nn.Linear(4, 2)\n\n"
+                     "    def forward(self, x):\n        return self.fc(x)\n")
+    script = (
+        "import sys, threading, time\n"
+        "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+        "from narcli.trace.isolation import process_context\n"
+        "assert process_context().get_start_method() == 'spawn'\n"
+        "from narcli.cli import main\n"
+        "if __name__ == '__main__':\n"
+        f"    sys.argv = ['nar', 'scan', {str(model)!r}, '--input-shape', '5']\n"
+        "    main()\n"
+    )
+    (tmp_path / "run.py").write_text(script)
+    env = {**os.environ, "NAR_HOME": str(tmp_path / "home")}
+    out = subprocess.run([sys.executable, str(tmp_path / "run.py")], capture_output=True, text=True, timeout=120, env=env)
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert out.returncode == 1
+    assert len(lines) == 1 and "forward failed" in lines[0], out.stderr

@@ -199,11 +199,31 @@ def build_index(path: Path, keys: list[str], vectors: np.ndarray, meta: dict[str
                 tmp.unlink(missing_ok=True)
             except OSError:
                 pass
-        trouble = storage_trouble(exc, path.parent)
-        if trouble is None:
-            raise
-        raise IndexError_(f"cannot write the index {path}: {trouble_phrase(trouble)}") from None
+        _unwritable(exc, path)
     return VectorIndex(path)
+
+
+def _unwritable(exc: OSError, path: Path) -> None:
+    """Raise the one-line error for an index that cannot be written (read-only, full); re-raise
+    any other OSError as it was."""
+    trouble = storage_trouble(exc, path.parent)
+    if trouble is None:
+        raise exc
+    raise IndexError_(f"cannot write the index {path}: {trouble_phrase(trouble)}") from None
+
+
+def check_writable(path: Path) -> None:
+    """Fail at once where the index at `path` could not be written, with `build_index`'s error:
+    a caller with minutes of work before the build (the novelty calibration) says so first."""
+    import tempfile
+
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.stem}.probe-"):
+            pass
+    except OSError as exc:
+        _unwritable(exc, path)
 
 
 def remove_stale_temporaries(folder: Path) -> list[Path]:

@@ -13,7 +13,7 @@ import numpy as np
 
 from narcli import DATA_DIR
 from narcli.errors import NarError
-from narcli.search.index import IndexError_, VectorIndex, build_index, folder_lock
+from narcli.search.index import IndexError_, VectorIndex, build_index, check_writable, folder_lock
 
 BUNDLED_INDEX = DATA_DIR / "zoo-index.json"
 
@@ -113,28 +113,10 @@ def _members(items: list, rows: list[int], most: int, seed: int) -> list[int]:
     return sorted(chosen)
 
 
-def _writable(path: Path) -> None:
-    """Fail at once where the index cannot be written (a read-only NAR_HOME), not after the minutes
-    the novelty calibration takes: with the error `build_index` would give at the end."""
-    import tempfile
-
-    from narcli.errors import storage_trouble, trouble_phrase
-
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.stem}.probe-"):
-            pass
-    except OSError as exc:
-        trouble = storage_trouble(exc, path.parent)
-        if trouble is None:
-            raise
-        raise IndexError_(f"cannot write the index {path}: {trouble_phrase(trouble)}") from None
-
-
 def build_zoo_index(db: Path, path: Path, report: Callable[[str], None] = lambda line: None) -> VectorIndex:
     """Index every embedding of the zoo at `db` (with its novelty calibration) at `path`."""
 
-    _writable(path)
+    check_writable(path)  # before the minutes of novelty calibration
     hashes, vectors, encoders = _zoo_vectors(db)
     if not hashes:
         raise NarError(f"the zoo {db} has no embeddings; run `nar zoo embed --db {db}`")

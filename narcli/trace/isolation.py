@@ -175,6 +175,7 @@ def _child(conn: Any, fn: Callable[..., Any], args: tuple, parent: int) -> None:
         try:
             _work(conn, fn, args)
         finally:
+            _release_semaphores()
             os._exit(0)
     conn.close()  # the worker holds the only copy now: its death shows as EOF in the parent
     while True:
@@ -191,6 +192,18 @@ def _child(conn: Any, fn: Callable[..., Any], args: tuple, parent: int) -> None:
             pass
         os.kill(os.getpid(), os.WTERMSIG(status))
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+
+
+def _release_semaphores() -> None:
+    """Unlink the named semaphores the model's code created (torch.fx's interpreter makes tqdm
+    create one). `os._exit` skips multiprocessing's exit handlers, and a spawned child's leftovers
+    make the resource tracker print "leaked semaphore objects" under the one-line error."""
+    from multiprocessing import util
+
+    try:
+        util._run_finalizers(0)  # exit priority >= 0: what a normal exit would run; no public way
+    except Exception:  # never let cleanup hide the result already sent
+        pass
 
 
 def _work(conn: Any, fn: Callable[..., Any], args: tuple) -> None:
@@ -214,11 +227,23 @@ def _work(conn: Any, fn: Callable[..., Any], args: tuple) -> None:
         conn.close()
 
 
-def _context() -> Any:
-    # Forking is fastest, but unsafe once torch has started its thread pools in this process.
-    if sys.platform.startswith("linux") and "torch" not in sys.modules:
+def process_context() -> Any:
+    """How to start a child: fork where that is safe, else spawn.
+
+    Forking is fastest, but a fork copies only the calling thread: a lock another thread held at
+    that moment (torch's thread pools, a progress display's refresh thread, a test runner's I/O
+    thread) stays locked in the child forever, and the child hangs on first use of it."""
+    if sys.platform.startswith("linux") and "torch" not in sys.modules and _thread_count() == 1:
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")
+
+
+def _thread_count() -> int:
+    # threads that run Python code, however they were started: execnet's I/O thread under
+    # pytest-xdist is started with `_thread`, which threading.active_count() does not see. Native
+    # pools without Python code (OpenBLAS, started by importing numpy) survive a fork: they
+    # register their own fork handlers.
+    return len(sys._current_frames())
 
 
 def run_isolated(fn: Callable[..., Any], args: tuple, timeout: float, what: str) -> Any:
@@ -226,7 +251,7 @@ def run_isolated(fn: Callable[..., Any], args: tuple, timeout: float, what: str)
 
     IsolationError when the child runs past `timeout` seconds or dies without answering.
     """
-    ctx = _context()
+    ctx = process_context()
     receive, send = ctx.Pipe(duplex=False)
     child = ctx.Process(target=_child, args=(send, fn, args, os.getpid()), daemon=True)
     child.start()

@@ -8,7 +8,6 @@ code they run stay bounded.
 from __future__ import annotations
 
 import faulthandler
-import multiprocessing
 import os
 import signal
 import sys
@@ -21,7 +20,7 @@ from typing import Any
 
 from narcli.errors import NarError
 from narcli.fsutil import open_append
-from narcli.trace.isolation import guard_child, kill_group, kill_tree
+from narcli.trace.isolation import guard_child, kill_group, kill_tree, process_context
 
 
 @dataclass
@@ -150,7 +149,7 @@ class Slot:
                  max_rss: int = 8 << 30, context: Any = None):
         self.fn, self.log_path = fn, log_path
         self.tasks_per_worker, self.max_rss = tasks_per_worker, max_rss
-        self.ctx = context or _context()
+        self.ctx = context or process_context()
         self.worker: _Worker | None = None
 
     def run(self, key: str, args: tuple, timeout: float) -> TaskResult:
@@ -175,13 +174,6 @@ class Slot:
             self.worker = None
 
 
-def _context() -> Any:
-    # Forking is cheap but unsafe once torch has started threads in this process.
-    if sys.platform.startswith("linux") and "torch" not in sys.modules:
-        return multiprocessing.get_context("fork")
-    return multiprocessing.get_context("spawn")
-
-
 def _death(exitcode: int | None) -> str:
     if exitcode is not None and exitcode < 0:
         try:
@@ -202,7 +194,7 @@ def run_pool(fn: Callable[..., Any], tasks: Iterable[tuple[str, tuple]], on_resu
     """
     if jobs < 1:
         raise NarError("--jobs must be at least 1")
-    ctx = _context()
+    ctx = process_context()
     pending = iter(tasks)
     more = True
     idle: list[_Worker] = []
