@@ -96,6 +96,11 @@ def main() -> None:
                     row[label] = {"mape": round(float(error.mean() * 100), 1),
                                  "coverage90": round(float((np.abs(np.log(truth) - centre) <= fit["half"]).mean() * 100)),
                                  "half_width_pct": round(float((np.exp(fit["half"]) - 1) * 100))}
+                    if prior is not None:  # the same centre, the two errors' variances added
+                        summed = float(np.hypot(fit["loo_half"], prior))
+                        row[label + ", variances summed"] = row[label] | {
+                            "coverage90": round(float((np.abs(np.log(truth) - centre) <= summed).mean() * 100)),
+                            "half_width_pct": round(float((np.exp(summed) - 1) * 100))}
                 key = f"{path.stem} K={len(chosen)}"
                 out[key] = row
                 print(key, json.dumps(row))
