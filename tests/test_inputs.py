@@ -151,6 +151,56 @@ def test_a_forward_that_takes_a_timestep_or_a_label_gets_one_per_sample():
     assert specs == [InputSpec((1, 16))] and "mask" not in why  # as before: the first layer with weights
 
 
+class _Sentences(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(1000, 16)
+
+    def forward(self, input_ids, attention_mask):
+        return self.embed(input_ids) * attention_mask[..., None]
+
+
+class _Translator(_Sentences):
+    def forward(self, src, tgt):
+        return self.embed(src).mean(1) + self.embed(tgt).mean(1)
+
+
+class _Padded(_Sentences):
+    def forward(self, tokens, key_padding_mask):
+        return self.embed(tokens).masked_fill(key_padding_mask[..., None], 0.0)
+
+
+class _Pair(nn.Module):
+    """A Siamese network's tower, built for 20 px: 224 px does not fit its head."""
+
+    def __init__(self):
+        super().__init__()
+        self.tower = nn.Sequential(nn.Conv2d(1, 4, 5), nn.Flatten(), nn.Linear(4 * 16 * 16, 8))
+
+    def forward(self, x1, x2):
+        return (self.tower(x1) - self.tower(x2)).abs()
+
+
+def test_a_mask_a_target_or_a_twin_input_is_made_from_the_first():
+    specs, why = guess_inputs(_Sentences())
+    assert specs == [InputSpec((1, 128), "int64"), InputSpec((1, 128), "int64")]
+    assert why.endswith("and attention_mask int64[1,128]")
+    assert guess_inputs(_Translator())[0] == [InputSpec((1, 128), "int64")] * 2
+    assert guess_inputs(_Padded())[0] == [InputSpec((1, 128), "int64"), InputSpec((1, 128), "bool")]
+    specs, why = guess_inputs(_Pair())
+    assert specs == [InputSpec((1, 1, 224, 224))] * 2 and why.endswith("and x2 float32[1,1,224,224]")
+
+
+def test_a_pair_of_images_is_traced_at_the_side_its_head_names():
+    from narcli.trace.input_search import trace_guessing_inputs
+    from narcli.trace.torch_tracer import trace_module
+
+    _, _, specs, about = trace_guessing_inputs("Pair", _Pair(), trace_module)
+    assert specs == [InputSpec((1, 1, 20, 20))] * 2
+    assert "and x2 float32[1,1,20,20]" in about and "float32[1,1,224,224], float32[1,1,224,224]," in about
+    assert about.endswith("failed, float32[1,1,20,20], float32[1,1,20,20] ran")
+
+
 DENOISER_FILE = '''
 from torch import nn
 
@@ -481,3 +531,31 @@ def test_a_language_model_or_forecaster_is_traced_at_its_files_example_length(cl
     [record] = data["models"] if isinstance(data, dict) and "models" in data else data
     assert record["inputs"][0]["shape"] == shape
     assert ("example input on line" in record["assumed"]) == bool(smoke_test)
+
+
+BERT_FILE = '''
+from torch import nn
+
+class Classifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(1000, 32)
+        self.layer = nn.TransformerEncoderLayer(32, 4, 64, batch_first=True)
+        self.head = nn.Linear(32, 2)
+
+    def forward(self, input_ids, attention_mask):
+        x = self.layer(self.embed(input_ids), src_key_padding_mask=attention_mask == 0)
+        return self.head(x[:, 0])
+'''
+
+
+def test_a_text_classifier_written_with_forward_ids_mask_is_traced(cli, write):
+    # it stopped at "missing 1 required positional argument: 'attention_mask'"
+    import json
+
+    result = cli("scan", write("bert.py", BERT_FILE), "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    [record] = data["models"] if isinstance(data, dict) and "models" in data else data
+    assert [(i["shape"], i["dtype"]) for i in record["inputs"]] == [([1, 128], "int64"), ([1, 128], "int64")]
+    assert record["assumed"].endswith("and attention_mask int64[1,128]")

@@ -61,7 +61,8 @@ def trace_guessing_inputs(name: str, model: Any, trace_module: Callable,
             first_error = first_error or forward_failed(name, specs, exc, guessed=True)
             failed.append(describe(specs))
             shape = specs[0].shape
-            if len(specs) == 1 and len(shape) == 4 and shape[2] == shape[3]:
+            # one square image, or several alike (a Siamese network's pair): the head can say the side
+            if all(spec == specs[0] for spec in specs) and len(shape) == 4 and shape[2] == shape[3]:
                 message = str(exc.__cause__ or exc)
                 fitted = side_from_mismatch(message, shape[2])
                 if fitted is None and mismatches:  # no whole ratio: the line through this error and the last
@@ -69,7 +70,8 @@ def trace_guessing_inputs(name: str, model: Any, trace_module: Callable,
                 if features_mismatch(message):
                     mismatches.append((shape[2], message))
                 if fitted is not None:  # the head said which side it was built for: try that next
-                    queue.insert(0, ([InputSpec((*shape[:2], fitted, fitted), specs[0].dtype)], about))
+                    resized = InputSpec((*shape[:2], fitted, fitted), specs[0].dtype)
+                    queue.insert(0, ([resized] * len(specs), about.replace(str(specs[0]), str(resized))))
             continue
         if failed:
             about += f"; {', '.join(failed)} failed, {describe(specs)} ran"
