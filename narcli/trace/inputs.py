@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -213,90 +213,24 @@ def _graph_inputs(model: Any) -> Iterator[tuple[list[InputSpec], str]]:
 
 
 # what a diffusion model's (or a class-conditional model's) forward calls the inputs after the first:
-# one step or label per sample, as the diffusers zoo source traces them
-_STEP_NAMES = frozenset(("t", "ts", "time", "times", "timestep", "timesteps", "step", "steps", "noise_level",
-                         "noise_labels", "y", "label", "labels", "class_label", "class_labels", "classes"))
-_SCALE_NAMES = frozenset(("sigma", "sigmas", "log_snr", "logsnr", "gamma", "noise_scale"))
-
-
-# a mask over the first input's tokens (`forward(self, input_ids, attention_mask)`); PyTorch's own
-# padding masks are bool, a Hugging Face style attention mask is integer
-_MASK_NAMES = frozenset(("mask", "attention_mask", "attn_mask", "input_mask", "src_mask", "token_type_ids"))
-_PADDING_MASK_NAMES = frozenset(("padding_mask", "key_padding_mask", "src_key_padding_mask"))
-# a second sequence of the first's kind: a translation model's target (`forward(self, src, tgt)`)
-_TARGET_NAMES = frozenset(("tgt", "trg", "target", "targets", "tgt_ids", "tgt_tokens", "tgt_seq", "trg_seq",
-                           "decoder_input", "decoder_input_ids", "dec_input", "dec_inputs"))
-# inputs that come in sets alike (`forward(self, x1, x2)`, a triplet network's three)
-_ALIKE_SETS = (frozenset(("left", "right")), frozenset(("anchor", "positive", "negative")),
-               frozenset(("query", "support")), frozenset(("a", "b")))
-
-Extra = Callable[[InputSpec], "InputSpec | None"]  # the input after the first, from the first's spec
-
-
-def _alike(first: str, name: str) -> bool:
-    """`name` is another of the inputs `first` is one of: x1 and x2, img_a and img_b, left and right."""
-    stem = re.compile(r"^(.*?)_?([0-9]+|[ab])$")
-    one, two = stem.match(first), stem.match(name)
-    if one and two and one.group(1) == two.group(1) and one.group(1):
-        return True
-    return any(first in group and name in group for group in _ALIKE_SETS)
-
-
-def _extra_input(first: str, name: str) -> Extra | None:
-    """How to make the required input `name` from the spec of the first (named `first`)."""
-    if name in _STEP_NAMES:
-        return lambda spec: InputSpec((1,), "int64")
-    if name in _SCALE_NAMES:
-        return lambda spec: InputSpec((1,))
-    if name in _MASK_NAMES | _PADDING_MASK_NAMES:  # over token ids only: a mask over an image has no one shape
-        dtype = "bool" if name in _PADDING_MASK_NAMES else "int64"
-        return lambda spec: InputSpec(spec.shape, dtype) if spec.dtype == "int64" else None
-    if name in _TARGET_NAMES or _alike(first, name):
-        return lambda spec: spec
-    return None
-
-
-def _conditioning(model: Any) -> list[tuple[str, Extra]]:
-    """The inputs a forward requires after its first, when every one is known by its name: a timestep,
-    noise level or class label (`forward(self, x, t)`, `forward(self, x, t, y)`: one per sample, int64,
-    or a float for a noise level), a mask over token ids (`forward(self, input_ids, attention_mask)`), a
-    translation model's target (`forward(self, src, tgt)`: like the source), or another of a set
-    (`forward(self, x1, x2)`: like the first). Empty otherwise: the guess stays one input."""
-    import inspect
-
-    try:
-        parameters = list(inspect.signature(model.forward).parameters.values())
-    except (TypeError, ValueError):
-        return []
-    required = [p for p in parameters if p.default is inspect.Parameter.empty and
-                p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    if not required:
-        return []
-    extra = []
-    for parameter in required[1:]:
-        made = _extra_input(required[0].name.lower(), parameter.name.lower())
-        if made is None:
-            return []
-        extra.append((parameter.name, made))
-    return extra
-
-
 def candidate_inputs(model: Any, examples: list[ExampleInput] | tuple = ()) -> Iterator[tuple[list[InputSpec], str]]:
     """Example inputs to try, best guess first: the first layer with weights decides the kind of
     input (image, signal, video, token ids, vector, sequence); sizes follow. A convolutional model
     whose file writes an example input with the first layer's channels and as many sides
     (`examples`) is tried at that size first. A graph network is tried with node features and edge
     indices first, then as the rest are (one that builds its graph inside takes the features alone).
-    A forward that requires more inputs known by their names gets them too (`_conditioning`)."""
+    A forward that requires more inputs known by their names gets them too (`extra_inputs`)."""
+    from narcli.trace.extra_inputs import PER_SAMPLE, extra_inputs
+
     yield from _graph_inputs(model)
-    extra = _conditioning(model)
+    extra = extra_inputs(model)
     if not extra:
         yield from _layer_inputs(model, examples)
         return
     # the first Linear of a model with a timestep is most often its time embedding's: a convolution,
     # where there is one, says more about the first input
     guesses = []
-    timed = any(name.lower() in _STEP_NAMES | _SCALE_NAMES for name, _ in extra)
+    timed = any(name.lower() in PER_SAMPLE for name, _ in extra)
     if timed and any(torch_layer_kind(m).startswith("Conv") for m in model.modules()):
         try:
             guesses = list(_layer_inputs(model, examples, skip=("Linear", "Embedding")))
