@@ -9,7 +9,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-# one step or label per sample, as the diffusers zoo source traces them
+# what a diffusion model's (or a class-conditional model's) forward calls the inputs after the
+# first: one step or label per sample, as the diffusers zoo source traces them
 _STEPS = frozenset(("t", "ts", "time", "times", "timestep", "timesteps", "step", "steps", "noise_level",
                     "noise_labels", "y", "label", "labels", "class_label", "class_labels", "classes"))
 _SCALES = frozenset(("sigma", "sigmas", "log_snr", "logsnr", "gamma", "noise_scale"))  # a float each

@@ -212,7 +212,6 @@ def _graph_inputs(model: Any) -> Iterator[tuple[list[InputSpec], str]]:
     yield [nodes, edges, InputSpec((GRAPH_NODES,), "int64")], about.replace("graph", "batched graph", 1)
 
 
-# what a diffusion model's (or a class-conditional model's) forward calls the inputs after the first:
 def candidate_inputs(model: Any, examples: list[ExampleInput] | tuple = ()) -> Iterator[tuple[list[InputSpec], str]]:
     """Example inputs to try, best guess first: the first layer with weights decides the kind of
     input (image, signal, video, token ids, vector, sequence); sizes follow. A convolutional model
