@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -273,3 +274,52 @@ def test_a_spawned_trace_child_leaves_nothing_on_stderr_but_the_error(tmp_path):
     lines = [line for line in out.stderr.splitlines() if line.strip()]
     assert out.returncode == 1
     assert len(lines) == 1 and "forward failed" in lines[0], out.stderr
+
+
+FORK_SERVER_CHILDREN = """
+import os, sys, time
+from pathlib import Path
+import torch  # as in a test run or the browser: a fork from here would be unsafe
+from narcli.trace import isolation
+
+def probe():
+    print("from the child", file=sys.stderr, flush=True)
+    return isolation.process_context(server=True).get_start_method(), os.environ.get("NAR_PROBE"), os.getcwd()
+
+if __name__ == "__main__":
+    os.environ["NAR_PROBE"] = "first"
+    print(*isolation.run_isolated(probe, (), 120, "probing"))
+    os.environ["NAR_PROBE"] = "second"  # after the server started: it must not matter
+    os.chdir({cwd!r})
+    print(*isolation.run_isolated(probe, (), 120, "probing"))
+    isolation.run_isolated(Path({started!r}).touch, (), 120, "marking")
+    isolation.run_isolated(time.sleep, (300,), 600, "sleeping")
+"""
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
+def test_fork_server_children_have_the_callers_world_and_die_with_it(tmp_path, how):
+    """Children of the fork server get the environment, working directory and stderr of the call
+    that starts them, not the server's from when it started; and they die with the caller."""
+    from narcli.trace.isolation import descendants
+
+    started = tmp_path / "started"
+    script = tmp_path / "caller.py"
+    script.write_text(FORK_SERVER_CHILDREN.format(cwd=str(tmp_path), started=str(started)))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not started.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        time.sleep(0.5)
+        below = descendants(proc.pid)  # the server, its sleeping child and that child's worker
+        assert len(below) >= 3, below
+        os.kill(proc.pid, how)
+        out, err = proc.communicate(timeout=30)
+        assert _gone(below, within=10), [p for p in below if _alive(p)]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert out.split("\n")[:2] == [f"forkserver first {Path.cwd()}", f"forkserver second {tmp_path}"], out
+    assert err.count("from the child") == 2, err

@@ -20,6 +20,7 @@ What the guarantee is (Linux): the user's code runs in a process tree that nar k
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import logging
 import multiprocessing
@@ -158,10 +159,15 @@ def kill_group(process: Any, grace: float = 1.0) -> None:
         process.kill()
 
 
-def _child(conn: Any, fn: Callable[..., Any], args: tuple, parent: int) -> None:
+def _child(conn: Any, fn: Callable[..., Any], args: tuple, parent: int | None,
+           world: tuple[dict[str, str], int] | None = None) -> None:
     """The supervisor: guarded, it forks the worker that runs `fn`, waits for it, then kills
-    whatever the worker's code started and leaves with the worker's status."""
-    guard_child(parent)
+    whatever the worker's code started and leaves with the worker's status.
+
+    `parent` None: started by the fork server, which is its parent (and exits when nar does)."""
+    if world is not None:
+        _take_parents_world(*world)
+    guard_child(os.getppid() if parent is None else parent)
     if not hasattr(os, "fork"):
         _work(conn, fn, args)
         return
@@ -227,15 +233,68 @@ def _work(conn: Any, fn: Callable[..., Any], args: tuple) -> None:
         conn.close()
 
 
-def process_context() -> Any:
-    """How to start a child: fork where that is safe, else spawn.
+def process_context(server: bool = False) -> Any:
+    """How to start a child: fork where that is safe, else (with `server`, on Linux) through a fork
+    server, else spawn. `server` also when this process has started a child before.
 
-    Forking is fastest, but a fork copies only the calling thread: a lock another thread held at
-    that moment (torch's thread pools, a progress display's refresh thread, a test runner's I/O
-    thread) stays locked in the child forever, and the child hangs on first use of it."""
-    if sys.platform.startswith("linux") and "torch" not in sys.modules and _thread_count() == 1:
+    A fork copies only the calling thread: a lock another thread held at that moment (torch's
+    thread pools, a progress display's refresh thread, a test runner's I/O thread) stays locked in
+    the child forever, and the child hangs on first use of it. A spawned or forked child imports
+    torch and its libraries itself (6 s here, each time). The fork server is one process started
+    once, with those imported, no thread of its own and no op run; it forks each child in a few
+    milliseconds, so a folder of models, a pre-commit run or the browser pays for the imports
+    once. A first child is still forked where that is safe: one `nar scan` needs no second
+    interpreter, and its child stays nar's own (measured with nar, as by `bench_scan.py`)."""
+    linux = sys.platform.startswith("linux")
+    if server and linux and (_children_started or "torch" in sys.modules or _thread_count() > 1):
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(SERVER_PRELOAD)  # an import that fails there is done again in the child
+        return ctx
+    if linux and "torch" not in sys.modules and _thread_count() == 1:
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")
+
+
+_children_started = 0  # by run_isolated in this process
+
+
+SERVER_PRELOAD = ["narcli.trace.isolation", "narcli.trace.server_imports"]
+
+
+class _ParentFd:
+    """One of this process's file descriptors, handed to a child of the fork server: that child
+    would otherwise write to the server's stderr, the one nar had when the server started."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    def __reduce__(self) -> tuple:
+        from multiprocessing import reduction
+
+        return _opened, (reduction.DupFd(self.fd),)  # valid only while a child is being started
+
+
+def _opened(duplicate: Any) -> int:
+    return duplicate.detach()
+
+
+def _take_parents_world(env: dict[str, str], stderr: int) -> None:
+    """In a child of the fork server: the starting process's environment and stderr, as a
+    spawned child has them (multiprocessing itself carries the working directory and sys.path)."""
+    os.environ.clear()
+    os.environ.update(env)
+    os.dup2(stderr, 2)
+    os.close(stderr)
+    # multiprocessing hands each child the write end of the pipe whose closing tells the server
+    # that nar is gone; held here, it would keep the server, and so this child, alive after nar
+    from multiprocessing import forkserver
+
+    server = getattr(forkserver, "_forkserver", None)
+    alive = getattr(server, "_forkserver_alive_fd", None)
+    if alive is not None:
+        with contextlib.suppress(OSError):
+            os.close(alive)
+        server._forkserver_alive_fd = None
 
 
 def _thread_count() -> int:
@@ -251,10 +310,23 @@ def run_isolated(fn: Callable[..., Any], args: tuple, timeout: float, what: str)
 
     IsolationError when the child runs past `timeout` seconds or dies without answering.
     """
-    ctx = process_context()
+    global _children_started
+    ctx = process_context(server=True)
+    _children_started += 1
     receive, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_child, args=(send, fn, args, os.getpid()), daemon=True)
-    child.start()
+    if ctx.get_start_method() == "forkserver":
+        guard: tuple = (None, (dict(os.environ), _ParentFd(2)))
+    else:
+        guard = (os.getpid(),)
+    child = ctx.Process(target=_child, args=(send, fn, args, *guard), daemon=True)
+    try:
+        child.start()
+    except (OSError, EOFError):  # the fork server died (its imports crashed): this child is spawned
+        if guard[0] is not None:
+            raise
+        child = multiprocessing.get_context("spawn").Process(target=_child, args=(send, fn, args, os.getpid()),
+                                                             daemon=True)
+        child.start()
     send.close()
     try:
         if not receive.poll(timeout):
