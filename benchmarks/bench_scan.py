@@ -36,12 +36,27 @@ with torch.device("meta"):
 torch.export.export(model, (x,), strict=False)
 """
 
+# the largest process of nar's tree, polled: a trace child is nar's grandchild (a supervisor
+# forks the worker), and a later one a fork server's child, so RUSAGE_CHILDREN saw only nar itself
+# (54 MiB where the worker holds several hundred)
 PEAK_RSS = """
-import resource, subprocess, sys
-done = subprocess.run(sys.argv[1:], capture_output=True)
-sys.stderr.write(done.stderr.decode())
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)  # KiB on Linux, the largest process
-sys.exit(done.returncode)
+import subprocess, sys, time
+from narcli.trace.isolation import descendants
+
+def high_water(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return max([int(line.split()[1]) for line in f if line.startswith("VmHWM:")] or [0])
+    except OSError:
+        return 0
+
+proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)  # stderr: the caller's
+peak = 0
+while proc.poll() is None:
+    peak = max([peak, high_water(proc.pid)] + [high_water(p) for p in descendants(proc.pid)])
+    time.sleep(0.02)
+print(peak)  # KiB, the largest process
+sys.exit(proc.returncode)
 """
 
 def main() -> None:
