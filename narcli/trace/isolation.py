@@ -234,8 +234,8 @@ def _work(conn: Any, fn: Callable[..., Any], args: tuple) -> None:
 
 
 def process_context(server: bool = False) -> Any:
-    """How to start a child: fork where that is safe, else (with `server`, on Linux) through a fork
-    server, else spawn. `server` also when this process has started a child before.
+    """How to start a child: fork where that is safe, else spawn; with `server` (on Linux), through
+    a fork server instead, unless this is the process's first child and a fork is safe.
 
     A fork copies only the calling thread: a lock another thread held at that moment (torch's
     thread pools, a progress display's refresh thread, a test runner's I/O thread) stays locked in
@@ -246,16 +246,15 @@ def process_context(server: bool = False) -> Any:
     once. A first child is still forked where that is safe: one `nar scan` needs no second
     interpreter, and its child stays nar's own (measured with nar, as by `bench_scan.py`)."""
     linux = sys.platform.startswith("linux")
-    if server and linux and (_children_started or "torch" in sys.modules or _thread_count() > 1):
+    fork_safe = linux and "torch" not in sys.modules and _thread_count() == 1
+    if server and linux and (_started_a_child or not fork_safe):
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(SERVER_PRELOAD)  # an import that fails there is done again in the child
         return ctx
-    if linux and "torch" not in sys.modules and _thread_count() == 1:
-        return multiprocessing.get_context("fork")
-    return multiprocessing.get_context("spawn")
+    return multiprocessing.get_context("fork" if fork_safe else "spawn")
 
 
-_children_started = 0  # by run_isolated in this process
+_started_a_child = False  # by run_isolated, in this process
 
 
 SERVER_PRELOAD = ["narcli.trace.isolation", "narcli.trace.server_imports"]
@@ -310,23 +309,26 @@ def run_isolated(fn: Callable[..., Any], args: tuple, timeout: float, what: str)
 
     IsolationError when the child runs past `timeout` seconds or dies without answering.
     """
-    global _children_started
+    global _started_a_child
     ctx = process_context(server=True)
-    _children_started += 1
+    _started_a_child = True
     receive, send = ctx.Pipe(duplex=False)
-    if ctx.get_start_method() == "forkserver":
-        guard: tuple = (None, (dict(os.environ), _ParentFd(2)))
-    else:
-        guard = (os.getpid(),)
-    child = ctx.Process(target=_child, args=(send, fn, args, *guard), daemon=True)
+
+    def start(context: Any) -> Any:
+        if context.get_start_method() == "forkserver":
+            guard: tuple = (None, (dict(os.environ), _ParentFd(2)))
+        else:
+            guard = (os.getpid(),)
+        child = context.Process(target=_child, args=(send, fn, args, *guard), daemon=True)
+        child.start()
+        return child
+
     try:
-        child.start()
+        child = start(ctx)
     except (OSError, EOFError):  # the fork server died (its imports crashed): this child is spawned
-        if guard[0] is not None:
+        if ctx.get_start_method() != "forkserver":
             raise
-        child = multiprocessing.get_context("spawn").Process(target=_child, args=(send, fn, args, os.getpid()),
-                                                             daemon=True)
-        child.start()
+        child = start(multiprocessing.get_context("spawn"))
     send.close()
     try:
         if not receive.poll(timeout):
