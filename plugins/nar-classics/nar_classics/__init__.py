@@ -15,7 +15,7 @@ TOKENS, VECTOR = "long", "float"
 
 
 def _catalogue() -> dict[str, tuple]:
-    from nar_classics import other, sequence, vision
+    from nar_classics import cifar, other, sequence, vision
 
     out: dict[str, tuple] = {}
     for cell in ("lstm", "gru", "rnn"):
@@ -106,12 +106,13 @@ def _catalogue() -> dict[str, tuple]:
     for name, kwargs in {"actor_critic_lunar": {}, "actor_critic_bipedal": {"state": 24, "actions": 4, "hidden": (256, 256)},
                          "actor_critic_cartpole": {"state": 4, "actions": 2, "hidden": (32,)}}.items():
         out[name] = ("actor-critic", "reinforcement-learning", other.MLPPolicy, kwargs, [((1, kwargs.get("state", 8)), VECTOR)])
-    return out
+    return out | cifar.catalogue(VECTOR)
 
 
 class ClassicsSource(ZooSource):
     name = "classics"
-    description = "textbook designs written from their papers: RNNs, seq2seq, TCN, WaveNet, GANs, VAEs, U-Net, PointNet, NeRF, SR, RL"
+    description = ("textbook designs written from their papers: RNNs, seq2seq, TCN, WaveNet, GANs, VAEs, U-Net, "
+                   "PointNet, NeRF, SR, RL, and CIFAR classifiers (ResNet-20..110, WRN, ResNeXt-29, DenseNet-BC)")
     rank = 40
 
     def list_models(self) -> list[ZooEntry]:
