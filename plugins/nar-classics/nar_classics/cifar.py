@@ -68,6 +68,17 @@ class Bottleneck(nn.Module):
         return F.relu(self.body(x) + self.shortcut(x))
 
 
+def _stages(cin, stages, make):
+    """The blocks of `stages` ((blocks, out channels) each), the first of every stage after the
+    first at stride 2: make(in channels, out channels, stride, stage). Returns (blocks, channels)."""
+    blocks = []
+    for stage, (count, cout) in enumerate(stages):
+        for i in range(count):
+            blocks.append(make(cin, cout, 2 if stage and not i else 1, stage))
+            cin = cout
+    return blocks, cin
+
+
 class _Classifier(nn.Module):
     """A stem, stages, global average pool and one linear layer: the shape every design here shares."""
 
@@ -84,51 +95,37 @@ class _Classifier(nn.Module):
 
 def cifar_resnet(depth=20, classes=10, shortcut="pad"):
     """He et al. 2016a, section 4.2: 6n+2 layers in three stages of 16, 32 and 64 channels."""
-    n, blocks, cin = (depth - 2) // 6, [], 16
-    for stage, width in enumerate((16, 32, 64)):
-        for i in range(n):
-            blocks.append(BasicBlock(cin, width, 2 if stage and not i else 1, shortcut=shortcut))
-            cin = width
-    return _Classifier([*_conv_bn(3, 16), nn.ReLU(inplace=True)], blocks, 64, classes)
-
-
-def _four_stage(block_counts, pre, classes):
-    blocks, cin = [], 64
-    for stage, (count, width) in enumerate(zip(block_counts, (64, 128, 256, 512))):
-        for i in range(count):
-            blocks.append(BasicBlock(cin, width, 2 if stage and not i else 1, pre=pre))
-            cin = width
-    stem = [nn.Conv2d(3, 64, 3, 1, 1, bias=False)] if pre else [*_conv_bn(3, 64), nn.ReLU(inplace=True)]
-    final = [nn.BatchNorm2d(512), nn.ReLU(inplace=True)] if pre else None
-    return _Classifier(stem, blocks, 512, classes, final)
+    n = (depth - 2) // 6
+    blocks, width = _stages(16, [(n, 16), (n, 32), (n, 64)],
+                            lambda cin, cout, stride, _: BasicBlock(cin, cout, stride, shortcut=shortcut))
+    return _Classifier([*_conv_bn(3, 16), nn.ReLU(inplace=True)], blocks, width, classes)
 
 
 def preact_resnet(blocks=(2, 2, 2, 2), classes=10):
     """He et al. 2016b's pre-activation ordering over the four ResNet-18/34 stages, at 32x32."""
-    return _four_stage(blocks, True, classes)
+    blocks, width = _stages(64, list(zip(blocks, (64, 128, 256, 512))),
+                            lambda cin, cout, stride, _: BasicBlock(cin, cout, stride, pre=True))
+    return _Classifier([nn.Conv2d(3, 64, 3, 1, 1, bias=False)], blocks, width, classes,
+                       [nn.BatchNorm2d(width), nn.ReLU(inplace=True)])
 
 
 def wide_resnet(depth=28, widen=10, classes=10, dropout=0.0):
     """Zagoruyko & Komodakis 2016: WRN-depth-k, (depth-4)/6 pre-activation blocks per stage of
     16k, 32k and 64k channels after a 16-channel stem."""
-    n, blocks, cin = (depth - 4) // 6, [], 16
-    for stage, width in enumerate((16 * widen, 32 * widen, 64 * widen)):
-        for i in range(n):
-            blocks.append(BasicBlock(cin, width, 2 if stage and not i else 1, pre=True, dropout=dropout))
-            cin = width
-    return _Classifier([nn.Conv2d(3, 16, 3, 1, 1, bias=False)], blocks, cin, classes,
-                       [nn.BatchNorm2d(cin), nn.ReLU(inplace=True)])
+    n = (depth - 4) // 6
+    blocks, width = _stages(16, [(n, 16 * widen), (n, 32 * widen), (n, 64 * widen)],
+                            lambda cin, cout, stride, _: BasicBlock(cin, cout, stride, pre=True, dropout=dropout))
+    return _Classifier([nn.Conv2d(3, 16, 3, 1, 1, bias=False)], blocks, width, classes,
+                       [nn.BatchNorm2d(width), nn.ReLU(inplace=True)])
 
 
 def resnext29(cardinality=8, width=64, classes=10):
     """Xie et al. 2017's CIFAR ResNeXt-29 (C x d): three stages of three grouped bottlenecks whose
     outputs are 256, 512 and 1024 channels, after a 64-channel 3x3 stem."""
-    blocks, cin, mid = [], 64, cardinality * width
-    for stage, cout in enumerate((256, 512, 1024)):
-        for i in range(3):
-            blocks.append(Bottleneck(cin, mid * 2 ** stage, cout, 2 if stage and not i else 1, cardinality))
-            cin = cout
-    return _Classifier([*_conv_bn(3, 64), nn.ReLU(inplace=True)], blocks, 1024, classes)
+    mid = cardinality * width
+    blocks, channels = _stages(64, [(3, 256), (3, 512), (3, 1024)],
+                               lambda cin, cout, stride, stage: Bottleneck(cin, mid * 2 ** stage, cout, stride, cardinality))
+    return _Classifier([*_conv_bn(3, 64), nn.ReLU(inplace=True)], blocks, channels, classes)
 
 
 class _DenseLayer(nn.Module):
@@ -190,13 +187,13 @@ class _InvertedResidual(nn.Module):
 MOBILENETV2_CIFAR = ((1, 16, 1, 1), (6, 24, 2, 1), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1))
 
 
-def mobilenetv2_cifar(classes=10, width=1.0):
-    blocks, cin = [], int(32 * width)
+def mobilenetv2_cifar(classes=10):
+    blocks, cin = [], 32
     for expand, channels, count, stride in MOBILENETV2_CIFAR:
         for i in range(count):
-            blocks.append(_InvertedResidual(cin, int(channels * width), 1 if i else stride, expand))
-            cin = int(channels * width)
-    return _Classifier([*_conv_bn(3, int(32 * width)), nn.ReLU6(inplace=True)], blocks, 1280, classes,
+            blocks.append(_InvertedResidual(cin, channels, 1 if i else stride, expand))
+            cin = channels
+    return _Classifier([*_conv_bn(3, 32), nn.ReLU6(inplace=True)], blocks, 1280, classes,
                        [*_conv_bn(cin, 1280, 1), nn.ReLU6(inplace=True)])
 
 
