@@ -142,12 +142,12 @@ def build_graph(raw: RawGraph, meta: dict[str, Any] | None = None) -> ArchGraph:
     for node in work:
         node.macs = node.macs or _macs(node)  # fused attention already knows its MACs
     graph = _assemble(work, raw.param_shapes)
+    graph.meta.update(meta or {})  # the input dtypes, which the graph-structure rule reads
     graph = normalise_idioms(graph)  # in canonical order when a rule changed it
-    graph.meta.update(meta or {})
     if raw.guessed_values:
         graph.meta["guessed_values"] = raw.guessed_values
     if constant_macs:
-        graph.meta["constant_macs"] = constant_macs
+        graph.meta["constant_macs"] = int(graph.meta.get("constant_macs", 0)) + constant_macs
     if raw.count_params_per_use:
         graph.meta["params"] = sum(n.params for n in graph.nodes)
     elif raw.param_count is not None:

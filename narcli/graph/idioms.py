@@ -33,6 +33,9 @@ Rules come in two kinds:
 - **Gates and causal convolutions** (`gate_idioms`): a convolution cut back to its input's length
   after padding both sides is the convolution at that length; one layer split into k parts, each
   read once, is k layers.
+- **Graph structure** (`structure_idioms`): what a graph network computes from its integer edge
+  index alone (self loops, degrees, normalisation weights) folds away, as it does when the graph
+  is built inside `forward` from constants; a per-edge weight becomes a scale (`mul`, one input).
 - **Padding**: a separate zero pad whose only readers are convolutions or pools is part of them
   (how the padding is spelled, not what is computed).
 
@@ -63,6 +66,7 @@ safe on stored graphs as well as inside the canonicaliser (it is idempotent).
 | heads as modules | one attention module per head, outputs concatenated (a norm recomputed per head is one) | one multi-head `attention`, one `linear` in |
 | query scale | `q_proj(x) * scaling`, then a fused attention at scale 1 (OPT, Whisper) | folded: the attention's own scale |
 | causal trim | a convolution padded both sides, cut back to its input's length (`Chomp1d`) | the convolution at that length (as after a left pad) |
+| graph structure | degrees, `deg ** -0.5`, self loops, per-edge weights computed from an integer `edge_index` input alone | folded (as when the graph is built inside `forward`) |
 | fused layer, split | one conv/`Linear` of k×C outputs, split into k parts each read once (WaveNet gates, `gate_up_proj`) | k layers of C outputs |
 """
 
@@ -75,6 +79,7 @@ from narcli.graph.arch_graph import ArchGraph, Node
 from narcli.graph.attention_idioms import attention_projections, fuse_attention, merge_heads, rotary_rotate_half
 from narcli.graph.attention_idioms import fold as _fold
 from narcli.graph.gate_idioms import fold_causal_trim, split_fused_layer
+from narcli.graph.structure_idioms import fold_graph_structure
 from narcli.graph.vocab import OPS
 
 MAX_REGION = 12
@@ -145,6 +150,7 @@ def normalise_idioms(graph: ArchGraph) -> ArchGraph:
     """`graph` with every idiom of the rule table in its canonical form (the same object if none;
     else in canonical node order), passes repeated until one changes nothing, so that the result is
     a fixed point: a stored graph upgraded and a fresh trace of its model agree."""
+    graph = fold_graph_structure(graph)  # reads the input dtypes in meta; once is enough
     for _ in range(MAX_PASSES):
         normal = _normalise_once(graph)
         if normal is graph:

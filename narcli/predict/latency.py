@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from narcli.errors import NarError
+from narcli.graph.structure_idioms import as_run
 from narcli.fsutil import write_bytes, write_text
 
 HEAD_NAME = "reference"
@@ -297,6 +298,7 @@ class LatencyHead:
 
     def predict(self, graph, macs: int | None = None, params: int | None = None) -> tuple[float, float, float] | str:
         """(value, low, high) in ms, or the reason there is none."""
+        graph = as_run(graph)
         status, reason = self.why_not(graph, size_figures(graph, macs, params))
         if status:
             return f"{status}: {reason}"
@@ -309,6 +311,7 @@ class LatencyHead:
     def parts(self, graph, macs: int | None = None, params: int | None = None) -> np.ndarray | None:
         """The central prediction split by how the work parallelises (ms; they sum to it): PARTS.
         None when the head does not answer for `graph`."""
+        graph = as_run(graph)
         if self.why_not(graph, size_figures(graph, macs, params))[0]:
             return None
         ops, numeric, work = node_features(graph)

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from narcli.errors import NarError, check_range, check_training
+from narcli.graph.structure_idioms import as_run
 from narcli.predict.latency import HELD_OUT_FOLDER, cost_op, graph_features, LatencyHead, node_features, read_reference, save_head
 from narcli.predict.latency_network import network
 
@@ -100,6 +101,7 @@ def load_samples(folder: Path | None = None, report: Callable[[str], None] = lam
                         retraced += 1
             except NarError:
                 continue  # measured on a zoo that has since changed
+            graph = as_run(graph)  # costed as it runs: a graph network's bookkeeping on its edge index too
             ops, numeric, work, count = _deduplicated(*node_features(graph))
             samples.append(Sample(row, ops, numeric, work, count, graph_features(graph), {n.op for n in graph.nodes},
                                   math.log(row["median_ms"])))

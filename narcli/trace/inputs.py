@@ -210,6 +210,9 @@ def _graph_inputs(model: Any) -> Iterator[tuple[list[InputSpec], str]]:
     nodes, edges = InputSpec((GRAPH_NODES, width)), InputSpec((2, GRAPH_EDGES), "int64")
     yield [nodes, edges], about
     yield [nodes, edges, InputSpec((GRAPH_NODES,), "int64")], about.replace("graph", "batched graph", 1)
+    # one that builds its graph inside forward (a fixed ring) still reads a graph's worth of nodes
+    yield [nodes], f"node features ({GRAPH_NODES} nodes; the graph built inside forward; first layer " \
+                   f"{name}: {type(layer).__name__}({width}, ...))"
 
 
 def candidate_inputs(model: Any, examples: list[ExampleInput] | tuple = ()) -> Iterator[tuple[list[InputSpec], str]]:
@@ -217,7 +220,8 @@ def candidate_inputs(model: Any, examples: list[ExampleInput] | tuple = ()) -> I
     input (image, signal, video, token ids, vector, sequence); sizes follow. A convolutional model
     whose file writes an example input with the first layer's channels and as many sides
     (`examples`) is tried at that size first. A graph network is tried with node features and edge
-    indices first, then as the rest are (one that builds its graph inside takes the features alone).
+    indices first, then with a graph's worth of node features alone (one that builds its graph
+    inside `forward`), then as the rest are.
     A forward that requires more inputs known by their names gets them too (`extra_inputs`)."""
     from narcli.trace.extra_inputs import PER_SAMPLE, extra_inputs
 
