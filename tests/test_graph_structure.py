@@ -116,3 +116,16 @@ def test_a_graph_without_declared_inputs_is_left_alone():
     graph = _graph("int64", 0)
     graph.meta.pop("inputs")
     assert fold_graph_structure(graph) is graph
+
+
+def test_a_node_that_reads_only_two_indices_keeps_them_both():
+    # judged one input at a time, `batch[edge_index[0]]`-like work passes for each: folding both
+    # would leave its reader with no input
+    nodes = [Node("input", [50, 800]), Node("input", [2, 120]), Node("input", [50]),
+             Node("index_select", [120]), Node("linear", [50, 4], params=3200, macs=160000),
+             Node("scatter", [50, 4]), Node("output", [50, 4])]
+    edges = [(1, 3), (2, 3), (0, 4), (4, 5), (3, 5), (5, 6)]
+    meta = {"inputs": [{"shape": [50, 800], "dtype": "float32"}, {"shape": [2, 120], "dtype": "int64"},
+                       {"shape": [50], "dtype": "int64"}]}
+    graph = ArchGraph(nodes, edges, meta).canonicalize()
+    assert fold_graph_structure(graph) is graph

@@ -77,7 +77,10 @@ def fold_graph_structure(graph: ArchGraph) -> ArchGraph:
         # every reader must also read something else: features, not the index alone
         if readers and all(any(p not in inside for p in parents[r]) for r in readers):
             structure |= inside
-    if not structure:
+    # each input was judged alone: a node reading only the work on two of them (an edge index and
+    # `batch`) would be left with no input at all, so then nothing folds
+    readers = {c for i in structure for c in children[i]} - structure
+    if not structure or any(all(p in structure for p in parents[r]) for r in readers):
         return graph
     folded = sorted(structure)
     slot = {old: k for k, old in enumerate(folded)}
