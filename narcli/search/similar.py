@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +12,7 @@ import numpy as np
 from narcli.encode.family_rank import FAMILY_RERANK_WEIGHT, KEEP_NEAREST, RERANK_CANDIDATES, family_order, vote_shares
 from narcli.errors import UsageError
 from narcli.graph.decoder import known_decoders
+from narcli.search.listing import filter_problem  # `nar zoo list` reads it without numpy
 from narcli.search.family import (
     DEFAULT_NOVELTY_COSINE,
     VOTERS,
@@ -107,26 +107,6 @@ def check_filters(zoo: Any, family: str | None, task: str | None, source: str | 
     problem = filter_problem(zoo, family, task, source)
     if problem:
         raise UsageError(problem)
-
-
-def filter_problem(zoo: Any, family: str | None, task: str | None, source: str | None) -> str | None:
-    """Why a filter cannot match (a value no zoo model has, with the close values), or None."""
-    if source and source.lower() == "cache":
-        return None
-    known: dict[str, set] = {"family": set(), "task": set(), "source": set()}
-    for m in zoo.models():
-        known["family"].add(m.family)
-        known["task"].add(m.task)
-        known["source"].add(m.source)
-    for column, value in (("family", family), ("task", task), ("source", source)):
-        if value and value.lower() not in {v.lower() for v in known[column] if v}:
-            close = difflib.get_close_matches(value.lower(), sorted(v.lower() for v in known[column] if v), n=5, cutoff=0.6)
-            extra = ", cache" if column == "source" else ""
-            hint = f"; did you mean {', '.join(close)}?" if close else \
-                "; see `nar zoo families`" if column == "family" else \
-                f"; known: {', '.join(sorted(v for v in known[column] if v))}{extra}"
-            return f"no zoo model has {column} {value!r}{hint}"
-    return None
 
 
 def find_similar(target: str, k: int = 10, family: str | None = None, task: str | None = None,
