@@ -16,6 +16,7 @@ does an index that is one-hot encoded into a `Linear`, so language models and th
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from narcli.graph.arch_graph import ArchGraph, Node
@@ -38,7 +39,8 @@ def _integer_inputs(graph: ArchGraph) -> list[int]:
 
 
 def _closure(start: int, nodes: list[Node], parents: list[list[int]], children: list[list[int]]) -> set[int]:
-    """`start` and every node computed from it (and other nodes of the set) alone, with no parameters."""
+    """`start` and every node computed from it (and other nodes of the set) alone, with no parameters.
+    A node whose last parent joins later is checked again then, as that parent's child."""
     inside = {start}
     frontier = [start]
     while frontier:
@@ -49,15 +51,15 @@ def _closure(start: int, nodes: list[Node], parents: list[list[int]], children: 
             if all(p in inside for p in parents[c]):
                 inside.add(c)
                 frontier.append(c)
-    # a node reached before all of its parents were inside is picked up on a later pass
-    grew = True
-    while grew:
-        grew = False
-        for c in {c for i in inside for c in children[i]} - inside:
-            if not nodes[c].params and nodes[c].op != "output" and all(p in inside for p in parents[c]):
-                inside.add(c)
-                grew = True
     return inside
+
+
+def _readers(group: set[int], children: list[list[int]]) -> set[int]:
+    """The nodes outside `group` that read a node of it."""
+    return {c for i in group for c in children[i]} - group
+
+
+STRUCTURE_INPUTS = "structure_inputs"  # a kept node's attribute: the folded nodes it read
 
 
 def fold_graph_structure(graph: ArchGraph) -> ArchGraph:
@@ -73,14 +75,13 @@ def fold_graph_structure(graph: ArchGraph) -> ArchGraph:
     structure: set[int] = set()
     for start in integer:
         inside = _closure(start, nodes, parents, children)
-        readers = {c for i in inside for c in children[i]} - inside
+        readers = _readers(inside, children)
         # every reader must also read something else: features, not the index alone
         if readers and all(any(p not in inside for p in parents[r]) for r in readers):
             structure |= inside
     # each input was judged alone: a node reading only the work on two of them (an edge index and
     # `batch`) would be left with no input at all, so then nothing folds
-    readers = {c for i in structure for c in children[i]} - structure
-    if not structure or any(all(p in structure for p in parents[r]) for r in readers):
+    if not structure or any(all(p in structure for p in parents[r]) for r in _readers(structure, children)):
         return graph
     folded = sorted(structure)
     slot = {old: k for k, old in enumerate(folded)}
@@ -88,12 +89,8 @@ def fold_graph_structure(graph: ArchGraph) -> ArchGraph:
     index = {old: new for new, old in enumerate(keep)}
     kept = []
     for i in keep:
-        node = nodes[i]
-        node = Node(node.op, node.shape, dict(node.attrs), node.params, node.macs, node.scope)
         read = sorted(slot[p] for p in parents[i] if p in structure)
-        if read:
-            node.attrs[STRUCTURE_INPUTS] = read
-        kept.append(node)
+        kept.append(replace(nodes[i], attrs={**nodes[i].attrs, STRUCTURE_INPUTS: read}) if read else nodes[i])
     edges = sorted({(index[s], index[d]) for s, d in graph.edges if s in index and d in index})
     meta: dict[str, Any] = dict(graph.meta)
     folded_macs = sum(nodes[i].macs for i in structure)
@@ -102,9 +99,6 @@ def fold_graph_structure(graph: ArchGraph) -> ArchGraph:
     meta["structure"] = {"nodes": [nodes[i].to_dict() for i in folded], "macs": folded_macs,
                          "edges": sorted([slot[s], slot[d]] for s, d in graph.edges if s in structure and d in structure)}
     return ArchGraph(kept, edges, meta).canonicalize()
-
-
-STRUCTURE_INPUTS = "structure_inputs"
 
 
 def as_run(graph: ArchGraph) -> ArchGraph:
@@ -116,10 +110,11 @@ def as_run(graph: ArchGraph) -> ArchGraph:
     nodes, edges = [], list(graph.edges)
     base = len(graph.nodes)
     for i, node in enumerate(graph.nodes):
-        attrs = dict(node.attrs)
-        for k in attrs.pop(STRUCTURE_INPUTS, []):
-            edges.append((base + int(k), i))
-        nodes.append(Node(node.op, node.shape, attrs, node.params, node.macs, node.scope))
+        if STRUCTURE_INPUTS in node.attrs:
+            attrs = dict(node.attrs)
+            edges += [(base + int(k), i) for k in attrs.pop(STRUCTURE_INPUTS)]
+            node = replace(node, attrs=attrs)
+        nodes.append(node)
     nodes += [Node.from_dict(data) for data in structure["nodes"]]
     edges += [(base + int(s), base + int(d)) for s, d in structure["edges"]]
     meta = {k: v for k, v in graph.meta.items() if k != "structure"}
