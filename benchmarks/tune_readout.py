@@ -28,6 +28,14 @@ family's share of the ten nearest's vote, the nearest 0, 1 or 2 left in front in
 scored at several weights on the chosen mix, by the same criterion; the gentlest stage within 0.005
 of the best mean is chosen (smallest weight, then most left in cosine order). Writes
 benchmarks/results/readout.json (or --out), with every mix's and every weight's scores.
+
+`--composite-only` skips the grid and scores, on the shipped mix and second stage, queries that read
+their parts with other weights than the rows they search: composite queries (a decoder part after
+the deepest feature map, or any upsampling) with a larger decoder weight, the rest with a smaller
+one (2026-12-02, `readout-composite.json`: no setting beat the shipped read-out by more than 0.004).
+`--hard-families X` trains with that share of each batch's families drawn as near families
+(`TrainConfig.hard_families`; `readout-hard-families.json` at 0.5, against the run at 0 in
+`readout-composite.json`).
 """
 
 from __future__ import annotations
@@ -119,6 +127,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument("--out", type=Path, default=RESULTS / "readout.json")
+    parser.add_argument("--hard-families", type=float, default=None,
+                        help="train with this share of each batch's families drawn as near families "
+                             "(TrainConfig.hard_families; default: the shipped recipe's)")
+    parser.add_argument("--composite-only", action="store_true",
+                        help="score only the composite queries' decoder weight, on the shipped mix and second stage")
     parser.add_argument("--kinds", type=int, choices=(3, 4), default=4,
                         help="query kinds in the criterion: 3 leaves out 'other library' (the choice before 2026-11-29)")
     args = parser.parse_args()
@@ -133,7 +146,8 @@ def main() -> None:
     train, _ = split_random(items, seed=args.seed)  # the test part is left out from here on
     pool = [items[i] for i in train]
     fit, known, unseen = validation_split(pool, args.seed + 1)
-    config = replace(TrainConfig(seed=args.seed, epochs=args.epochs, device=args.device))
+    config = replace(TrainConfig(seed=args.seed, epochs=args.epochs, device=args.device),
+                     **({} if args.hard_families is None else {"hard_families": args.hard_families}))
     extra = augmented_items(pool, fit, config.augment, args.seed, progress=True)
     fit_items, fit_index = pool + extra, fit + list(range(len(pool), len(pool) + len(extra)))
     print(f"training NAR on {len(fit)} architectures (+{len(extra)} edited variants)", flush=True)
@@ -152,17 +166,48 @@ def main() -> None:
     parts = part_vectors(trained.model.cpu(), graphs)
     other_library = other_library_groups(pool, known, searched)
 
-    def score(weights: dict[str, float], rerank: float = 0.0, keep: int = 0) -> dict[str, dict[str, float]]:
+    from narcli.encode.features import decoder_part
+
+    from narcli.encode.features import OP_INDEX
+    from narcli.graph.decoder import UPSAMPLING
+
+    upsampling = [OP_INDEX[op] for op in UPSAMPLING if op in OP_INDEX]
+    # two rules for "composite": a decoder part after the deepest feature map (the decoder sketch's
+    # own), or any upsampling (what a stored prediction's decoder signature says without the graph)
+    composite_rules = {"decoder part": np.array([decoder_part(graph) is not None for graph in graphs]),
+                       "upsamples": np.array([bool(np.isin(graph.ops, upsampling).any()) for graph in graphs])}
+    composite = composite_rules["decoder part"]
+
+    def score(weights: dict[str, float], rerank: float = 0.0, keep: int = 0,
+              composite_weights: dict[str, float] | None = None, only: np.ndarray | None = None,
+              composite: np.ndarray = composite, other_weights: dict[str, float] | None = None) -> dict[str, dict[str, float]]:
         vectors = np.concatenate([parts[p] * weights[p] ** 0.5 for p in PARTS], axis=1)
+        searching = None
+        # queries may read their parts with other weights than the rows they search (composite
+        # queries with `composite_weights`, the rest with `other_weights`): a dot product with the
+        # rows' vectors is then the sum of the parts' cosines under the query's weights
+        for rows, query_weights in ((composite, composite_weights), (~composite, other_weights)):
+            if query_weights is None:
+                continue
+            searching = vectors.copy() if searching is None else searching
+            searching[rows] = np.concatenate(
+                [parts[p][rows] * (query_weights[p] / weights[p] ** 0.5 if weights[p] else 0.0)
+                 for p in PARTS], axis=1)
         out = {}
         for kind, queries in zip(QUERIES, (known, unseen, rewritten_queries)):
-            metrics = retrieval_metrics(vectors, family, queries, (20,), pool_mask=searched,
-                                        withheld=originals if kind == "rewritten" else None, rerank=rerank,
-                                        keep=keep)
-            out[kind] = {m: round(metrics[m], 4) for m in AT}
+            held = originals if kind == "rewritten" else None
+            if only is not None:
+                kept = [j for j, q in enumerate(queries) if only[q]]
+                queries, held = [queries[j] for j in kept], None if held is None else [held[j] for j in kept]
+            metrics = retrieval_metrics(vectors, family, queries, (20,), pool_mask=searched, withheld=held,
+                                        rerank=rerank, keep=keep, query_embeddings=searching)
+            out[kind] = {m: round(metrics[m], 4) for m in AT} | {"queries": metrics["queries"]}
         # each group of queries listed by the same sources searches the rows none of them lists
-        scored = [(retrieval_metrics(vectors, family, queries, (20,), pool_mask=mask, rerank=rerank, keep=keep))
-                  for queries, mask in other_library]
+        groups = other_library if only is None else [([q for q in queries if only[q]], mask)
+                                                       for queries, mask in other_library]
+        scored = [(retrieval_metrics(vectors, family, queries, (20,), pool_mask=mask, rerank=rerank, keep=keep,
+                                     query_embeddings=searching))
+                  for queries, mask in groups if queries]
         counted = sum(m["queries"] for m in scored)
         out["other library"] = {m: round(sum(row[m] * row["queries"] for row in scored) / max(counted, 1), 4) for m in AT}
         return out
@@ -170,6 +215,9 @@ def main() -> None:
     def mean(row: dict) -> float:
         return float(np.mean([row[kind][m] for kind in kinds for m in AT]))
 
+    if args.composite_only:
+        composite_step(args, score, mean, kinds, composite_rules, known, unseen, rewritten_queries)
+        return
     rows = [{**weights, **score(weights)} for weights in mixes()]
     rows += [{**weights, **score(weights)} for weights in neighbours(max(rows, key=mean))]
     best = max(rows, key=mean)
@@ -216,6 +264,49 @@ def main() -> None:
            "rerank": {"chosen_weight": best_rerank["weight"], "chosen_keep": best_rerank["keep"], "tolerance": RERANK_TOLERANCE, "weights": reranked},
            "machine": machine()}
     args.out.write_text(json.dumps(out, indent=2) + "\n")
+
+
+COMPOSITE_DECODER = (0.35, 0.45, 0.55, 0.65, 0.75)  # the composite queries' decoder weights tried
+OTHER_DECODER = (0.25, 0.15, 0.05)  # and the other queries'
+
+
+def composite_step(args, score, mean, kinds, rules, known, unseen, rewritten) -> None:
+    """The decoder weight of composite queries (by each rule in `rules`), taken from the shipped
+    mix's learned share, on the shipped mix and second stage."""
+    from narcli.encode.family_rank import FAMILY_RERANK_WEIGHT, KEEP_NEAREST
+    from narcli.encode.weights import bundled_weights_path
+
+    readout = json.loads(bundled_weights_path().with_suffix(".json").read_text())["readout"]
+    shipped = mix(round(1 - readout["wl_mix"], 3), readout["robust_mix"], readout["decoder_mix"])
+    rows = []
+    composite = rules["decoder part"]
+    for other in COMPOSITE_DECODER[:1] + OTHER_DECODER:
+        for decoder in COMPOSITE_DECODER[:3]:
+            weights = shipped | {"decoder": decoder, "learned": round(1 - shipped["width"] - shipped["robust"] - decoder, 3)}
+            others = shipped | {"decoder": other, "learned": round(1 - shipped["width"] - shipped["robust"] - other, 3)}
+            every = score(shipped, FAMILY_RERANK_WEIGHT, KEEP_NEAREST, weights, composite=composite, other_weights=others)
+            rows.append({"rule": "decoder part", "composite_weights": weights, "other_weights": others, "all": every,
+                         "mean": round(mean(every), 4)})
+            print(f"decoder: composite {decoder:.2f} other {other:.2f}: " + "  ".join(
+                f"{kind}: {every[kind]['MRR@20']:.3f} / {every[kind]['MAP@20']:.3f}" for kind in QUERIES)
+                + f"  mean {mean(every):.4f}", flush=True)
+    for rule, composite in rules.items():
+        print(f"{rule}: composite rows {int(composite.sum())} of {len(composite)}; queries that are composite: "
+              f"known {sum(composite[q] for q in known)}, unseen {sum(composite[q] for q in unseen)}, "
+              f"rewritten {sum(composite[q] for q in rewritten)}", flush=True)
+        for decoder in COMPOSITE_DECODER:
+            weights = shipped | {"decoder": decoder, "learned": round(1 - shipped["width"] - shipped["robust"] - decoder, 3)}
+            every = score(shipped, FAMILY_RERANK_WEIGHT, KEEP_NEAREST, weights, composite=composite)
+            only = score(shipped, FAMILY_RERANK_WEIGHT, KEEP_NEAREST, weights, only=composite, composite=composite)
+            rows.append({"rule": rule, "composite_weights": weights, "all": every, "composite_queries": only,
+                         "mean": round(mean(every), 4), "composite_mean": round(mean(only), 4)})
+            print(f"composite decoder {decoder:.2f}: " + "  ".join(
+                f"{kind}: {every[kind]['MRR@20']:.3f} / {every[kind]['MAP@20']:.3f} (composite {only[kind]['MRR@20']:.3f} / "
+                f"{only[kind]['MAP@20']:.3f})" for kind in QUERIES) + f"  mean {mean(every):.4f} composite {mean(only):.4f}",
+                flush=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"shipped": shipped, "criterion": f"mean of MRR@20 and MAP@20 over {', '.join(kinds)}",
+                                    "composite_decoder": rows, "machine": machine()}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

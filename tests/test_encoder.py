@@ -207,6 +207,47 @@ def test_training_is_reproducible_and_embeddings_deterministic():
     assert torch.isfinite(torch.tensor([e["loss"] for e in first.log])).all()
 
 
+def test_near_families_are_those_whose_wl_features_are_alike():
+    pytest.importorskip("torch")
+    from narcli.encode.training import nearest_families
+
+    graphs = {"resnet": [residual_stack(3), residual_stack(4)], "resnet-deep": [residual_stack(6), residual_stack(7)],
+              "mlp": [mlp_graph(2), mlp_graph(3)], "mlp-deep": [mlp_graph(6), mlp_graph(8)]}
+    items, by_family = [], {}
+    for family, members in graphs.items():
+        for g in members:
+            by_family.setdefault(family, []).append(len(items))
+            items.append(Item(f"h{len(items)}", f"m{len(items)}", family, "mlp", encode_graph(g)))
+    near = nearest_families(items, by_family, count=1)
+    assert near == {"resnet": ["resnet-deep"], "resnet-deep": ["resnet"], "mlp": ["mlp-deep"], "mlp-deep": ["mlp"]}
+
+
+def test_a_batch_with_hard_families_adds_a_near_family_of_one_chosen():
+    pytest.importorskip("torch")
+    import random
+
+    from narcli.encode.training import _pk_batch
+
+    by_family = {f"f{i}": [10 * i + j for j in range(3)] for i in range(40)}
+    near = {f"f{i}": [f"f{(i + 1) % 40}"] for i in range(40)}  # each family's one near family is the next
+    random.seed(0)
+    for _ in range(20):
+        batch = _pk_batch(by_family, 8, 2, near, 0.5)
+        families = [f"f{x // 10}" for x in batch]
+        chosen = list(dict.fromkeys(families))
+        assert len(batch) == 2 * len(chosen) and len(chosen) <= 8
+        # after four random families, each added one is the near family of one chosen before it
+        added = chosen[4:]
+        assert added and all(any(near[c][0] == family for c in chosen[:4 + k]) for k, family in enumerate(added))
+    random.seed(0)
+    plain = _pk_batch(by_family, 8, 2)
+    assert len({x // 10 for x in plain}) == 8  # without near families, P random families as before
+    with pytest.raises(Exception, match="hard-families"):
+        from narcli.encode.training import TrainConfig
+
+        TrainConfig(hard_families=0.9)
+
+
 def test_a_checkpoint_resumes_under_another_wl_weight_but_not_another_recipe(tmp_path, monkeypatch):
     pytest.importorskip("torch")
     from dataclasses import replace

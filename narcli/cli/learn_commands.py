@@ -10,7 +10,7 @@ from typing import Any
 import typer
 
 from narcli.cli.common import fail, run, stderr_console
-from narcli.cli.options import AugmentOption, CeWeightOption, EpochsOption, JsonOption, MethodsOption, SeedOption, TrainDeviceOption, reporter
+from narcli.cli.options import AugmentOption, CeWeightOption, EpochsOption, HardFamiliesOption, JsonOption, MethodsOption, SeedOption, TrainDeviceOption, reporter
 
 eval_app = typer.Typer(help="Measure what nar ships against baselines: retrieval, the accuracy/latency predictor, "
                        "the latency head and this machine's calibration.", no_args_is_help=True)
@@ -29,14 +29,18 @@ def _ks(text: str) -> tuple[int, ...]:
 
 
 
-def _train_config(seed: int, epochs: int, ce_weight: float, device: str, augment: int | None = None) -> Any:
+def _train_config(seed: int, epochs: int, ce_weight: float, device: str, augment: int | None = None,
+                  hard_families: float | None = None) -> Any:
     """The training recipe that `nar train encoder` and `nar eval retrieval` share (checked by
     `TrainConfig` itself)."""
     from narcli.encode.training import TrainConfig
 
     if augment is None:
         augment = TrainConfig.augment  # the shipped recipe
-    return run(TrainConfig, seed=seed, epochs=epochs, ce_weight=ce_weight, device=_device(device), augment=augment)
+    if hard_families is None:
+        hard_families = TrainConfig.hard_families
+    return run(TrainConfig, seed=seed, epochs=epochs, ce_weight=ce_weight, device=_device(device), augment=augment,
+               hard_families=hard_families)
 
 
 @eval_app.command("retrieval")
@@ -50,6 +54,7 @@ def eval_retrieval(
     methods: MethodsOption = "GCN,GAT,NAR",
     ce_weight: CeWeightOption = 0.0,
     augment: AugmentOption = None,
+    hard_families: HardFamiliesOption = None,
     device: TrainDeviceOption = "",
     out: Path = typer.Option(None, "--out", help="Also write the results as JSON to this file."),
     as_json: JsonOption = False,
@@ -61,7 +66,7 @@ def eval_retrieval(
         fail(f"--split must be random or ood, not {split!r}", 2)
     if nas and augment:
         fail("--augment edits zoo graphs; the DARTS set (--nas) is trained without it", 2)
-    config = _train_config(seed, epochs, ce_weight, device, 0 if nas else augment)
+    config = _train_config(seed, epochs, ce_weight, device, 0 if nas else augment, 0.0 if nas else hard_families)
     ks = _ks(k)
     chosen = _methods(methods)
     console = stderr_console()
@@ -118,6 +123,7 @@ def train_encoder_command(
     seed: SeedOption = 0,
     ce_weight: CeWeightOption = 0.0,
     augment: AugmentOption = None,
+    hard_families: HardFamiliesOption = None,
     device: TrainDeviceOption = "",
     methods: MethodsOption = "GCN,GAT,NAR",
 ) -> None:
@@ -125,7 +131,7 @@ def train_encoder_command(
     from narcli.encode.retrieval_eval import train_and_save
     from narcli.encode.weights import bundled_weights_path
 
-    config = _train_config(seed, epochs, ce_weight, device, augment)
+    config = _train_config(seed, epochs, ce_weight, device, augment, hard_families)
     path = out or bundled_weights_path()
     chosen = _methods(methods)
     console = stderr_console()

@@ -77,6 +77,10 @@ AUGMENT_HELP = ("Edited variants of each training architecture (CIFAR stem, no s
                 "resolution, width, fewer residual blocks) added to its family in training (default: 2, the "
                 "shipped recipe).")
 AugmentOption = Annotated[int | None, typer.Option("--augment", help=AUGMENT_HELP, show_default=False)]
+HARD_FAMILIES_HELP = ("Share of each training batch's families drawn as a near family (by WL features) of another "
+                      "in the batch, so sibling families meet as negatives (0 to 0.5; default: 0.5, the shipped recipe).")
+HardFamiliesOption = Annotated[float | None, typer.Option("--hard-families", help=HARD_FAMILIES_HELP,
+                                                          show_default=False)]
 CeWeightOption = Annotated[float, typer.Option(
     "--ce-weight", help="Weight of the family cross-entropy in each learned method's loss (0: contrast only).")]
 MethodsOption = Annotated[str, typer.Option(

@@ -16,7 +16,8 @@ def retrieval_metrics(embeddings: np.ndarray, labels: list[str], queries: list[i
                       ks: tuple[int, ...] = (20, 50, 100), pool_mask: np.ndarray | None = None,
                       withheld: list[int] | None = None, rerank: float = 0.0,
                       vote_labels: list[str] | None = None, keep: int | None = None,
-                      blocks: list[dict[str, str] | None] | None = None) -> dict[str, float]:
+                      blocks: list[dict[str, str] | None] | None = None,
+                      query_embeddings: np.ndarray | None = None) -> dict[str, float]:
     """MRR@k, MAP@k, NDCG@k for cosine retrieval over L2-normalised `embeddings`; `pool_mask`:
     only those rows are candidates (default: every row but the query); `withheld[j]`: one more row
     that is no candidate for `queries[j]` (the design an edited copy was made from); `rerank`: the
@@ -24,7 +25,8 @@ def retrieval_metrics(embeddings: np.ndarray, labels: list[str], queries: list[i
     on `vote_labels` (default `labels`; the query's own label is never among its voters), the nearest
     `keep` left in front (default: the shipped `KEEP_NEAREST`); `blocks[j]`: how the blocks of
     `queries[j]` rename a family (`family_rank.blocks_first`; default none, as a zoo graph's label
-    already names its blocks)."""
+    already names its blocks); `query_embeddings[q]`: the vector row q searches with, when a query
+    reads its parts with other weights than the rows it is compared with (`readout.query_vectors`)."""
     from narcli.encode.family_rank import KEEP_NEAREST, RERANK_CANDIDATES, check_keep, check_weight, rerank_rows
 
     check_weight(rerank)
@@ -40,7 +42,7 @@ def retrieval_metrics(embeddings: np.ndarray, labels: list[str], queries: list[i
     counted = 0
     for start in range(0, len(queries), 256):
         chunk = queries[start:start + 256]
-        sims = embeddings[chunk] @ embeddings.T
+        sims = (embeddings if query_embeddings is None else query_embeddings)[chunk] @ embeddings.T
         sims[np.arange(len(chunk)), chunk] = -np.inf  # the query itself is not a candidate
         sims[:, ~candidate] = -np.inf
         if withheld is not None:

@@ -60,12 +60,19 @@ class TrainConfig:
     # edited variants (`encode.augment`) of each training architecture added to its family in
     # training: the shipped encoder uses 2 (README: real-client retrieval against zoo MAP)
     augment: int = 2
+    # share of each batch's families drawn as a near family (by WL features) of another family in
+    # the batch: sibling families (DeepLabV3 and V3+, ResNet and ResNeXt) then meet as each other's
+    # negatives, which 16 random families of ~900 seldom do. 0.5 lifted every kind of validation
+    # query over 0 (benchmarks/tune_readout.py --hard-families; README)
+    hard_families: float = 0.5
 
     def __post_init__(self) -> None:  # the command line's checks, for Python callers too
         check_training(self.seed, self.epochs)
         if not math.isfinite(self.ce_weight) or self.ce_weight < 0:
             raise UsageError(f"--ce-weight must not be negative (and must be a finite number), not {self.ce_weight!r}")
         check_range("--augment", self.augment, 0, 16)
+        if not 0.0 <= self.hard_families <= 0.5:
+            raise UsageError(f"--hard-families must be between 0 and 0.5, not {self.hard_families!r}")
 
 
 # read-out settings: they change how a trained model's vector is read, not the training itself
@@ -74,7 +81,7 @@ READ_OUT = ("wl_mix", "sketch_labels", "robust_mix", "decoder_mix")
 
 # settings added after checkpoints existed, with the value that reproduces the earlier training:
 # left out of the key at that value, so those checkpoints still match
-ADDED_LATER = {"full_graph": "none", "augment": 0}
+ADDED_LATER = {"full_graph": "none", "augment": 0, "hard_families": 0.0}
 
 
 def training_key(config: TrainConfig) -> dict:
@@ -115,6 +122,7 @@ def train_encoder(items: list[Item], train_idx: list[int], config: TrainConfig,
     by_family: dict[str, list[int]] = {}
     for i in usable:
         by_family.setdefault(items[i].family, []).append(i)
+    near = nearest_families(items, by_family) if config.hard_families > 0 else {}
     total = config.motif_epochs + config.epochs
     for epoch in range(start_epoch, total):
         stage = "motif" if epoch < config.motif_epochs and config.use_motifs else "graph"
@@ -123,7 +131,7 @@ def train_encoder(items: list[Item], train_idx: list[int], config: TrainConfig,
         model.train()
         began, losses = time.perf_counter(), []
         for _ in range(config.batches_per_epoch):
-            chosen = _pk_batch(by_family, config.families_per_batch, config.per_family)
+            chosen = _pk_batch(by_family, config.families_per_batch, config.per_family, near, config.hard_families)
             batch = collate([items[i].encoded for i in chosen]).to(config.device)
             if stage == "motif":
                 loss = _motif_loss(model, batch, config.temperature)
@@ -186,10 +194,44 @@ def model_for(config: TrainConfig | dict, families: int) -> NAREncoder:
                       decoder_mix=c.get("decoder_mix", 0.0)).to(c.get("device", "cpu"))
 
 
-def _pk_batch(by_family: dict[str, list[int]], families: int, per_family: int) -> list[int]:
-    """P families x K members (with replacement in small families), so every item has positives."""
+HARD_NEIGHBOURS = 3  # a hard family is one of another family's this many nearest
+
+
+def nearest_families(items: list[Item], by_family: dict[str, list[int]],
+                     count: int = HARD_NEIGHBOURS) -> dict[str, list[str]]:
+    """Each family's `count` nearest other families by the cosine of their mean WL features (what
+    hashing alone sees alike: the families a contrast must learn to tell apart)."""
+    from narcli.encode.features import WL_DIM
+
+    names = sorted(by_family)
+    centres = np.zeros((len(names), WL_DIM), np.float32)
+    for row, name in enumerate(names):
+        for i in by_family[name]:
+            graph = items[i].encoded
+            counts = np.zeros(WL_DIM, np.float32)
+            np.add.at(counts, graph.wl_index, graph.wl_count)
+            centres[row] += counts / max(float(np.linalg.norm(counts)), 1e-9)
+    centres /= np.maximum(np.linalg.norm(centres, axis=1, keepdims=True), 1e-9)
+    out = {}
+    for start in range(0, len(names), 512):
+        cosines = centres[start:start + 512] @ centres.T
+        cosines[np.arange(cosines.shape[0]), np.arange(start, start + cosines.shape[0])] = -np.inf
+        for row, order in enumerate(np.argsort(-cosines, axis=1)[:, :count]):
+            out[names[start + row]] = [names[j] for j in order]
+    return out
+
+
+def _pk_batch(by_family: dict[str, list[int]], families: int, per_family: int,
+              near: dict[str, list[str]] | None = None, hard: float = 0.0) -> list[int]:
+    """P families x K members (with replacement in small families), so every item has positives;
+    with `hard`, that share of the P are each a near family (`near`) of one already chosen."""
     names = [f for f in by_family if len(by_family[f]) >= 2] or list(by_family)
-    chosen = random.sample(names, min(families, len(names)))
+    hard_count = int(round(hard * families)) if near else 0
+    chosen = random.sample(names, min(families - hard_count, len(names)))
+    for _ in range(hard_count):
+        options = [f for f in near.get(random.choice(chosen), []) if f in by_family and f not in chosen]
+        if options:
+            chosen.append(random.choice(options))
     out = []
     for f in chosen:
         members = by_family[f]
