@@ -130,6 +130,8 @@ def main() -> None:
     parser.add_argument("--hard-families", type=float, default=None,
                         help="train with this share of each batch's families drawn as near families "
                              "(TrainConfig.hard_families; default: the shipped recipe's)")
+    parser.add_argument("--vote-only", action="store_true",
+                        help="score only the family vote's temperature, on the shipped mix and second stage")
     parser.add_argument("--composite-only", action="store_true",
                         help="score only the composite queries' decoder weight, on the shipped mix and second stage")
     parser.add_argument("--kinds", type=int, choices=(3, 4), default=4,
@@ -215,6 +217,9 @@ def main() -> None:
     def mean(row: dict) -> float:
         return float(np.mean([row[kind][m] for kind in kinds for m in AT]))
 
+    if args.vote_only:
+        vote_step(args, parts, family, known, rewritten_queries, originals, searched, other_library, score, mean)
+        return
     if args.composite_only:
         composite_step(args, score, mean, kinds, composite_rules, known, unseen, rewritten_queries)
         return
@@ -264,6 +269,67 @@ def main() -> None:
            "rerank": {"chosen_weight": best_rerank["weight"], "chosen_keep": best_rerank["keep"], "tolerance": RERANK_TOLERANCE, "weights": reranked},
            "machine": machine()}
     args.out.write_text(json.dumps(out, indent=2) + "\n")
+
+
+VOTE_TEMPERATURES = (0.005, 0.01, 0.02, 0.04)  # the family vote's temperatures tried (`family_rank.vote`)
+
+
+def vote_accuracy(vectors: np.ndarray, family: list[str], queries: list[int], mask: np.ndarray,
+                  temperature: float, withheld: list[int] | None = None) -> tuple[int, int]:
+    """(right, counted): how often the ten nearest candidates' vote (`family_rank.vote` at
+    `temperature`) names the query's family, over queries whose family a candidate has."""
+    from narcli.encode.family_rank import VOTERS, vote
+
+    labels = np.array(family)
+    right = counted = 0
+    for j, q in enumerate(queries):
+        cosines = vectors[q] @ vectors.T
+        cosines[~mask] = -np.inf
+        cosines[q] = -np.inf
+        if withheld is not None:
+            cosines[withheld[j]] = -np.inf
+        if not (np.isfinite(cosines) & (labels == labels[q])).any():
+            continue
+        top = np.argsort(-cosines)[:VOTERS]
+        top = top[np.isfinite(cosines[top])]
+        shares = vote(labels[top].tolist(), cosines[top].tolist(), temperature)
+        counted += 1
+        right += max(shares, key=shares.get) == labels[q]
+    return right, counted
+
+
+def vote_step(args, parts, family, known, rewritten, originals, searched, other_library, score, mean) -> None:
+    """The family vote's temperature on validation: the vote's family accuracy on the known,
+    rewritten and other-library queries, and the second stage's retrieval (which orders by the same
+    vote) on the shipped mix."""
+    from narcli.encode import family_rank
+    from narcli.encode.family_rank import FAMILY_RERANK_WEIGHT, KEEP_NEAREST
+    from narcli.encode.weights import bundled_weights_path
+
+    readout = json.loads(bundled_weights_path().with_suffix(".json").read_text())["readout"]
+    shipped = mix(round(1 - readout["wl_mix"], 3), readout["robust_mix"], readout["decoder_mix"])
+    vectors = np.concatenate([parts[p] * shipped[p] ** 0.5 for p in PARTS], axis=1)
+    default = family_rank.vote.__defaults__
+    rows = []
+    try:
+        for temperature in VOTE_TEMPERATURES:
+            accuracy = {"known families": vote_accuracy(vectors, family, known, searched, temperature),
+                        "rewritten": vote_accuracy(vectors, family, rewritten, searched, temperature, originals)}
+            pairs = [vote_accuracy(vectors, family, queries, mask, temperature) for queries, mask in other_library]
+            accuracy["other library"] = (sum(a for a, _ in pairs), sum(b for _, b in pairs))
+            family_rank.vote.__defaults__ = (temperature,)  # the second stage votes at this temperature too
+            retrieval = score(shipped, FAMILY_RERANK_WEIGHT, KEEP_NEAREST)
+            family_rank.vote.__defaults__ = default
+            shares = {kind: round(a / max(b, 1), 4) for kind, (a, b) in accuracy.items()}
+            row = {"temperature": temperature, "vote_accuracy": shares, "vote_mean": round(float(np.mean(list(shares.values()))), 4),
+                   "retrieval": retrieval, "retrieval_mean": round(mean(retrieval), 4)}
+            rows.append(row)
+            print(f"vote temperature {temperature}: vote accuracy " + ", ".join(f"{k} {v:.3f}" for k, v in shares.items())
+                  + f" (mean {row['vote_mean']:.4f}); second stage mean {row['retrieval_mean']:.4f}", flush=True)
+    finally:
+        family_rank.vote.__defaults__ = default
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"shipped": shipped, "vote": rows, "machine": machine()}, indent=2) + "\n")
 
 
 COMPOSITE_DECODER = (0.35, 0.45, 0.55, 0.65, 0.75)  # the composite queries' decoder weights tried
