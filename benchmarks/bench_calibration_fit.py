@@ -68,6 +68,8 @@ def main() -> None:
 
         for path in files:
             result = json.loads(path.read_text())
+            if "held_out" not in result:  # this script's own outputs (calibration-fit-*-threads.json) match the glob
+                continue
             truth = np.array([r["ms"] for r in result["held_out"]])
             held_out = np.stack([parts(r["name"]) for r in result["held_out"]])
             one = one_thread_times(path, result)

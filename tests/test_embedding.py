@@ -126,6 +126,9 @@ def test_zoo_embed_stores_one_vector_per_architecture_and_only_redoes_what_chang
     (["train", "encoder", "--epochs", "0"], "--epochs must be between 1 and 100,000"),
     (["train", "encoder", "--ce-weight", "-1"], "--ce-weight must not be negative"),
     (["eval", "retrieval", "--ce-weight", "-0.5"], "--ce-weight must not be negative"),
+    (["train", "encoder", "--hard-families", "0.9"], "--hard-families must be between 0 and 0.5"),
+    (["eval", "retrieval", "--hard-families", "nan"], "--hard-families must be between 0 and 0.5"),
+    (["eval", "retrieval", "--nas", "--hard-families", "0.5"], "the DARTS set (--nas) is trained without it"),
 ])
 def test_bad_training_options_fail_cleanly(cli, args, message):
     result = cli(*args)

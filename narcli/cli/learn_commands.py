@@ -66,6 +66,8 @@ def eval_retrieval(
         fail(f"--split must be random or ood, not {split!r}", 2)
     if nas and augment:
         fail("--augment edits zoo graphs; the DARTS set (--nas) is trained without it", 2)
+    if nas and hard_families:
+        fail("--hard-families draws near zoo families; the DARTS set (--nas) is trained without it", 2)
     config = _train_config(seed, epochs, ce_weight, device, 0 if nas else augment, 0.0 if nas else hard_families)
     ks = _ks(k)
     chosen = _methods(methods)

@@ -26,7 +26,8 @@ def retrieval_metrics(embeddings: np.ndarray, labels: list[str], queries: list[i
     `keep` left in front (default: the shipped `KEEP_NEAREST`); `blocks[j]`: how the blocks of
     `queries[j]` rename a family (`family_rank.blocks_first`; default none, as a zoo graph's label
     already names its blocks); `query_embeddings[q]`: the vector row q searches with, when a query
-    reads its parts with other weights than the rows it is compared with (`readout.query_vectors`)."""
+    reads its parts with other weights than the rows it is compared with (benchmarks/tune_readout.py's
+    composite read-out)."""
     from narcli.encode.family_rank import KEEP_NEAREST, RERANK_CANDIDATES, check_keep, check_weight, rerank_rows
 
     check_weight(rerank)
