@@ -111,6 +111,19 @@ def mix(width: float, robust: float, decoder: float) -> dict[str, float]:
             "decoder": round(decoder, 3)}
 
 
+def shipped_mix() -> dict[str, float]:
+    """The bundled encoder's read-out mix, from its card."""
+    from narcli.encode.weights import bundled_weights_path
+
+    readout = json.loads(bundled_weights_path().with_suffix(".json").read_text())["readout"]
+    return mix(round(1 - readout["wl_mix"], 3), readout["robust_mix"], readout["decoder_mix"])
+
+
+def with_decoder(weights: dict[str, float], decoder: float) -> dict[str, float]:
+    """`weights` with the decoder part at `decoder`, the difference taken from the learned share."""
+    return weights | {"decoder": decoder, "learned": round(1 - weights["width"] - weights["robust"] - decoder, 3)}
+
+
 def neighbours(best: dict[str, float], step: float = STEP / 2) -> list[dict[str, float]]:
     """The mixes a half step from `best` in any of the three sketch weights."""
     out = []
@@ -168,27 +181,18 @@ def main() -> None:
     parts = part_vectors(trained.model.cpu(), graphs)
     other_library = other_library_groups(pool, known, searched)
 
-    from narcli.encode.features import decoder_part
-
-    from narcli.encode.features import OP_INDEX
-    from narcli.graph.decoder import UPSAMPLING
-
-    upsampling = [OP_INDEX[op] for op in UPSAMPLING if op in OP_INDEX]
-    # two rules for "composite": a decoder part after the deepest feature map (the decoder sketch's
-    # own), or any upsampling (what a stored prediction's decoder signature says without the graph)
-    composite_rules = {"decoder part": np.array([decoder_part(graph) is not None for graph in graphs]),
-                       "upsamples": np.array([bool(np.isin(graph.ops, upsampling).any()) for graph in graphs])}
-    composite = composite_rules["decoder part"]
-
     def score(weights: dict[str, float], rerank: float = 0.0, keep: int = 0,
               composite_weights: dict[str, float] | None = None, only: np.ndarray | None = None,
-              composite: np.ndarray = composite, other_weights: dict[str, float] | None = None) -> dict[str, dict[str, float]]:
+              composite: np.ndarray | None = None, other_weights: dict[str, float] | None = None,
+              vote_temperature: float | None = None) -> dict[str, dict[str, float]]:
         vectors = np.concatenate([parts[p] * weights[p] ** 0.5 for p in PARTS], axis=1)
         searching = None
         # queries may read their parts with other weights than the rows they search (composite
         # queries with `composite_weights`, the rest with `other_weights`): a dot product with the
         # rows' vectors is then the sum of the parts' cosines under the query's weights
-        for rows, query_weights in ((composite, composite_weights), (~composite, other_weights)):
+        if (composite_weights or other_weights) and composite is None:
+            raise ValueError("query weights of their own need the composite rows")
+        for rows, query_weights in ((composite, composite_weights), (None if composite is None else ~composite, other_weights)):
             if query_weights is None:
                 continue
             searching = vectors.copy() if searching is None else searching
@@ -202,13 +206,14 @@ def main() -> None:
                 kept = [j for j, q in enumerate(queries) if only[q]]
                 queries, held = [queries[j] for j in kept], None if held is None else [held[j] for j in kept]
             metrics = retrieval_metrics(vectors, family, queries, (20,), pool_mask=searched, withheld=held,
-                                        rerank=rerank, keep=keep, query_embeddings=searching)
+                                        rerank=rerank, keep=keep, query_embeddings=searching,
+                                        vote_temperature=vote_temperature)
             out[kind] = {m: round(metrics[m], 4) for m in AT} | {"queries": metrics["queries"]}
         # each group of queries listed by the same sources searches the rows none of them lists
         groups = other_library if only is None else [([q for q in queries if only[q]], mask)
                                                        for queries, mask in other_library]
         scored = [(retrieval_metrics(vectors, family, queries, (20,), pool_mask=mask, rerank=rerank, keep=keep,
-                                     query_embeddings=searching))
+                                     query_embeddings=searching, vote_temperature=vote_temperature))
                   for queries, mask in groups if queries]
         counted = sum(m["queries"] for m in scored)
         out["other library"] = {m: round(sum(row[m] * row["queries"] for row in scored) / max(counted, 1), 4) for m in AT}
@@ -221,7 +226,7 @@ def main() -> None:
         vote_step(args, parts, family, known, rewritten_queries, originals, searched, other_library, score, mean)
         return
     if args.composite_only:
-        composite_step(args, score, mean, kinds, composite_rules, known, unseen, rewritten_queries)
+        composite_step(args, score, mean, kinds, composite_rules(graphs), known, unseen, rewritten_queries)
         return
     rows = [{**weights, **score(weights)} for weights in mixes()]
     rows += [{**weights, **score(weights)} for weights in neighbours(max(rows, key=mean))]
@@ -237,10 +242,7 @@ def main() -> None:
     top_mean = max(r["mean"] for r in reranked)
     best_rerank = min((r for r in reranked if r["mean"] >= top_mean - RERANK_TOLERANCE),
                       key=lambda r: (r["weight"], -r["keep"]))
-    from narcli.encode.weights import bundled_weights_path
-
-    readout = json.loads(bundled_weights_path().with_suffix(".json").read_text())["readout"]
-    shipped = mix(round(1 - readout["wl_mix"], 3), readout["robust_mix"], readout["decoder_mix"])
+    shipped = shipped_mix()
     previous = next((r for r in rows if all(abs(r[p] - shipped[p]) < 1e-9 for p in PARTS)), None) \
         or {**shipped, **score(shipped)}
     other_count = sum(len(queries) for queries, _ in other_library)
@@ -302,34 +304,38 @@ def vote_step(args, parts, family, known, rewritten, originals, searched, other_
     """The family vote's temperature on validation: the vote's family accuracy on the known,
     rewritten and other-library queries, and the second stage's retrieval (which orders by the same
     vote) on the shipped mix."""
-    from narcli.encode import family_rank
     from narcli.encode.family_rank import FAMILY_RERANK_WEIGHT, KEEP_NEAREST
-    from narcli.encode.weights import bundled_weights_path
 
-    readout = json.loads(bundled_weights_path().with_suffix(".json").read_text())["readout"]
-    shipped = mix(round(1 - readout["wl_mix"], 3), readout["robust_mix"], readout["decoder_mix"])
+    shipped = shipped_mix()
     vectors = np.concatenate([parts[p] * shipped[p] ** 0.5 for p in PARTS], axis=1)
-    default = family_rank.vote.__defaults__
     rows = []
-    try:
-        for temperature in VOTE_TEMPERATURES:
-            accuracy = {"known families": vote_accuracy(vectors, family, known, searched, temperature),
-                        "rewritten": vote_accuracy(vectors, family, rewritten, searched, temperature, originals)}
-            pairs = [vote_accuracy(vectors, family, queries, mask, temperature) for queries, mask in other_library]
-            accuracy["other library"] = (sum(a for a, _ in pairs), sum(b for _, b in pairs))
-            family_rank.vote.__defaults__ = (temperature,)  # the second stage votes at this temperature too
-            retrieval = score(shipped, FAMILY_RERANK_WEIGHT, KEEP_NEAREST)
-            family_rank.vote.__defaults__ = default
-            shares = {kind: round(a / max(b, 1), 4) for kind, (a, b) in accuracy.items()}
-            row = {"temperature": temperature, "vote_accuracy": shares, "vote_mean": round(float(np.mean(list(shares.values()))), 4),
-                   "retrieval": retrieval, "retrieval_mean": round(mean(retrieval), 4)}
-            rows.append(row)
-            print(f"vote temperature {temperature}: vote accuracy " + ", ".join(f"{k} {v:.3f}" for k, v in shares.items())
-                  + f" (mean {row['vote_mean']:.4f}); second stage mean {row['retrieval_mean']:.4f}", flush=True)
-    finally:
-        family_rank.vote.__defaults__ = default
+    for temperature in VOTE_TEMPERATURES:
+        accuracy = {"known families": vote_accuracy(vectors, family, known, searched, temperature),
+                    "rewritten": vote_accuracy(vectors, family, rewritten, searched, temperature, originals)}
+        pairs = [vote_accuracy(vectors, family, queries, mask, temperature) for queries, mask in other_library]
+        accuracy["other library"] = (sum(a for a, _ in pairs), sum(b for _, b in pairs))
+        # the second stage votes at this temperature too
+        retrieval = score(shipped, FAMILY_RERANK_WEIGHT, KEEP_NEAREST, vote_temperature=temperature)
+        shares = {kind: round(a / max(b, 1), 4) for kind, (a, b) in accuracy.items()}
+        row = {"temperature": temperature, "vote_accuracy": shares, "vote_mean": round(float(np.mean(list(shares.values()))), 4),
+               "retrieval": retrieval, "retrieval_mean": round(mean(retrieval), 4)}
+        rows.append(row)
+        print(f"vote temperature {temperature}: vote accuracy " + ", ".join(f"{k} {v:.3f}" for k, v in shares.items())
+              + f" (mean {row['vote_mean']:.4f}); second stage mean {row['retrieval_mean']:.4f}", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"shipped": shipped, "vote": rows, "machine": machine()}, indent=2) + "\n")
+
+
+def composite_rules(graphs: list) -> dict[str, np.ndarray]:
+    """Two rules for "composite": a decoder part after the deepest feature map (the decoder
+    sketch's own), or any upsampling (what a stored prediction's decoder signature says without the
+    graph)."""
+    from narcli.encode.features import OP_INDEX, decoder_part
+    from narcli.graph.decoder import UPSAMPLING
+
+    upsampling = [OP_INDEX[op] for op in UPSAMPLING if op in OP_INDEX]
+    return {"decoder part": np.array([decoder_part(graph) is not None for graph in graphs]),
+            "upsamples": np.array([bool(np.isin(graph.ops, upsampling).any()) for graph in graphs])}
 
 
 COMPOSITE_DECODER = (0.35, 0.45, 0.55, 0.65, 0.75)  # the composite queries' decoder weights tried
@@ -340,16 +346,13 @@ def composite_step(args, score, mean, kinds, rules, known, unseen, rewritten) ->
     """The decoder weight of composite queries (by each rule in `rules`), taken from the shipped
     mix's learned share, on the shipped mix and second stage."""
     from narcli.encode.family_rank import FAMILY_RERANK_WEIGHT, KEEP_NEAREST
-    from narcli.encode.weights import bundled_weights_path
 
-    readout = json.loads(bundled_weights_path().with_suffix(".json").read_text())["readout"]
-    shipped = mix(round(1 - readout["wl_mix"], 3), readout["robust_mix"], readout["decoder_mix"])
+    shipped = shipped_mix()
     rows = []
     composite = rules["decoder part"]
     for other in COMPOSITE_DECODER[:1] + OTHER_DECODER:
         for decoder in COMPOSITE_DECODER[:3]:
-            weights = shipped | {"decoder": decoder, "learned": round(1 - shipped["width"] - shipped["robust"] - decoder, 3)}
-            others = shipped | {"decoder": other, "learned": round(1 - shipped["width"] - shipped["robust"] - other, 3)}
+            weights, others = with_decoder(shipped, decoder), with_decoder(shipped, other)
             every = score(shipped, FAMILY_RERANK_WEIGHT, KEEP_NEAREST, weights, composite=composite, other_weights=others)
             rows.append({"rule": "decoder part", "composite_weights": weights, "other_weights": others, "all": every,
                          "mean": round(mean(every), 4)})
@@ -361,7 +364,7 @@ def composite_step(args, score, mean, kinds, rules, known, unseen, rewritten) ->
               f"known {sum(composite[q] for q in known)}, unseen {sum(composite[q] for q in unseen)}, "
               f"rewritten {sum(composite[q] for q in rewritten)}", flush=True)
         for decoder in COMPOSITE_DECODER:
-            weights = shipped | {"decoder": decoder, "learned": round(1 - shipped["width"] - shipped["robust"] - decoder, 3)}
+            weights = with_decoder(shipped, decoder)
             every = score(shipped, FAMILY_RERANK_WEIGHT, KEEP_NEAREST, weights, composite=composite)
             only = score(shipped, FAMILY_RERANK_WEIGHT, KEEP_NEAREST, weights, only=composite, composite=composite)
             rows.append({"rule": rule, "composite_weights": weights, "all": every, "composite_queries": only,

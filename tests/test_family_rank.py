@@ -143,3 +143,19 @@ def test_the_order_help_names_how_many_nearest_stay_in_front():
     similar = typer.main.get_command(app).commands["similar"]
     order = next(p for p in similar.params if p.name == "order")
     assert f"the {KEEP_NEAREST} nearest, then" in order.help
+
+
+def test_the_vote_temperature_reaches_the_second_stage():
+    # one near voter of a against two a little farther of b: a cold vote follows the nearest, a warm
+    # one counts heads; rerank_rows and retrieval_metrics pass the temperature down to the vote
+    labels = np.array(["a", "b", "b"])
+    order = np.array([[0, 1, 2]])
+    sims = np.array([[0.9, 0.88, 0.87]])
+    cold = rerank_rows(order, sims, labels, weight=1.0, voters=3, keep=0, temperature=0.005)
+    warm = rerank_rows(order, sims, labels, weight=1.0, voters=3, keep=0, temperature=1.0)
+    assert cold[0].tolist() == [0, 1, 2] and warm[0].tolist() == [1, 2, 0]
+    z = np.array([[1.0, 0.0], [0.9, 0.436], [0.88, 0.475], [0.87, 0.493]], np.float32)
+    z /= np.linalg.norm(z, axis=1, keepdims=True)
+    names = ["b", "a", "b", "b"]  # the query is family b: only the warm vote puts a b first
+    assert retrieval_metrics(z, names, [0], ks=(1,), rerank=1.0, keep=0, vote_temperature=1.0)["MRR@1"] == 1.0
+    assert retrieval_metrics(z, names, [0], ks=(1,), rerank=1.0, keep=0, vote_temperature=0.005)["MRR@1"] == 0.0

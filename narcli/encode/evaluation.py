@@ -17,7 +17,8 @@ def retrieval_metrics(embeddings: np.ndarray, labels: list[str], queries: list[i
                       withheld: list[int] | None = None, rerank: float = 0.0,
                       vote_labels: list[str] | None = None, keep: int | None = None,
                       blocks: list[dict[str, str] | None] | None = None,
-                      query_embeddings: np.ndarray | None = None) -> dict[str, float]:
+                      query_embeddings: np.ndarray | None = None,
+                      vote_temperature: float | None = None) -> dict[str, float]:
     """MRR@k, MAP@k, NDCG@k for cosine retrieval over L2-normalised `embeddings`; `pool_mask`:
     only those rows are candidates (default: every row but the query); `withheld[j]`: one more row
     that is no candidate for `queries[j]` (the design an edited copy was made from); `rerank`: the
@@ -27,8 +28,10 @@ def retrieval_metrics(embeddings: np.ndarray, labels: list[str], queries: list[i
     `queries[j]` rename a family (`family_rank.blocks_first`; default none, as a zoo graph's label
     already names its blocks); `query_embeddings[q]`: the vector row q searches with, when a query
     reads its parts with other weights than the rows it is compared with (benchmarks/tune_readout.py's
-    composite read-out)."""
-    from narcli.encode.family_rank import KEEP_NEAREST, RERANK_CANDIDATES, check_keep, check_weight, rerank_rows
+    composite read-out); `vote_temperature`: the second stage's vote temperature (default: the
+    shipped `VOTE_TEMPERATURE`)."""
+    from narcli.encode.family_rank import (KEEP_NEAREST, RERANK_CANDIDATES, VOTE_TEMPERATURE, check_keep,
+                                           check_weight, rerank_rows)
 
     check_weight(rerank)
     keep = KEEP_NEAREST if keep is None else keep
@@ -51,7 +54,8 @@ def retrieval_metrics(embeddings: np.ndarray, labels: list[str], queries: list[i
         order = np.argsort(-sims, axis=1, kind="stable")[:, :max(top, RERANK_CANDIDATES) if rerank else top]
         if rerank:
             order = rerank_rows(order, np.take_along_axis(sims, order, axis=1), voting, rerank,
-                                keep=keep, blocks=None if blocks is None else blocks[start:start + 256])[:, :top]
+                                keep=keep, blocks=None if blocks is None else blocks[start:start + 256],
+                                temperature=VOTE_TEMPERATURE if vote_temperature is None else vote_temperature)[:, :top]
         for row, q in enumerate(chunk):
             relevant_total = int(((labels_arr == labels_arr[q]) & candidate).sum()) - int(candidate[q])
             if withheld is not None:

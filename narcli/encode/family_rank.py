@@ -60,9 +60,10 @@ def renamed(families: list[tuple[str, float]], names: dict[str, str] | None) -> 
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-def vote_shares(labels: Sequence[str], cosines: Sequence[float], blocks: dict[str, str] | None = None) -> dict[str, float]:
+def vote_shares(labels: Sequence[str], cosines: Sequence[float], blocks: dict[str, str] | None = None,
+                temperature: float = VOTE_TEMPERATURE) -> dict[str, float]:
     """Each family's share of the vote (`vote`), named as the query's blocks name it (`renamed`)."""
-    return dict(renamed(list(vote(labels, cosines).items()), blocks))
+    return dict(renamed(list(vote(labels, cosines, temperature).items()), blocks))
 
 
 def check_weight(weight: float) -> None:
@@ -106,10 +107,12 @@ def blocks_first(labels: Sequence[str], blocks: dict[str, str] | None) -> list[i
 
 def rerank_rows(order: np.ndarray, similarities: np.ndarray, labels: np.ndarray,
                 weight: float = FAMILY_RERANK_WEIGHT, voters: int = VOTERS, keep: int = KEEP_NEAREST,
-                blocks: Sequence[dict[str, str] | None] | None = None) -> np.ndarray:
+                blocks: Sequence[dict[str, str] | None] | None = None,
+                temperature: float = VOTE_TEMPERATURE) -> np.ndarray:
     """`order`: each query's candidates by falling cosine (rows of indices into `labels`);
     `similarities`: the matching cosines; `blocks[row]`: that query's renaming by its blocks
-    (`blocks_first`). The same rows in the second stage's order (`family_order`)."""
+    (`blocks_first`); `temperature`: the vote's (`vote`). The same rows in the second stage's order
+    (`family_order`)."""
     check_keep(keep)
     if weight == 0 or order.shape[1] == 0:
         return order
@@ -119,7 +122,7 @@ def rerank_rows(order: np.ndarray, similarities: np.ndarray, labels: np.ndarray,
         finite = np.isfinite(cosines)
         top = candidates[finite][:voters]
         names = blocks[row] if blocks is not None else None
-        shares = vote_shares(labels[top].tolist(), cosines[finite][:voters].tolist(), names)
+        shares = vote_shares(labels[top].tolist(), cosines[finite][:voters].tolist(), names, temperature)
         # keep no more than the reachable candidates (callers put the unreachable last)
         ranked = family_order(np.where(finite, cosines, -1e9), labels[candidates].tolist(), shares, weight,
                               min(keep, int(finite.sum())), names)
