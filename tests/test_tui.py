@@ -345,6 +345,16 @@ def test_a_cached_scan_says_what_was_assumed_of_its_input(monkeypatch):
     assert dict(rows)["input"] == "1×3×32×32 float32" and dict(rows)["assumed"] == assumed
 
 
+def test_predictions_say_the_reference_latency_is_another_machines():
+    async def script(app, pilot):
+        await settle(app, pilot)
+        return rendered_text(app.query_one("#predictions-body").content)
+
+    text = " ".join(run_app(script, target="resnet50", size=(120, 34)).split())
+    assert "reference-cpu" in text  # this machine is not calibrated here: only the reference CPU's figure
+    assert "another machine, not this one" in text and "`nar calibrate`" in text
+
+
 @SIZES
 def test_predictions_say_plainly_that_none_applies_and_why(size):
     async def script(app, pilot):
