@@ -1,7 +1,7 @@
 """Retrieval over several seeds: how much of a gap between methods is seed noise.
 
     python benchmarks/bench_retrieval_seeds.py [--split random|ood] [--seeds 0,1,2,3,4] [--epochs 40]
-                                               [--device cpu] [--jobs 1]
+                                               [--device cpu] [--jobs 1] [--out FILE]
 
 Each seed draws its own split (random: 90/10 by family; ood: 20 % of families held out) and its own
 initialisation, and trains every learned method with the same recipe (`nar eval retrieval --split
@@ -69,6 +69,8 @@ def main() -> None:
     parser.add_argument("--methods", default="GCN,GAT,NAR")
     parser.add_argument("--jobs", type=int, default=1, help="seeds trained at once, each in its own process")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per process")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="results file (default: benchmarks/results/retrieval-seeds[-ood].json)")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     methods = tuple(m.strip() for m in args.methods.split(","))
@@ -85,7 +87,7 @@ def main() -> None:
     if args.split != "random":  # random-split files written before the option have no split
         settings["split"] = args.split
     settings = json.loads(json.dumps(settings))  # as read back: tuples become lists, or no seed would match
-    out_path = OUTS[args.split]
+    out_path = args.out or OUTS[args.split]
 
     done: dict[str, dict] = {}
     if out_path.exists():
@@ -98,7 +100,7 @@ def main() -> None:
         ordered = {str(s): done[str(s)] for s in seeds if str(s) in done}
         out = {"settings": settings, "device": args.device, "per_seed": ordered,
                "summary": summarise(ordered) if ordered else {}, "machine": machine()}
-        RESULTS.mkdir(parents=True, exist_ok=True)
+        out_path.parent.mkdir(parents=True, exist_ok=True)
         out_path.write_text(json.dumps(out, indent=2) + "\n")
 
     with ProcessPoolExecutor(max_workers=max(1, args.jobs), mp_context=get_context("spawn")) as pool:
