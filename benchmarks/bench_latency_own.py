@@ -2,7 +2,7 @@
 net, an attention U-Net, a bidirectional GRU text classifier, a TCN and a small ViT with hand-written
 attention), after `nar calibrate` on this machine, at one thread and at every core.
 
-    python benchmarks/bench_latency_own.py [--calibrate] [--models 20] [--threads 1,2] [--out NAME]
+    python benchmarks/bench_latency_own.py [--calibrate] [--models 20] [--threads 1,2] [--budget S] [--out NAME]
 
 For each thread count T: with `--calibrate`, `nar calibrate --device own-Tt --threads T --models K`
 (measurements already stored are reused); then for each model `nar bench FILE --threads T --json`
@@ -34,6 +34,8 @@ def main() -> None:
     parser.add_argument("--calibrate", action="store_true")
     parser.add_argument("--models", type=int, default=20)
     parser.add_argument("--threads", default=f"1,{len(os.sched_getaffinity(0))}")
+    parser.add_argument("--budget", type=float, default=None,
+                        help="seconds for each `nar calibrate` (its --budget; default: its own)")
     parser.add_argument("--out", default="latency_own", help="results file name, under benchmarks/results")
     args = parser.parse_args()
     nar = nar_command()
@@ -42,7 +44,8 @@ def main() -> None:
         device = f"own-{threads}t"
         if args.calibrate:
             head = run_json([*nar, "calibrate", "--device", device, "--threads", str(threads), "--models",
-                             str(args.models), "--json"])
+                             str(args.models), "--json",
+                             *(["--budget", str(args.budget)] if args.budget else [])])
             print(f"calibrated {device}: ±{head['half_width_pct']} %, leave-one-out MAPE {head.get('loo_mape')} %")
         summary = score_device(nar, {path: INPUTS[path.name] for path in sorted(MODELS.glob("*.py"))}, threads,
                                device)
