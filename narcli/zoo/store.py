@@ -201,6 +201,14 @@ class Zoo:
                 ranks[name] = rank
         return ranks
 
+    def versions(self) -> dict[str, str]:
+        """Each source's library version the zoo's rows were built with ('' where none was recorded)."""
+        versions: dict[str, str] = {}
+        for _, conn in self._connections():
+            for name, version in conn.execute("select name, version from sources"):
+                versions[name] = version or ""
+        return versions
+
     def rank(self, source: str) -> int:
         """Lower ranks win when a bare name is in several sources."""
         if self._ranks is None:
