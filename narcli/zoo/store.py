@@ -195,19 +195,17 @@ class Zoo:
         return sorted(found.values(), key=lambda m: (self.rank(m.source), m.id))
 
     def ranks(self) -> dict[str, int]:
-        ranks: dict[str, int] = {}
-        for _, conn in self._connections():
-            for name, rank in conn.execute("select name, rank from sources"):
-                ranks[name] = rank
-        return ranks
+        return self._per_source("rank")
 
     def versions(self) -> dict[str, str]:
         """Each source's library version the zoo's rows were built with ('' where none was recorded)."""
-        versions: dict[str, str] = {}
+        return {name: version or "" for name, version in self._per_source("version").items()}
+
+    def _per_source(self, column: str) -> dict[str, Any]:
+        values: dict[str, Any] = {}
         for _, conn in self._connections():
-            for name, version in conn.execute("select name, version from sources"):
-                versions[name] = version or ""
-        return versions
+            values.update(conn.execute(f"select name, {column} from sources").fetchall())
+        return values
 
     def rank(self, source: str) -> int:
         """Lower ranks win when a bare name is in several sources."""
