@@ -45,6 +45,23 @@ def test_another_process_on_the_other_core_makes_it_busy_even_when_runs_are_even
     assert "other processes used 1.00 CPU cores" in verdict.describe()
 
 
+def test_many_threads_beside_a_busy_process_are_told_how_many_leave_it_its_cores():
+    # 16 threads beside one spinning process (resnet18 at 60x on a 16-core host): 15 leave it its core
+    verdict = assess(*_samples(own=16.0, machine=17.0), threads=16, spread=0.5, tick=100).to_dict()
+    assert verdict["busy"] and quiet.threads_beside_others(verdict, cores=16) == 15
+    assert quiet.threads_beside_others(verdict | {"other_cpu": 2.6}, cores=16) == 13
+    assert quiet.threads_beside_others(verdict, cores=64) == 15  # fewer than asked, not the whole machine
+    assert quiet.threads_beside_others(verdict | {"threads": 1}, cores=16) is None  # one thread: nothing to leave
+    assert quiet.threads_beside_others(verdict | {"other_cpu": 0.05}, cores=16) is None  # nobody else there
+    assert quiet.threads_beside_others(verdict | {"threads": 2, "other_cpu": 2.0}, cores=2) is None  # none left
+    from narcli.cli.render_bench import bench_verdict
+
+    os_cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    line = bench_verdict(verdict | {"threads": os_cores}, stored=False)
+    assert "close what runs beside it and measure again" in line
+    assert ("--threads" in line) == (os_cores > 1)
+
+
 def test_steal_waiting_preemption_and_spread_are_each_a_reason():
     verdict = assess(*_samples(own=0.6, machine=0.6, steal=0.3, switches=500), threads=1, spread=0.2, tick=100)
     text = " ".join(verdict.reasons)

@@ -32,6 +32,7 @@ only what getrusage and the runs themselves tell is used, and the verdict says s
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import asdict, dataclass, field
@@ -300,6 +301,18 @@ def slowed_from_outside(verdict: dict[str, Any]) -> bool:
     """Whether every reason a verdict is busy is the core's speed: nothing on this machine to close."""
     reasons = verdict.get("reasons") or []
     return all(reason.startswith(SLOWED_CORE) for reason in reasons)
+
+
+def threads_beside_others(quiet: dict[str, Any], cores: int) -> int | None:
+    """A thread count that leaves other processes their cores, for a timing at several threads they
+    disturbed: beside one busy process on a 16-core host, 16 torch threads ran resnet18 at 60x its
+    quiet time (2026-12-04; one thread waits on the shared core and the rest wait for it at every
+    step). None at one thread, when no other process was seen, or when no cores would be left."""
+    threads, other = quiet.get("threads") or 0, quiet.get("other_cpu")
+    if threads <= 1 or other is None or other <= OTHER_CPU_LIMIT:
+        return None
+    left = min(threads, cores) - max(1, math.ceil(other - OTHER_CPU_LIMIT))
+    return left if left >= 1 else None
 
 
 def pin(threads: int) -> list[int]:

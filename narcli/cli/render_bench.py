@@ -40,12 +40,16 @@ def attempts_line(disturbed: list[dict[str, Any]], busy: bool) -> str:
 
 def bench_verdict(quiet: dict, stored: bool) -> str:
     """One line on the machine while timing: quiet, or busy and why (and what to do)."""
-    from narcli.bench.quiet import Quietness, slowed_from_outside
+    from narcli.bench.quiet import Quietness, slowed_from_outside, threads_beside_others
 
     line = Quietness(**quiet).describe()
     if quiet.get("busy"):
         # a core slowed from outside this machine is nothing the user can close: only waiting helps
         advice = "measure again later" if slowed_from_outside(quiet) else "close what runs beside it and measure again"
+        fewer = threads_beside_others(quiet, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                                      else os.cpu_count() or 1)
+        if fewer:
+            advice += f", or measure at --threads {fewer} to leave its cores to it"
         line += (" — stored anyway (--allow-busy)" if stored else
                  f" — this timing is not to be trusted and was not stored; {advice} (--allow-busy keeps it)")
     return line
