@@ -56,10 +56,10 @@ def test_many_threads_beside_a_busy_process_are_told_how_many_leave_it_its_cores
     assert quiet.threads_beside_others(verdict | {"threads": 2, "other_cpu": 2.0}, cores=2) is None  # none left
     from narcli.cli.render_bench import bench_verdict
 
-    os_cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    line = bench_verdict(verdict | {"threads": os_cores}, stored=False)
+    cores = quiet.usable_cores()
+    line = bench_verdict(verdict | {"threads": cores}, stored=False)
     assert "close what runs beside it and measure again" in line
-    assert ("--threads" in line) == (os_cores > 1)
+    assert ("--threads" in line) == (cores > 1)
 
 
 def test_steal_waiting_preemption_and_spread_are_each_a_reason():

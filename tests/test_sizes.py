@@ -221,7 +221,6 @@ def test_zoo_rows_agree_with_the_independent_count(source):
     """The bundled zoo's stored figures for a stratified sample (first, middle, last by id) of each
     source whose library is installed here; benchmarks/bench_sizes.py audits every model."""
     from narcli.zoo.plugins import zoo_sources
-
     from narcli.zoo.store import Zoo
 
     plugin = zoo_sources().get(source)

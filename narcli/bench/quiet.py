@@ -303,14 +303,21 @@ def slowed_from_outside(verdict: dict[str, Any]) -> bool:
     return all(reason.startswith(SLOWED_CORE) for reason in reasons)
 
 
-def threads_beside_others(quiet: dict[str, Any], cores: int) -> int | None:
-    """A thread count that leaves other processes their cores, for a timing at several threads they
-    disturbed: beside one busy process on a 16-core host, 16 torch threads ran resnet18 at 60x its
-    quiet time (2026-12-04; one thread waits on the shared core and the rest wait for it at every
-    step). None at one thread, when no other process was seen, or when no cores would be left."""
+def usable_cores() -> int:
+    """The CPUs this process may run on (its affinity where the OS has one, else every core)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def threads_beside_others(quiet: dict[str, Any], cores: int | None = None) -> int | None:
+    """A thread count that leaves other processes their cores (of `cores`, default `usable_cores`),
+    for a timing at several threads they disturbed: beside one busy process on a 16-core host, 16
+    torch threads ran resnet18 at 60x its quiet time (2026-12-04; one thread waits on the shared core
+    and the rest wait for it at every step). None at one thread, when no other process was seen, or
+    when no cores would be left."""
     threads, other = quiet.get("threads") or 0, quiet.get("other_cpu")
     if threads <= 1 or other is None or other <= OTHER_CPU_LIMIT:
         return None
+    cores = usable_cores() if cores is None else cores
     left = min(threads, cores) - max(1, math.ceil(other - OTHER_CPU_LIMIT))
     return left if left >= 1 else None
 

@@ -46,8 +46,7 @@ def bench_verdict(quiet: dict, stored: bool) -> str:
     if quiet.get("busy"):
         # a core slowed from outside this machine is nothing the user can close: only waiting helps
         advice = "measure again later" if slowed_from_outside(quiet) else "close what runs beside it and measure again"
-        fewer = threads_beside_others(quiet, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                                      else os.cpu_count() or 1)
+        fewer = threads_beside_others(quiet)
         if fewer:
             advice += f", or measure at --threads {fewer} to leave its cores to it"
         line += (" — stored anyway (--allow-busy)" if stored else
