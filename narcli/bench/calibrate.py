@@ -198,7 +198,7 @@ def _measure_pooled(todo: list[Candidate], info: Any, repeat: int, budget: float
     from narcli.bench import store
     from narcli.bench.quiet import wait_for_quiet
     from narcli.bench.reference import measure_zoo_model
-    from narcli.bench.runner import core_speed_checked
+    from narcli.bench.runner import core_speed_checked, unchecked_first
     from narcli.trace.pool import TaskResult, run_pool
 
     protocol = {"repeat": repeat, "warmup_runs": 3, "warmup_seconds": 0.5, "max_seconds": None, "min_repeat": repeat}
@@ -227,6 +227,11 @@ def _measure_pooled(todo: list[Candidate], info: Any, repeat: int, budget: float
             return
         verdict = core_speed_checked(result.value.get("quiet")) or {}
         result.value["quiet"] = verdict or None
+        if unchecked_first(verdict) and tries[candidate.name] < BUSY_TRIES:
+            again.append(candidate)
+            report(f"{candidate.name}: the first timing at these threads on this machine, not stored; measured "
+                   "again after the rest, against the core speed they show")
+            return
         if verdict.get("busy") and not allow_busy:
             retry = tries[candidate.name] < BUSY_TRIES
             if retry:

@@ -103,6 +103,9 @@ class Quietness:
     # the first measurement at these threads on this machine (`runner.core_speed_checked`): a core
     # slowed all through it cannot be told from the machine's own speed yet
     first_on_machine: bool = False
+    # that first measurement's other half (`runner.bench_target`): the median of the measurement it
+    # was held against, taken right after it
+    checked_against_ms: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -116,6 +119,9 @@ class Quietness:
         at = f" at {self.threads} thread{'s' * (self.threads != 1)}" if self.threads else ""
         first = (f"; the first measurement{at} on this machine, so a core slowed all through it could not be "
                  "told — measure again at another time to check") if self.first_on_machine else ""
+        if self.checked_against_ms:
+            first = (f"; the first timing{at} on this machine, so measured twice and each held against the other's "
+                     f"core speed (the other median {self.checked_against_ms:.3g} ms)")
         if self.unstable:
             return (f"machine quiet ({others.rstrip(', ')}) but the runs were unstable: " + "; ".join(self.unstable)
                     + f" (more runs, --repeat, steady the median){first}")
