@@ -1,9 +1,12 @@
 """The first timing at a thread count on a machine has no earlier core speed to be held against:
 `nar bench` measures it twice and holds each against the other; `nar bench --zoo` and `nar
-calibrate` measure that model again later in the run. The child is faked (`_fake_child`), so the
-verdicts are the test's; the machine's bests are kept in the test's own bench.db."""
+calibrate` measure that model again later in the run. A core slowed evenly all through a quiet
+timing, by less than makes it busy, is said. The child is faked (`_fake_child`), so the verdicts
+are the test's; the machine's bests are kept in the test's own bench.db."""
 
 import json
+
+import pytest
 
 from narcli.bench import quiet, runner
 
@@ -138,3 +141,22 @@ def _fresh_bests():
         return before
 
     return best_probe
+
+
+def test_a_core_slowed_evenly_but_not_enough_to_be_busy_is_said(cli, write, monkeypatch):
+    # an even slowing reads like a lowered clock and is not busy; from SLOW_CORE_NOTE on it is said
+    assert quiet.note_slow_core(_at(0.7, loop=0.66), 0.55) == _at(0.7, loop=0.66)  # 20 % slower: nothing
+    noted = quiet.note_slow_core(_at(0.7, loop=0.76), 0.55)
+    assert noted["slower_than_best"] == pytest.approx(0.382, abs=1e-3) and noted["busy"] is False
+    assert quiet.note_slow_core(BUSY | {"probe_ms": [0.9, 1.0]}, 0.55) == BUSY | {"probe_ms": [0.9, 1.0]}
+    assert quiet.note_slow_core(_at(0.7, loop=0.76), None) == _at(0.7, loop=0.76)  # no best yet
+    model = write("tiny_slow_clock.py", TINY_MODEL)
+    monkeypatch.setattr("narcli.trace.isolation.run_isolated", _fake_child(_at(0.70), medians=(20.0,)))
+    cli("bench", model, "-i", "1,8", "--repeat", "3", "--attempts", "1")  # sets this machine's bests
+    monkeypatch.setattr("narcli.trace.isolation.run_isolated", _fake_child(_at(0.84, loop=0.76), medians=(27.6,)))
+    result = cli("bench", model, "-i", "1,8", "--repeat", "3")
+    text = " ".join(result.output.split())
+    assert result.exit_code == 0 and "machine quiet" in text and "stored under graph" in text
+    assert "the core ran 38 % slower than the fastest this machine has shown, all through" in text
+    data = json.loads(cli("bench", model, "-i", "1,8", "--repeat", "3", "--json").stdout)
+    assert data["quiet"]["slower_than_best"] == pytest.approx(0.382, abs=1e-3)

@@ -209,7 +209,7 @@ def core_speed_checked(verdict: dict[str, Any] | None) -> dict[str, Any] | None:
     (`quiet.against_best`) and the lowest median matrix product at its thread count
     (`quiet.compute_against_best`); the bests are kept in bench.db, per machine digest."""
     from narcli.bench.device import machine_digest
-    from narcli.bench.quiet import against_best, compute_against_best
+    from narcli.bench.quiet import against_best, compute_against_best, note_slow_core
 
     probes, digest = (verdict or {}).get("probe_ms"), machine_digest()
     loop_best = store.best_probe(digest, probes[0]) if probes else None
@@ -221,7 +221,7 @@ def core_speed_checked(verdict: dict[str, Any] | None) -> dict[str, Any] | None:
         verdict = compute_against_best(verdict, best, clock)
         if best is None:  # nothing to hold a slowed stretch against: "quiet" says less than usual
             verdict = verdict | {"first_on_machine": True}
-    return verdict
+    return note_slow_core(verdict, loop_best)
 
 
 def unchecked_first(verdict: dict[str, Any] | None) -> bool:
