@@ -106,6 +106,31 @@ def test_a_reference_runs_first_timing_is_measured_again_after_the_next(monkeypa
 
 
 
+
+def test_a_reference_runs_limit_counts_new_models_not_timings_taken_again(monkeypatch):
+    from narcli.bench import reference
+    from narcli.trace.pool import TaskResult
+
+    picks = reference.candidates(max_gmacs=0.001, sources=["classics"])[:3]
+    monkeypatch.setattr(reference, "candidates", lambda *a, **k: picks)
+    monkeypatch.setattr(quiet, "wait_for_quiet", lambda *a, **k: True)
+    products, order = iter([1.13, 0.70]), []
+
+    def pool(fn, tasks, on_result, **options):
+        for key, args in tasks:
+            order.append(key)
+            verdict = _at(next(products)) | {"threads": 1}
+            on_result(TaskResult(key, True, {"median_ms": 3.0, "iqr_ms": 0.1, "runs": 5, "quiet": verdict}))
+
+    monkeypatch.setattr("narcli.trace.pool.run_pool", pool)
+    summary = reference.collect(limit=1, report=lambda line: None)
+    assert order == [picks[0].id, picks[0].id] and summary["measured"] == 1
+    # with --allow-busy a timing is kept as it comes: the first is not measured again
+    products, order = iter([0.9]), []
+    monkeypatch.setattr("narcli.bench.store.best_probe", _fresh_bests())
+    assert reference.collect(limit=1, allow_busy=True, report=lambda line: None)["measured"] == 1
+    assert order == [picks[1].id]
+
 def test_a_calibrations_first_timing_is_measured_again_after_the_rest(monkeypatch):
     import numpy as np
     from narcli.bench import calibrate as cal

@@ -227,7 +227,7 @@ def _measure_pooled(todo: list[Candidate], info: Any, repeat: int, budget: float
             return
         verdict = core_speed_checked(result.value.get("quiet")) or {}
         result.value["quiet"] = verdict or None
-        if unchecked_first(verdict) and tries[candidate.name] < BUSY_TRIES:
+        if not allow_busy and unchecked_first(verdict) and tries[candidate.name] < BUSY_TRIES:
             again.append(candidate)
             report(f"{candidate.name}: the first timing at these threads on this machine, not stored; measured "
                    "again after the rest, against the core speed they show")

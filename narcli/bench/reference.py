@@ -191,9 +191,11 @@ def collect(budget: float | None = None, max_gmacs: float = MAX_GMACS, max_param
 
     def tasks() -> Iterator[tuple[str, tuple]]:
         with Zoo([bundled_zoo_path()]) as zoo:
-            for n, pick in enumerate(queue()):
-                if (budget is not None and time.perf_counter() - began > budget) or (limit and n >= limit):
+            for pick in queue():
+                if budget is not None and time.perf_counter() - began > budget:
                     return
+                if limit and not tries[pick.id] and sum(1 for t in tries.values() if t) >= limit:
+                    continue  # `limit` new models begun: only those measured again are left
                 if tries[pick.id] and not wait_for_quiet(quiet_wait, report):
                     report(f"the machine stayed busy for {quiet_wait:g} s; stopping (a later run resumes)")
                     return
@@ -216,7 +218,7 @@ def collect(budget: float | None = None, max_gmacs: float = MAX_GMACS, max_param
         pick = by_id[result.key]
         if result.ok:
             result.value["quiet"] = core_speed_checked(result.value.get("quiet"))
-            if unchecked_first(result.value["quiet"]) and tries[pick.id] < 2:
+            if not allow_busy and unchecked_first(result.value["quiet"]) and tries[pick.id] < 2:
                 later.append(pick)
                 report(f"{pick.id}: the first timing at {THREADS} thread on this machine, not stored; measured "
                        "again after the next model, against the core speed it shows")
