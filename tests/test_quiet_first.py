@@ -82,21 +82,12 @@ def test_a_first_timing_is_not_checked_when_busy_kept_or_measured_once(cli, writ
 def test_a_reference_runs_first_timing_is_measured_again_after_the_next(monkeypatch):
     from narcli.bench import reference, store
     from narcli.bench.device import device_info
-    from narcli.trace.pool import TaskResult
 
     picks = reference.candidates(max_gmacs=0.001, sources=["classics"])[:2]
     monkeypatch.setattr(reference, "candidates", lambda *a, **k: picks)
     monkeypatch.setattr(quiet, "wait_for_quiet", lambda *a, **k: True)
-    products = iter([1.13, 0.70, 0.71])  # the first slowed; the second sets the best; the first again
-    order = []
-
-    def pool(fn, tasks, on_result, **options):
-        for key, args in tasks:
-            order.append(key)
-            verdict = _at(next(products)) | {"threads": 1}
-            on_result(TaskResult(key, True, {"median_ms": 3.0, "iqr_ms": 0.1, "runs": 5, "quiet": verdict}))
-
-    monkeypatch.setattr("narcli.trace.pool.run_pool", pool)
+    # the first slowed; the second sets the best; the first again
+    order = _one_thread_pool(monkeypatch, [1.13, 0.70, 0.71])
     lines = []
     summary = reference.collect(report=lines.append)
     assert order == [picks[0].id, picks[1].id, picks[0].id] and summary["measured"] == 2
@@ -105,28 +96,17 @@ def test_a_reference_runs_first_timing_is_measured_again_after_the_next(monkeypa
     assert len(stored) == 2 and all(not row["quiet"]["busy"] for row in stored.values())
 
 
-
-
 def test_a_reference_runs_limit_counts_new_models_not_timings_taken_again(monkeypatch):
     from narcli.bench import reference
-    from narcli.trace.pool import TaskResult
 
     picks = reference.candidates(max_gmacs=0.001, sources=["classics"])[:3]
     monkeypatch.setattr(reference, "candidates", lambda *a, **k: picks)
     monkeypatch.setattr(quiet, "wait_for_quiet", lambda *a, **k: True)
-    products, order = iter([1.13, 0.70]), []
-
-    def pool(fn, tasks, on_result, **options):
-        for key, args in tasks:
-            order.append(key)
-            verdict = _at(next(products)) | {"threads": 1}
-            on_result(TaskResult(key, True, {"median_ms": 3.0, "iqr_ms": 0.1, "runs": 5, "quiet": verdict}))
-
-    monkeypatch.setattr("narcli.trace.pool.run_pool", pool)
+    order = _one_thread_pool(monkeypatch, [1.13, 0.70])
     summary = reference.collect(limit=1, report=lambda line: None)
     assert order == [picks[0].id, picks[0].id] and summary["measured"] == 1
     # with --allow-busy a timing is kept as it comes: the first is not measured again
-    products, order = iter([0.9]), []
+    order = _one_thread_pool(monkeypatch, [0.9])
     monkeypatch.setattr("narcli.bench.store.best_probe", _fresh_bests())
     assert reference.collect(limit=1, allow_busy=True, report=lambda line: None)["measured"] == 1
     assert order == [picks[1].id]
@@ -154,6 +134,23 @@ def test_a_calibrations_first_timing_is_measured_again_after_the_rest(monkeypatc
     assert tried == ["zoo/m0", "zoo/m1", "zoo/m2", "zoo/m0"]
     assert {c.name: ms for c, ms in measured} == {"zoo/m0": 33.0, "zoo/m1": 3.0, "zoo/m2": 4.0}
     assert any("zoo/m0: the first timing at these threads on this machine, not stored" in line for line in lines)
+
+def _one_thread_pool(monkeypatch, products: list[float]) -> list[str]:
+    """A reference run's worker pool, faked: each model quiet at one thread with the next of
+    `products` as its matrix product's median. Returns the models in the order they were measured."""
+    from narcli.trace.pool import TaskResult
+
+    order, medians = [], iter(products)
+
+    def pool(fn, tasks, on_result, **options):
+        for key, args in tasks:
+            order.append(key)
+            verdict = _at(next(medians)) | {"threads": 1}
+            on_result(TaskResult(key, True, {"median_ms": 3.0, "iqr_ms": 0.1, "runs": 5, "quiet": verdict}))
+
+    monkeypatch.setattr("narcli.trace.pool.run_pool", pool)
+    return order
+
 
 def _fresh_bests():
     """`store.best_probe` for a machine with no earlier measurement (the test's bench.db forgotten)."""

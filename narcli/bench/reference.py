@@ -176,27 +176,29 @@ def collect(budget: float | None = None, max_gmacs: float = MAX_GMACS, max_param
     by_id = {p.id: p for p in todo}
     again: list[Pick] = []  # timed on a busy machine: measured once more, after it is quiet
     later: list[Pick] = []  # the first timing on this machine: measured once more after the next model
-    tries: dict[str, int] = defaultdict(int)
+    tries: dict[str, int] = defaultdict(int)  # read with .get before a model begins: its keys are the models begun
 
-    def queue() -> Iterator[Pick]:
-        for pick in [*todo, None]:
-            if pick is not None:
-                yield pick
-            while again:
-                yield again.pop()
-            again.extend(later)
-            later.clear()
+    def retries() -> Iterator[Pick]:
         while again:
             yield again.pop()
+        again.extend(later)  # due after the next model
+        later.clear()
+
+    def queue() -> Iterator[Pick]:
+        for pick in todo:
+            yield pick
+            yield from retries()
+        while again or later:
+            yield from retries()
 
     def tasks() -> Iterator[tuple[str, tuple]]:
         with Zoo([bundled_zoo_path()]) as zoo:
             for pick in queue():
                 if budget is not None and time.perf_counter() - began > budget:
                     return
-                if limit and not tries[pick.id] and sum(1 for t in tries.values() if t) >= limit:
+                if limit and pick.id not in tries and len(tries) >= limit:
                     continue  # `limit` new models begun: only those measured again are left
-                if tries[pick.id] and not wait_for_quiet(quiet_wait, report):
+                if tries.get(pick.id) and not wait_for_quiet(quiet_wait, report):
                     report(f"the machine stayed busy for {quiet_wait:g} s; stopping (a later run resumes)")
                     return
                 try:
