@@ -1,6 +1,6 @@
 """The CUDA reference latency set, measured on a lent GPU machine where nar is not installed.
 
-    python benchmarks/bench_cuda_reference.py --write-picks picks.json      # here: what to measure
+    python benchmarks/bench_cuda_reference.py --write-picks picks.json [--sources smp,monai]  # here: what to measure
     NAR_HOME=DIR python benchmarks/bench_cuda_reference.py --picks picks.json --budget 500   # on the GPU
 
 `nar bench --zoo --device cuda` does this on a machine where nar and its plugins are installed. The
@@ -34,10 +34,10 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ("classics", "timm", "torchvision", "transformers", "torchaudio", "pyg")
 
 
-def write_picks(path: Path) -> None:
+def write_picks(path: Path, sources: tuple[str, ...] = SOURCES) -> None:
     from narcli.bench.reference import candidates
 
-    picks = [dataclasses.asdict(p) for p in candidates() if p.source in SOURCES]
+    picks = [dataclasses.asdict(p) for p in candidates() if p.source in sources]
     path.write_text(json.dumps(picks))
     print(f"wrote {len(picks)} picks to {path}")
 
@@ -140,6 +140,8 @@ def compare(store_db: Path, against: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write-picks", type=Path)
+    parser.add_argument("--sources", default=",".join(SOURCES),
+                        help="with --write-picks: the zoo sources to pick from, comma-separated")
     parser.add_argument("--picks", type=Path)
     parser.add_argument("--budget", type=float, default=480)
     parser.add_argument("--per-model", type=int, default=60)
@@ -150,7 +152,7 @@ def main() -> None:
     if args.compare_store:
         compare(args.compare_store, args.against)
     elif args.write_picks:
-        write_picks(args.write_picks)
+        write_picks(args.write_picks, tuple(s.strip() for s in args.sources.split(",") if s.strip()))
     elif args.picks:
         measure(args.picks, args.budget, args.per_model, args.device)
     else:
