@@ -415,3 +415,29 @@ def test_a_new_latency_head_keeps_the_other_heads_stored_rows(bundle_dir, small_
     assert after is not None and [r for r in after if r.head != HEAD_NAME] == before
     (reference,) = [r for r in after if r.head == HEAD_NAME]
     assert reference.target.column == "reference-cpu" and reference.status in ("ok", "n/a", "out of range")
+
+
+def _latency_row(head: str, column: str, device: str, status: str = "ok", title: str = ""):
+    from narcli.predict.bundle import Row
+
+    return Row(head, title, Target(column, "latency", "ms", device, 1), 4.6 if status == "ok" else None,
+               2.2 if status == "ok" else None, 9.6 if status == "ok" else None, status, "", "")
+
+
+def test_nar_predict_says_whose_gpu_a_gpu_latency_is_until_one_is_measured_here():
+    from narcli.search.predictions import Predictions, gpu_latency_note
+
+    title = "reference GPU (NVIDIA H100 80GB HBM3, batch 1, fp32)"
+    gpu = _latency_row("reference-gpu", "reference-cuda", "reference-cuda", title=title)
+    note = gpu_latency_note([gpu])
+    assert note is not None and title in note and "not your GPU" in note and "--device cuda" in note
+    assert Predictions("m", [gpu], []).to_json()["gpu_note"] == note
+    # a GPU timing of this model stored here: the measurement speaks for itself
+    measured = _latency_row("measured", "measured-cuda", "NVIDIA H200")
+    assert gpu_latency_note([gpu, measured]) is None
+    # a CPU timing does not answer for the GPU
+    assert gpu_latency_note([gpu, _latency_row("measured", "measured-cpu", "this CPU, 1 thread")]) == note
+    # no GPU figure, or none the head would give: nothing to say
+    assert gpu_latency_note([_latency_row("reference", "reference-cpu", "reference-cpu")]) is None
+    assert gpu_latency_note([_latency_row("reference-gpu", "reference-cuda", "reference-cuda", "out of range")]) is None
+    assert "gpu_note" not in Predictions("m", [], []).to_json()

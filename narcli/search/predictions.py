@@ -22,9 +22,15 @@ class Predictions:
         """Said beside the rows: the CPU latency is another machine's (until this one is calibrated)."""
         return latency_note(self.rows)
 
+    @property
+    def gpu_note(self) -> str | None:
+        """Said beside the rows: the GPU latency is the reference GPU's (until one is measured here)."""
+        return gpu_latency_note(self.rows)
+
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "predictions": [r.to_dict() for r in self.rows],
-                **({"note": self.note} if self.note else {})}
+                **({"note": self.note} if self.note else {}),
+                **({"gpu_note": self.gpu_note} if self.gpu_note else {})}
 
 
 def _for_device(rows: list[Row], device: str | None) -> list[Row]:
@@ -171,6 +177,24 @@ def latency_note(rows: list[Row]) -> str | None:
     return (f"the CPU latency is predicted for the {reference.title}, another machine, not this one: other CPUs and "
             "thread counts can differ 2-3x. `nar calibrate` (a few minutes) fits this machine and thread count; "
             "`nar bench MODEL` measures one model here")
+
+
+def gpu_latency_note(rows: list[Row]) -> str | None:
+    """When the GPU latency is the reference GPU head's and no GPU timing of the model is stored:
+    say whose GPU it is. At batch 1 a GPU's time is mostly launch overhead set by its host, so
+    another GPU and host can differ by the interval's width (a lent H200 read a median 1.12x the
+    H100 head's figure on 562 models it never saw, 25 % off in the median: README)."""
+    from narcli.predict.latency import GPU_HEAD_NAME
+
+    usable = [r for r in rows if r.status == "ok"]
+    if any(r.head == MEASURED and r.target.column == "measured-cuda" for r in usable):
+        return None
+    reference = next((r for r in usable if r.head == GPU_HEAD_NAME), None)
+    if reference is None:
+        return None
+    return (f"the GPU latency is predicted for the {reference.title}, not your GPU: at batch 1 its time is "
+            "mostly launch overhead, set by the GPU's host as much as the GPU. `nar bench MODEL --device cuda` "
+            "measures one model on yours")
 
 
 def summary_json(rows: list[Row]) -> list[dict[str, Any]]:
