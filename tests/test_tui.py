@@ -353,6 +353,7 @@ def test_predictions_say_the_reference_latency_is_another_machines():
     text = " ".join(run_app(script, target="resnet50", size=(120, 34)).split())
     assert "reference-cpu" in text  # this machine is not calibrated here: only the reference CPU's figure
     assert "another machine, not this one" in text and "`nar calibrate`" in text
+    assert "reference-cuda" in text and "not your GPU" in text and "--device cuda" in text
 
 
 @SIZES
