@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 from common import machine  # noqa: E402
 
 from narcli.predict.latency import GPU_COLUMN, GPU_HEAD_NAME, read_reference  # noqa: E402
+from narcli.predict.metrics import mape, spearman, within  # noqa: E402
 
 
 def stored_predictions(ids: set[str]) -> dict[str, tuple[str, tuple[float, float, float] | None]]:
@@ -51,27 +52,15 @@ def stored_predictions(ids: set[str]) -> dict[str, tuple[str, tuple[float, float
 def scores(predicted: list[float], measured: list[float], low: list[float] | None = None,
            high: list[float] | None = None) -> dict[str, float]:
     errors = [abs(p - m) / m for p, m in zip(predicted, measured)]
-    out = {"models": len(errors), "mape_pct": round(100 * statistics.fmean(errors), 1),
+    out = {"models": len(errors), "mape_pct": round(mape(predicted, measured), 1),
            "median_error_pct": round(100 * statistics.median(errors), 1),
-           "within10_pct": round(100 * sum(e <= 0.10 for e in errors) / len(errors), 1),
+           "within10_pct": round(within(predicted, measured), 1),
            "spearman": round(spearman(predicted, measured), 3),
            "median_ratio": round(statistics.median(m / p for p, m in zip(predicted, measured)), 3)}
     if low is not None and high is not None:
         out["coverage_pct"] = round(100 * sum(lo <= m <= hi for lo, m, hi in zip(low, measured, high)) / len(errors), 1)
         out["median_half_width_pct"] = round(100 * statistics.median((hi / lo) ** 0.5 - 1 for lo, hi in zip(low, high)), 1)
     return out
-
-
-def spearman(a: list[float], b: list[float]) -> float:
-    def ranks(values: list[float]) -> list[float]:
-        order = sorted(range(len(values)), key=values.__getitem__)
-        out = [0.0] * len(values)
-        for rank, index in enumerate(order):
-            out[index] = float(rank)
-        return out
-
-    ra, rb = ranks(a), ranks(b)
-    return statistics.correlation(ra, rb) if len(a) > 2 else float("nan")
 
 
 def calibrated(rows: list[dict], k: int, draws: int, slope: bool, seed: int = 0) -> dict[str, float]:

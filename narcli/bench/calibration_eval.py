@@ -33,11 +33,6 @@ def _scores(predicted: np.ndarray, true: np.ndarray) -> dict[str, float]:
     return {"mape": round(mape(predicted, true), 2), "within10": round(within(predicted, true), 1)}
 
 
-def _spearman(a: np.ndarray, b: np.ndarray) -> float:
-    ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
-    return float(np.corrcoef(ra, rb)[0, 1])
-
-
 def features(candidate_predicted: dict[str, float], macs: int, columns: tuple[str, ...] = CPU_COLUMNS) -> np.ndarray:
     """The ridge head's features (`transfer.ridge_fit`): log reference predictions and log MACs."""
     return np.array([math.log(candidate_predicted[c]) for c in columns] + [math.log(macs)])
@@ -86,6 +81,7 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
     """Figures for each K (see the module's docstring)."""
     from narcli.bench.device import device_info
     from narcli.bench.transfer import predict_log
+    from narcli.predict.metrics import spearman
 
     if not ks or min(ks) < 3 or max(ks) > 200:
         raise UsageError("--ks: calibration sizes between 3 and 200")
@@ -127,7 +123,7 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
         a, b = np.polyfit(np.array([c.macs for c, _ in chosen], dtype=np.float64), y, 1)
         scale = float(np.median(y / np.array([c.predicted[REFERENCE_COLUMN] for c, _ in chosen])))
         rows.append({"k": len(chosen), "calibrated": _scores(ours, truth) | {
-                         "spearman": round(_spearman(ours, truth), 3),
+                         "spearman": round(spearman(ours, truth), 3),
                          "coverage90": round(float(inside.mean() * 100), 1),
                          "half_width_pct": round(float((np.exp(calibrated["half"]) - 1) * 100), 1),
                          "own_half_width_pct": round(float((np.exp(calibrated["loo_half"]) - 1) * 100), 1),

@@ -1,4 +1,4 @@
-"""The predictor's figures: Kendall tau (tau-b, ties counted), MAE, MAPE and the share within 10 %."""
+"""The predictor's figures: Kendall tau (tau-b, ties counted), Spearman's rho, MAE, MAPE and the share within 10 %."""
 
 from __future__ import annotations
 
@@ -31,6 +31,12 @@ def _kendall_tau_quadratic(a: np.ndarray, b: np.ndarray) -> float:
         ties_b += float(((db == 0) & (da != 0))[upper].sum())
     denominator = np.sqrt((concordant + discordant + ties_a) * (concordant + discordant + ties_b))
     return float((concordant - discordant) / denominator) if denominator else 0.0
+
+
+def spearman(a, b) -> float:
+    """Spearman's rho: the correlation of the two sequences' ranks (ties ranked in order)."""
+    ra, rb = np.argsort(np.argsort(np.asarray(a))), np.argsort(np.argsort(np.asarray(b)))
+    return float(np.corrcoef(ra, rb)[0, 1])
 
 
 def mape(predicted, true) -> float:
