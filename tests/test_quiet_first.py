@@ -111,6 +111,7 @@ def test_a_reference_runs_limit_counts_new_models_not_timings_taken_again(monkey
     assert reference.collect(limit=1, allow_busy=True, report=lambda line: None)["measured"] == 1
     assert order == [picks[1].id]
 
+
 def test_a_calibrations_first_timing_is_measured_again_after_the_rest(monkeypatch):
     import numpy as np
     from narcli.bench import calibrate as cal
@@ -134,6 +135,7 @@ def test_a_calibrations_first_timing_is_measured_again_after_the_rest(monkeypatc
     assert tried == ["zoo/m0", "zoo/m1", "zoo/m2", "zoo/m0"]
     assert {c.name: ms for c, ms in measured} == {"zoo/m0": 33.0, "zoo/m1": 3.0, "zoo/m2": 4.0}
     assert any("zoo/m0: the first timing at these threads on this machine, not stored" in line for line in lines)
+
 
 def _one_thread_pool(monkeypatch, products: list[float]) -> list[str]:
     """A reference run's worker pool, faked: each model quiet at one thread with the next of

@@ -50,9 +50,8 @@ def print_predictions(console: Any, results: list) -> None:
             console.print(f"[bold]{safe(result.name)}[/]: no prediction applies")
         for reason, count in skipped.items():
             console.print(f"[yellow]not predicted[/] ({count} target{'s' * (count > 1)}) — {safe(reason)}")
-        for note in (result.note, result.gpu_note):
-            if note:
-                console.print(f"[yellow]note:[/] {safe(note)}")
+        for note in result.notes:
+            console.print(f"[yellow]note:[/] {safe(note)}")
 
 
 def print_evaluation(console: Any, results: list[dict[str, Any]]) -> None:

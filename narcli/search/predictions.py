@@ -27,6 +27,10 @@ class Predictions:
         """Said beside the rows: the GPU latency is the reference GPU's (until one is measured here)."""
         return gpu_latency_note(self.rows)
 
+    @property
+    def notes(self) -> list[str]:
+        return latency_notes(self.rows)
+
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "predictions": [r.to_dict() for r in self.rows],
                 **({"note": self.note} if self.note else {}),
@@ -195,6 +199,11 @@ def gpu_latency_note(rows: list[Row]) -> str | None:
     return (f"the GPU latency is predicted for the {reference.title}, not your GPU: at batch 1 its time is "
             "mostly launch overhead, set by the GPU's host as much as the GPU. `nar bench MODEL --device cuda` "
             "measures one model on yours")
+
+
+def latency_notes(rows: list[Row]) -> list[str]:
+    """What is said beside the rows, in order: whose CPU, then whose GPU, the latencies are for."""
+    return [note for note in (latency_note(rows), gpu_latency_note(rows)) if note]
 
 
 def summary_json(rows: list[Row]) -> list[dict[str, Any]]:

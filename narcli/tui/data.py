@@ -320,7 +320,7 @@ def predictions_view(rows: list, family: Any, name: str = "") -> Any:
     from rich.console import Group
     from rich.table import Table
 
-    from narcli.search.predictions import format_interval, format_value, gpu_latency_note, latency_note, short_label
+    from narcli.search.predictions import format_interval, format_value, latency_notes, short_label
     from narcli.search.text import prediction_line
 
     grid = Table(box=None, pad_edge=False, header_style="bold")
@@ -339,9 +339,8 @@ def predictions_view(rows: list, family: Any, name: str = "") -> Any:
     parts += [prediction_line(family) if family is not None else "family: loading…", ""]
     parts.append(grid if grid.row_count else "No accuracy or latency prediction applies to this model.")
     # as `nar predict` says it: the reference CPU is not this machine, the reference GPU not yours
-    for note in (latency_note(rows), gpu_latency_note(rows)):
-        if note:
-            parts += ["", shown(note[0].upper() + note[1:] + ".", "yellow")]
+    for note in latency_notes(rows):
+        parts += ["", shown(note[0].upper() + note[1:] + ".", "yellow")]
     if reasons:
         parts += ["", "Not predicted:" if grid.row_count else "Why not:"]
         parts += [shown(reason) for reason in dict.fromkeys(reasons)]
