@@ -60,7 +60,7 @@ def main() -> None:
         methods[name] = learned_baseline(name, items, train, card)
     from narcli.encode.family_rank import FAMILY_RERANK_WEIGHT, KEEP_NEAREST
 
-    # as `nar similar` reads a query's blocks and decoder (`family_rank.blocks_first`, `search.family.query_names`)
+    # as `nar similar` reads a query's blocks and decoder (`family_rank.renamed_away`, `search.family.query_names`)
     reads, decoders = query_reads(items, test, train)
     metrics = {}
     for name, vectors in methods.items():

@@ -5,7 +5,8 @@ what it answers instead.
 
 The shipped encoder was trained on the random split its card stores (`test_models`); its test
 queries are searched over the whole zoo with the bundled index's vectors, in the order `nar
-similar` shows (the family re-rank). For every query whose first row is of another family: the
+similar` shows (the family re-rank, with each query's blocks and decoder read as `nar similar`
+reads a scanned file's: `bench_card_readout.query_reads`). For every query whose first row is of another family: the
 rank of the first row of its own family (none within 20), the first row's family and cosine. The
 summary counts the misses whose first row is a near twin (cosine >= 0.95, >= 0.99): a sibling family
 built from the same blocks, which a finer comparison of embeddings cannot tell apart. Nothing is
@@ -19,6 +20,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+from bench_card_readout import query_reads, renamings
 from common import machine
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,14 +45,16 @@ def main() -> None:
     items = [items[i] for i in keep]
     vectors = index.vectors([positions[i] for i in keep]).astype(np.float64)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    _, test = card_split(items, card)
+    train, test = card_split(items, card)
     labels = np.array([item.family for item in items])
-    metrics = retrieval_metrics(vectors, list(labels), test, (20,), rerank=FAMILY_RERANK_WEIGHT)
+    reads, decoders = query_reads(items, test, train)
+    blocks = renamings(vectors, list(labels), test, reads, decoders)
+    metrics = retrieval_metrics(vectors, list(labels), test, (20,), rerank=FAMILY_RERANK_WEIGHT, blocks=blocks)
     sims = vectors[test] @ vectors.T
     sims[np.arange(len(test)), test] = -np.inf
     order = np.argsort(-sims, axis=1, kind="stable")[:, :RERANK_CANDIDATES]
     order = rerank_rows(order, np.take_along_axis(sims, order, axis=1), labels, FAMILY_RERANK_WEIGHT,
-                        keep=KEEP_NEAREST)[:, :20]
+                        keep=KEEP_NEAREST, blocks=blocks)[:, :20]
     misses = []
     for row, query in enumerate(test):
         if (labels == labels[query]).sum() < 2:  # a family of one: nothing to find
@@ -63,7 +67,9 @@ def main() -> None:
                        "family_size": int((labels == labels[query]).sum()),
                        "own_family_rank": int(hits[0]) + 1 if hits.size else None,
                        "first": items[first].name, "first_family": str(labels[first]),
-                       "first_cosine": round(float(sims[row, first]), 4)})
+                       "first_cosine": round(float(sims[row, first]), 4),
+                       "renamed": blocks[row] or None, **decoder_distances(reads[row]["decoder"], decoders,
+                                                                           (labels[query], labels[first]))})
     twins = {f">= {c}": sum(m["first_cosine"] >= c for m in misses) for c in (0.95, 0.99)}
     summary = {"queries": metrics["queries"], "MRR@20": metrics["MRR@20"], "MAP@20": metrics["MAP@20"],
                "misses": len(misses), "own_family_not_in_20": sum(m["own_family_rank"] is None for m in misses),
@@ -75,6 +81,17 @@ def main() -> None:
     out = RESULTS / f"{args.out}.json"
     out.write_text(json.dumps({"summary": summary, "misses": misses, "machine": machine()}, indent=2) + "\n")
     print(f"wrote {out}")
+
+
+def decoder_distances(signature: dict, decoders: dict, families: tuple[str, str]) -> dict:
+    """How far the query's decoder is from the nearest known decoder of its own family and of the
+    first row's (`graph.decoder.signature_distance`), where both are decoder families."""
+    from narcli.graph.decoder import signature_distance
+
+    if not signature or not all(decoders.get(f) for f in families):
+        return {}
+    own, first = (min(signature_distance(signature, p) for p in decoders[f]) for f in families)
+    return {"decoder": signature, "own_decoder_distance": round(own, 3), "first_decoder_distance": round(first, 3)}
 
 
 if __name__ == "__main__":

@@ -33,6 +33,10 @@ benchmarks/results/readout.json (or --out), with every mix's and every weight's 
 their parts with other weights than the rows they search: composite queries (a decoder part after
 the deepest feature map, or any upsampling) with a larger decoder weight, the rest with a smaller
 one (2026-12-02, `readout-composite.json`: no setting beat the shipped read-out by more than 0.004).
+`--blocks-only` scores the shipped mix and second stage with each query's blocks and decoder read
+as `nar similar` reads a scanned file's (`family_rank.family_order`'s `blocks`; an edited copy read
+as the architecture it was made from, whose blocks its edits keep), against the same with nothing
+read: how the second stage's handling of a renamed family does on validation queries.
 `--hard-families X` trains with that share of each batch's families drawn as near families
 (`TrainConfig.hard_families`; `readout-hard-families.json` at 0.5, against the run at 0 in
 `readout-composite.json`).
@@ -147,6 +151,8 @@ def main() -> None:
                         help="score only the family vote's temperature, on the shipped mix and second stage")
     parser.add_argument("--composite-only", action="store_true",
                         help="score only the composite queries' decoder weight, on the shipped mix and second stage")
+    parser.add_argument("--blocks-only", action="store_true",
+                        help="score only the second stage with each query's blocks and decoder read, on the shipped mix")
     parser.add_argument("--kinds", type=int, choices=(3, 4), default=4,
                         help="query kinds in the criterion: 3 leaves out 'other library' (the choice before 2026-11-29)")
     args = parser.parse_args()
@@ -184,7 +190,8 @@ def main() -> None:
     def score(weights: dict[str, float], rerank: float = 0.0, keep: int = 0,
               composite_weights: dict[str, float] | None = None, only: np.ndarray | None = None,
               composite: np.ndarray | None = None, other_weights: dict[str, float] | None = None,
-              vote_temperature: float | None = None) -> dict[str, dict[str, float]]:
+              vote_temperature: float | None = None,
+              blocks: dict[int, dict[str, str]] | None = None) -> dict[str, dict[str, float]]:
         vectors = np.concatenate([parts[p] * weights[p] ** 0.5 for p in PARTS], axis=1)
         searching = None
         # queries may read their parts with other weights than the rows they search (composite
@@ -207,13 +214,15 @@ def main() -> None:
                 queries, held = [queries[j] for j in kept], None if held is None else [held[j] for j in kept]
             metrics = retrieval_metrics(vectors, family, queries, (20,), pool_mask=searched, withheld=held,
                                         rerank=rerank, keep=keep, query_embeddings=searching,
-                                        vote_temperature=vote_temperature)
+                                        vote_temperature=vote_temperature,
+                                        blocks=None if blocks is None else [blocks.get(q) for q in queries])
             out[kind] = {m: round(metrics[m], 4) for m in AT} | {"queries": metrics["queries"]}
         # each group of queries listed by the same sources searches the rows none of them lists
         groups = other_library if only is None else [([q for q in queries if only[q]], mask)
                                                        for queries, mask in other_library]
         scored = [(retrieval_metrics(vectors, family, queries, (20,), pool_mask=mask, rerank=rerank, keep=keep,
-                                     query_embeddings=searching, vote_temperature=vote_temperature))
+                                     query_embeddings=searching, vote_temperature=vote_temperature,
+                                     blocks=None if blocks is None else [blocks.get(q) for q in queries]))
                   for queries, mask in groups if queries]
         counted = sum(m["queries"] for m in scored)
         out["other library"] = {m: round(sum(row[m] * row["queries"] for row in scored) / max(counted, 1), 4) for m in AT}
@@ -224,6 +233,11 @@ def main() -> None:
 
     if args.vote_only:
         vote_step(args, parts, family, known, rewritten_queries, originals, searched, other_library, score, mean)
+        return
+    if args.blocks_only:
+        reads = query_renamings(pool, fit, known, unseen, rewritten_queries, originals, parts, family, searched)
+        blocks_step(args, score, mean, kinds, reads, {"known families": known, "unseen families": unseen,
+                                                      "rewritten": rewritten_queries})
         return
     if args.composite_only:
         composite_step(args, score, mean, kinds, composite_rules(graphs), known, unseen, rewritten_queries)
@@ -336,6 +350,60 @@ def composite_rules(graphs: list) -> dict[str, np.ndarray]:
     upsampling = [OP_INDEX[op] for op in UPSAMPLING if op in OP_INDEX]
     return {"decoder part": np.array([decoder_part(graph) is not None for graph in graphs]),
             "upsamples": np.array([bool(np.isin(graph.ops, upsampling).any()) for graph in graphs])}
+
+
+def query_renamings(pool: list, fit: list[int], known: list[int], unseen: list[int], rewritten: list[int],
+                    originals: list[int], parts: dict[str, np.ndarray], family: list[str],
+                    searched: np.ndarray) -> dict[int, dict[str, str]]:
+    """Each validation query's renaming as `nar similar` reads it (`search.family.query_names`): its
+    blocks, and its decoder against the decoders of the architectures NAR trained on where the
+    ten nearest searched rows (shipped mix) vote for a decoder family. An edited copy is read as the
+    architecture it was made from."""
+    from narcli.encode.family_rank import VOTERS, vote
+    from narcli.graph.decoder import decoder_signature
+    from narcli.graph.idioms import normalise_idioms
+    from narcli.search.family import combine, query_names
+    from narcli.zoo.composite import decoder_prototypes
+    from narcli.zoo.labels import block_names
+    from narcli.zoo.store import Zoo
+
+    fitted = {pool[row].graph_hash for row in fit}
+    with Zoo() as zoo:
+        decoders = decoder_prototypes(zoo, keep=lambda model: model.graph_hash in fitted)
+        read = {}
+        for row in sorted(set(known) | set(unseen) | set(originals)):
+            graph = normalise_idioms(zoo.graph(zoo.resolve(pool[row].name)))
+            read[row] = {"refined": block_names(graph), "decoder": decoder_signature(graph)}
+    shipped = shipped_mix()
+    vectors = np.concatenate([parts[p] * shipped[p] ** 0.5 for p in PARTS], axis=1)
+    out = {}
+    for query, origin in [(q, q) for q in known + unseen] + list(zip(rewritten, originals)):
+        cosines = vectors[searched] @ vectors[query]
+        cosines[origin] = -np.inf  # itself, or the architecture an edited copy was made from
+        top = np.argsort(-cosines)[:VOTERS]
+        voted = combine(None, vote([family[i] for i in top], [float(cosines[i]) for i in top]))
+        out[query] = query_names(read[origin], decoders, voted)
+    return out
+
+
+def blocks_step(args, score, mean, kinds, reads: dict[int, dict[str, str]], by_kind: dict[str, list[int]]) -> None:
+    """The shipped mix and second stage with each query's renaming read and with none."""
+    from narcli.encode.family_rank import FAMILY_RERANK_WEIGHT, KEEP_NEAREST
+
+    shipped = shipped_mix()
+    rows = {}
+    for name, blocks in (("nothing read", None), ("blocks and decoder read", reads)):
+        row = score(shipped, FAMILY_RERANK_WEIGHT, KEEP_NEAREST, blocks=blocks)
+        rows[name] = row | {"mean": round(mean(row), 4)}
+        print(f"{name:<24} " + "  ".join(f"{kind}: {row[kind]['MRR@20']:.4f} / {row[kind]['MAP@20']:.4f}"
+                                         for kind in QUERIES) + f"  mean {mean(row):.4f}", flush=True)
+    renamed = {kind: sum(bool(reads.get(q)) for q in queries) for kind, queries in by_kind.items()}
+    print(f"queries renamed by their blocks or decoder: {renamed}", flush=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"shipped": shipped, "criterion": f"mean of MRR@20 and MAP@20 over {', '.join(kinds)}",
+                                    "rerank_weight": FAMILY_RERANK_WEIGHT, "rerank_keep": KEEP_NEAREST,
+                                    "queries_renamed": renamed, "queries": {kind: len(q) for kind, q in by_kind.items()}, "scores": rows,
+                                    "machine": machine()}, indent=2) + "\n")
 
 
 COMPOSITE_DECODER = (0.35, 0.45, 0.55, 0.65, 0.75)  # the composite queries' decoder weights tried

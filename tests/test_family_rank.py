@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from narcli.encode.evaluation import retrieval_metrics
-from narcli.encode.family_rank import KEEP_NEAREST, blocks_first, family_order, rerank_rows, vote
+from narcli.encode.family_rank import KEEP_NEAREST, family_order, renamed_away, rerank_rows, vote
 
 
 def test_the_vote_weighs_closer_voters_more():
@@ -46,18 +46,26 @@ def test_among_the_nearest_kept_the_family_the_query_blocks_name_leads():
     # a CIFAR ResNeXt: a plain ResNet a hair nearer than a ResNeXt
     assert family_order([0.959, 0.956, 0.95], ["resnet", "resnext", "regnet"], {"resnext": 1.0}, weight=0.5,
                         keep=2, blocks=GROUPED) == [1, 0, 2]
+    # two plain ResNets nearest, the ResNeXts further: the renamed ResNets leave the front, so the
+    # family the blocks name comes first (the shares are already renamed: none left for "resnet")
+    assert family_order([0.967, 0.963, 0.95, 0.94], ["resnet", "resnet", "resnext", "resnext"], {"resnext": 1.0},
+                        weight=0.5, keep=2, blocks=GROUPED) == [2, 3, 0, 1]
     se = {"resnet": "senet", "resnext": "senet"}
-    assert blocks_first(["resnext", "resnet", "senet"], se) == [2, 0, 1]  # both renamed families step behind
+    assert family_order([0.97, 0.96, 0.95], ["resnext", "resnet", "senet"], {"senet": 1.0}, weight=0.5,
+                        keep=2, blocks=se) == [2, 0, 1]  # both renamed families step behind
 
 
-def test_blocks_change_nothing_without_a_renamed_pair_or_a_renaming():
-    assert blocks_first(["resnet", "regnet"], GROUPED) == [0, 1]  # no ResNeXt kept: cosine order
-    assert blocks_first(["regnet", "resnext"], GROUPED) == [0, 1]  # only a family the blocks rename steps behind
-    assert blocks_first(["resnet", "resnext"], {}) == [0, 1]  # plain blocks
-    assert blocks_first(["resnet", "resnext"], None) == [0, 1]
-    # beyond the kept, and with weight 0 (cosine order, as `--order cosine`), nothing moves
-    assert family_order([0.96, 0.95, 0.94], ["regnet", "resnet", "resnext"], {}, keep=2, blocks=GROUPED) == [0, 1, 2]
+def test_only_a_family_the_query_renames_leaves_the_front():
+    assert renamed_away("resnet", GROUPED) and not renamed_away("resnext", GROUPED)
+    assert not renamed_away("regnet", GROUPED)  # a family the blocks say nothing of keeps its place
+    assert not renamed_away("resnet", {}) and not renamed_away("resnet", None)  # plain blocks
+    # a family renamed to itself (a decoder family the vote already named) stays
+    assert not renamed_away("unet", {"fpn": "unet", "unet": "unet"})
+    assert family_order([0.96, 0.95, 0.94], ["regnet", "resnet", "resnext"], {"resnext": 1.0}, keep=2,
+                        blocks=GROUPED) == [0, 2, 1]  # the RegNet stays nearest; the ResNet is re-ordered
+    # with weight 0 (cosine order, as `--order cosine`), nothing moves
     assert family_order([0.96, 0.95], ["resnet", "resnext"], {}, weight=0.0, keep=2, blocks=GROUPED) == [0, 1]
+    assert family_order([0.96, 0.95], ["resnet", "resnext"], {}, keep=2, blocks={}) == [0, 1]
 
 
 def test_evaluation_reads_each_query_blocks_as_the_search_does():

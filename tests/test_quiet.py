@@ -441,7 +441,7 @@ def test_a_matrix_product_slower_than_the_machines_best_makes_it_busy():
     assert quiet.compute_against_best({"busy": False, "reasons": []}, 0.57)["busy"] is False  # no product (GPU)
 
 
-def test_the_products_best_is_kept_per_thread_count(monkeypatch):
+def test_the_products_best_is_kept_per_thread_count(monkeypatch, tmp_path):
     from narcli.bench.runner import core_speed_checked
 
     def verdict(product, threads, loop=0.55):
@@ -454,7 +454,11 @@ def test_the_products_best_is_kept_per_thread_count(monkeypatch):
     slowed = core_speed_checked(verdict(0.64, 2))
     assert slowed["busy"] and quiet.slowed_from_outside(slowed)
     assert core_speed_checked(verdict(1.30, 1))["busy"] is True
+    monkeypatch.setattr(quiet, "CPUFREQ", tmp_path)  # a machine whose clock can move (a laptop)
     assert core_speed_checked(verdict(0.66, 2, loop=0.66))["busy"] is False  # the clock explains it (0.66/0.55)
+    monkeypatch.setattr(quiet, "CPUFREQ", tmp_path / "absent")  # a VM: no frequency scaling to read
+    fixed = core_speed_checked(verdict(0.66, 2, loop=0.66))
+    assert fixed["busy"] and "allowing for the clock" not in fixed["reasons"][-1]
 
 
 def test_a_slow_model_asked_for_many_runs_keeps_a_median_of_its_clean_ones(monkeypatch):

@@ -303,6 +303,20 @@ def note_slow_core(verdict: dict[str, Any] | None, best_ms: float | None) -> dic
     return verdict | {"slower_than_best": round(probes[0] / best_ms - 1, 3)}
 
 
+# where the kernel exposes frequency scaling; without it (a VM: this project's, 2026-12-04) the
+# guest's clock does not move, so a core slowed evenly is another guest on the physical core
+CPUFREQ = Path("/sys/devices/system/cpu/cpu0/cpufreq")
+
+
+def clock_can_change() -> bool:
+    """Whether this machine's CPU clock can move: a laptop's settles below its first burst, which
+    slows the loop probe and the matrix product alike and is not a busy machine. Where it cannot,
+    the same even slowing was measured on this VM beside runs 13 % slower than the quiet ones
+    (2026-12-04, 1 thread: 53.3 ms beside 46.9 ms, all three called quiet), so no clock explains
+    it away (`compute_against_best`'s `clock`)."""
+    return CPUFREQ.exists()
+
+
 def compute_against_best(verdict: dict[str, Any] | None, best_ms: float | None,
                          clock: float = 1.0) -> dict[str, Any] | None:
     """The verdict, made busy when the matrix product's median over this measurement ran more than

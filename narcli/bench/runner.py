@@ -209,14 +209,14 @@ def core_speed_checked(verdict: dict[str, Any] | None) -> dict[str, Any] | None:
     (`quiet.against_best`) and the lowest median matrix product at its thread count
     (`quiet.compute_against_best`); the bests are kept in bench.db, per machine digest."""
     from narcli.bench.device import machine_digest
-    from narcli.bench.quiet import against_best, compute_against_best, note_slow_core
+    from narcli.bench.quiet import against_best, clock_can_change, compute_against_best, note_slow_core
 
     probes, digest = (verdict or {}).get("probe_ms"), machine_digest()
     loop_best = store.best_probe(digest, probes[0]) if probes else None
     verdict = against_best(verdict, loop_best)
     typical = (verdict or {}).get("compute_probe_median")
     if typical:
-        clock = probes[0] / loop_best if probes and loop_best else 1.0
+        clock = probes[0] / loop_best if probes and loop_best and clock_can_change() else 1.0
         best = store.best_probe(_product_key(digest, verdict.get("threads") or 0), typical)
         verdict = compute_against_best(verdict, best, clock)
         if best is None:  # nothing to hold a slowed stretch against: "quiet" says less than usual

@@ -25,7 +25,7 @@ def retrieval_metrics(embeddings: np.ndarray, labels: list[str], queries: list[i
     weight of the second stage (`family_rank`, as the commands search; 0: cosine order), voting
     on `vote_labels` (default `labels`; the query's own label is never among its voters), the nearest
     `keep` left in front (default: the shipped `KEEP_NEAREST`); `blocks[j]`: how the blocks of
-    `queries[j]` rename a family (`family_rank.blocks_first`; default none, as a zoo graph's label
+    `queries[j]` rename a family (`family_rank.renamed_away`; default none, as a zoo graph's label
     already names its blocks); `query_embeddings[q]`: the vector row q searches with, when a query
     reads its parts with other weights than the rows it is compared with (benchmarks/tune_readout.py's
     composite read-out); `vote_temperature`: the second stage's vote temperature (default: the

@@ -82,27 +82,26 @@ def family_order(cosines: Sequence[float], labels: Sequence[str], shares: dict[s
     """Positions of the candidates by cosine + `weight` x their label's share (`vote`), best first;
     ties keep the given order. Weight 0 is plain cosine order; so are no shares, but for the front.
     The first `keep` candidates (given in cosine order) stay in front of the re-ordered rest, in
-    cosine order but for `blocks_first` (weight above 0 only)."""
+    cosine order, but for one of a family the query's own blocks rename (`renamed_away`; weight
+    above 0 only), which is re-ordered with the rest."""
     check_weight(weight)
     check_keep(keep)
     if len(cosines) != len(labels):
         raise ValueError(f"{len(cosines)} cosines for {len(labels)} labels")
     keep = min(int(keep), len(cosines))
-    scores = np.asarray(cosines, dtype=np.float64)[keep:] \
-        + weight * np.array([shares.get(label, 0.0) for label in labels[keep:]])
-    front = blocks_first(labels[:keep], blocks) if weight else list(range(keep))
-    return front + [keep + int(i) for i in np.argsort(-scores, kind="stable")]
+    front = [i for i in range(keep) if not (weight and renamed_away(labels[i], blocks))]
+    rest = np.array([i for i in range(len(cosines)) if i not in set(front)], dtype=np.int64)
+    scores = np.asarray(cosines, dtype=np.float64)[rest] + weight * np.array([shares.get(labels[i], 0.0) for i in rest])
+    return front + [int(rest[i]) for i in np.argsort(-scores, kind="stable")]
 
 
-def blocks_first(labels: Sequence[str], blocks: dict[str, str] | None) -> list[int]:
-    """Positions of the nearest kept in front, a candidate of the family the query's own blocks name
-    ahead of one whose family those blocks rename. `blocks` is the query's `refined` ({"resnet":
-    "resnext"} for grouped bottlenecks, `zoo.labels.refine_family`): the zoo names a ResNet by its
-    blocks, so beside a ResNeXt nearly as near, a plain ResNet is the worse match for a ResNeXt's
-    graph, whichever the cosine puts first. Otherwise (no renaming, or no such pair) cosine order."""
-    if not blocks or not any(label in blocks.values() for label in labels):
-        return list(range(len(labels)))
-    return sorted(range(len(labels)), key=lambda i: labels[i] in blocks and labels[i] not in blocks.values())
+def renamed_away(label: str, blocks: dict[str, str] | None) -> bool:
+    """Whether the query's own graph renames `label` to another family. `blocks` is the query's
+    renaming (`search.family.query_names`: {"resnet": "resnext"} for grouped bottlenecks, every
+    other decoder family to the one whose decoders its decoder matches). The zoo names a ResNet by
+    its blocks, so a plain ResNet is the worse match for a ResNeXt's graph however near its cosine:
+    it keeps no place in front, and its share of the vote has gone to the family it was renamed to."""
+    return bool(blocks) and label in blocks and label not in blocks.values()
 
 
 def rerank_rows(order: np.ndarray, similarities: np.ndarray, labels: np.ndarray,
@@ -111,7 +110,7 @@ def rerank_rows(order: np.ndarray, similarities: np.ndarray, labels: np.ndarray,
                 temperature: float = VOTE_TEMPERATURE) -> np.ndarray:
     """`order`: each query's candidates by falling cosine (rows of indices into `labels`);
     `similarities`: the matching cosines; `blocks[row]`: that query's renaming by its blocks
-    (`blocks_first`); `temperature`: the vote's (`vote`). The same rows in the second stage's order
+    (`renamed_away`); `temperature`: the vote's (`vote`). The same rows in the second stage's order
     (`family_order`)."""
     check_keep(keep)
     if weight == 0 or order.shape[1] == 0:
