@@ -441,3 +441,14 @@ def test_nar_predict_says_whose_gpu_a_gpu_latency_is_until_one_is_measured_here(
     assert gpu_latency_note([_latency_row("reference", "reference-cpu", "reference-cpu")]) is None
     assert gpu_latency_note([_latency_row("reference-gpu", "reference-cuda", "reference-cuda", "out of range")]) is None
     assert "gpu_note" not in Predictions("m", [], []).to_json()
+
+
+def test_a_gpu_timing_does_not_silence_the_cpu_note():
+    from narcli.search.predictions import latency_note
+
+    cpu = _latency_row("reference", "reference-cpu", "reference-cpu", title="reference CPU (AMD EPYC, 1 thread)")
+    note = latency_note([cpu])
+    assert note is not None and "another machine, not this one" in note and "nar calibrate" in note
+    assert latency_note([cpu, _latency_row("measured", "measured-cuda", "NVIDIA H200")]) == note
+    assert latency_note([cpu, _latency_row("measured", "measured-cpu", "this CPU, 1 thread")]) is None
+    assert latency_note([cpu, _latency_row("device", "device-cpu", "this CPU, 2 threads")]) is None

@@ -167,8 +167,10 @@ def _fresh_bests():
     return best_probe
 
 
-def test_a_core_slowed_evenly_but_not_enough_to_be_busy_is_said(cli, write, monkeypatch):
-    # an even slowing reads like a lowered clock and is not busy; from SLOW_CORE_NOTE on it is said
+def test_a_core_slowed_evenly_but_not_enough_to_be_busy_is_said(cli, write, monkeypatch, tmp_path):
+    # on a machine whose clock can move (a laptop), an even slowing reads like a lowered clock and
+    # is not busy; from SLOW_CORE_NOTE on it is said
+    monkeypatch.setattr(quiet, "CPUFREQ", tmp_path)
     assert quiet.note_slow_core(_at(0.7, loop=0.66), 0.55) == _at(0.7, loop=0.66)  # 20 % slower: nothing
     noted = quiet.note_slow_core(_at(0.7, loop=0.76), 0.55)
     assert noted["slower_than_best"] == pytest.approx(0.382, abs=1e-3) and noted["busy"] is False
@@ -184,3 +186,8 @@ def test_a_core_slowed_evenly_but_not_enough_to_be_busy_is_said(cli, write, monk
     assert "the core ran 38 % slower than the fastest this machine has shown, all through" in text
     data = json.loads(cli("bench", model, "-i", "1,8", "--repeat", "3", "--json").stdout)
     assert data["quiet"]["slower_than_best"] == pytest.approx(0.382, abs=1e-3)
+    # where the clock cannot move (a VM without frequency scaling), the same timing is busy
+    monkeypatch.setattr(quiet, "CPUFREQ", tmp_path / "absent")
+    data = json.loads(cli("bench", model, "-i", "1,8", "--repeat", "3", "--attempts", "1", "--json").stdout)
+    assert data["quiet"]["busy"] and any("arithmetic ran" in r for r in data["quiet"]["reasons"])
+    assert not data["stored"]

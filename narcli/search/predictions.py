@@ -173,7 +173,8 @@ def latency_note(rows: list[Row]) -> str | None:
     """When the only CPU latency is the reference head's: say plainly it is another machine's, and
     how to get this one's."""
     usable = [r for r in rows if r.status == "ok"]
-    if any(r.head in ("device", MEASURED) for r in usable):
+    # a calibration of this machine, or a CPU timing here; a GPU timing says nothing of the CPU
+    if any(r.head == "device" or (r.head == MEASURED and r.target.column != "measured-cuda") for r in usable):
         return None
     reference = next((r for r in usable if r.head == "reference"), None)
     if reference is None:
