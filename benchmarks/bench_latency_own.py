@@ -40,18 +40,26 @@ def main() -> None:
     args = parser.parse_args()
     nar = nar_command()
     out = {"machine": machine(), "settings": []}
+    path = ROOT / "benchmarks" / "results" / f"{args.out}.json"
     for threads in dict.fromkeys(int(t) for t in args.threads.split(",")):
         device = f"own-{threads}t"
+        calibration = None
         if args.calibrate:
-            head = run_json([*nar, "calibrate", "--device", device, "--threads", str(threads), "--models",
-                             str(args.models), "--json",
-                             *(["--budget", str(args.budget)] if args.budget else [])])
+            try:
+                head = run_json([*nar, "calibrate", "--device", device, "--threads", str(threads), "--models",
+                                 str(args.models), "--json",
+                                 *(["--budget", str(args.budget)] if args.budget else [])])
+            except SystemExit as failed:  # e.g. a machine busy through most of the models: said, not scored
+                print(failed, flush=True)
+                out["settings"].append({"threads": threads, "device": device, "calibration_failed": str(failed)})
+                path.write_text(json.dumps(out, indent=2) + "\n")
+                continue
+            calibration = {k: head.get(k) for k in ("half_width_pct", "loo_mape", "models")}
             print(f"calibrated {device}: ±{head['half_width_pct']} %, leave-one-out MAPE {head.get('loo_mape')} %")
         summary = score_device(nar, {path: INPUTS[path.name] for path in sorted(MODELS.glob("*.py"))}, threads,
                                device)
-        out["settings"].append(summary)
-    path = ROOT / "benchmarks" / "results" / f"{args.out}.json"
-    path.write_text(json.dumps(out, indent=2) + "\n")
+        out["settings"].append(summary | ({"calibration": calibration} if calibration else {}))
+        path.write_text(json.dumps(out, indent=2) + "\n")  # each thread count's results as soon as they are in
     print(f"wrote {path}")
 
 
