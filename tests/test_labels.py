@@ -112,3 +112,26 @@ def test_a_query_is_named_by_its_blocks_as_the_zoo_is():
     assert predict_family(grouped.prediction, voters, 0.6).family == "resnext"
     assert predict_family(plain.prediction, voters, 0.6).family == "resnet"
     assert predict_family(None, voters, 0.6).family == "resnet"  # a cached prediction from before the rule
+
+
+def test_a_zoo_query_is_read_by_its_graph_as_a_scanned_file_is():
+    # a zoo model's stored prediction holds only its family and coarse class; `nar similar <zoo
+    # name>` reads its blocks and decoder from its graph, as the card's retrieval figures score it
+    from narcli.errors import ZooError
+    from narcli.search.query import DECODER_KEY, _with_graph_reads
+
+    class Zoo:
+        def __init__(self, graph):
+            self.graph_of_model = graph
+
+        def graph(self, model):
+            if self.graph_of_model is None:
+                raise ZooError("the graph of m is missing from the zoo")
+            return self.graph_of_model
+
+    stored = {"family": [["resnext", 1.0]], "coarse": [["convolutional", 1.0]]}
+    read = _with_graph_reads(stored, Zoo(graph_of(groups=4)), None)
+    assert read["refined"] == {"resnet": "resnext"} and read[DECODER_KEY] == {} and read["family"] == stored["family"]
+    assert _with_graph_reads(stored, Zoo(None), None) == stored  # its graph gone: as stored
+    assert _with_graph_reads(read, Zoo(None), None) == read  # already read: the graph is not opened
+    assert _with_graph_reads(None, Zoo(graph_of()), None) is None

@@ -84,7 +84,22 @@ def zoo_query(model: Any, zoo: Any) -> Query:
                        f"run `nar zoo embed --db {model.db}`")
     notes = zoo.annotations([model.graph_hash]).get(model.graph_hash, {})
     return Query(model.id, "zoo", model.graph_hash, np.frombuffer(vector, dtype=np.float32),
-                 notes.get("prediction"), notes.get("motifs", []), model.params or 0, model.macs or 0, model)
+                 _with_graph_reads(notes.get("prediction"), zoo, model), notes.get("motifs", []),
+                 model.params or 0, model.macs or 0, model)
+
+
+def _with_graph_reads(prediction: Any, zoo: Any, model: Any) -> Any:
+    """A zoo model's stored prediction (its family and coarse class) with what a scanned file's
+    graph says of it too: the blocks and decoder that rename a family (`search.family.query_names`),
+    so `nar similar <zoo name>` orders its rows as it would that model's own code (and as the card's
+    retrieval figures are scored). As stored when its graph cannot be read."""
+    if not isinstance(prediction, dict) or ("refined" in prediction and DECODER_KEY in prediction):
+        return prediction
+    try:
+        graph = zoo.graph(model)
+    except ZooError:
+        return prediction
+    return prediction | graph_reads(graph)
 
 
 def checkpoint_query(path: Path, zoo: Any = None) -> Query:
@@ -205,6 +220,17 @@ def read_decoder(graph: Any) -> dict[str, int]:
     from narcli.graph.idioms import normalise_idioms
 
     return decoder_signature(normalise_idioms(graph))
+
+
+def graph_reads(graph: Any) -> dict[str, Any]:
+    """What the embedder reads from a graph beside its vector and rename a family by: its blocks
+    (`zoo.labels.block_names`) and its decoder signature (after the idiom rules, as it reads them)."""
+    from narcli.graph.decoder import decoder_signature
+    from narcli.graph.idioms import normalise_idioms
+    from narcli.zoo.labels import block_names
+
+    graph = normalise_idioms(graph)
+    return {"refined": block_names(graph), DECODER_KEY: decoder_signature(graph)}
 
 
 def with_decoder(prediction: Any, graph_key: str | None, cache: Any = None, encoder: str | None = None) -> Any:
