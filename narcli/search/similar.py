@@ -30,7 +30,9 @@ OWN_LABEL_MARGIN = 1e-3  # a zoo model's own graph votes as the nearest of all, 
 LM_TASKS = ("causal-lm", "masked-lm", "pretraining")  # pretraining: BertForPreTraining's masked-LM head and its kind
 # the nearest, then neighbours by the family vote and cosine (`encode.family_rank`); or cosine alone
 ORDERS = ("family", "cosine")
-ORDER_NOTE = f"nearest {KEEP_NEAREST} first, then by family vote and cosine"  # shown (CLI and browser) when that is not cosine order
+# shown (CLI and browser) when that is not cosine order; a row of a family the query's blocks or
+# decoder rename leaves the front (`family_rank.renamed_away`)
+ORDER_NOTE = f"nearest {KEEP_NEAREST} first unless your model's graph renames their family, then by family vote and cosine"
 STEM_NOTE = ("its 3×3 stride-1 stem was also searched as ImageNet code writes it (7×7 stride 2, then a max-pool); "
              "each cosine is the better of the two")
 
