@@ -82,15 +82,16 @@ def family_order(cosines: Sequence[float], labels: Sequence[str], shares: dict[s
     """Positions of the candidates by cosine + `weight` x their label's share (`vote`), best first;
     ties keep the given order. Weight 0 is plain cosine order; so are no shares, but for the front.
     The first `keep` candidates (given in cosine order) stay in front of the re-ordered rest, in
-    cosine order, but for one of a family the query's own blocks rename (`renamed_away`; weight
-    above 0 only), which is re-ordered with the rest."""
+    cosine order, but for one of a family the query's own blocks or decoder rename
+    (`renamed_away`; weight above 0 only), which is re-ordered with the rest."""
     check_weight(weight)
     check_keep(keep)
     if len(cosines) != len(labels):
         raise ValueError(f"{len(cosines)} cosines for {len(labels)} labels")
     keep = min(int(keep), len(cosines))
     front = [i for i in range(keep) if not (weight and renamed_away(labels[i], blocks))]
-    rest = np.array([i for i in range(len(cosines)) if i not in set(front)], dtype=np.int64)
+    in_front = set(front)
+    rest = np.array([i for i in range(len(cosines)) if i not in in_front], dtype=np.int64)
     scores = np.asarray(cosines, dtype=np.float64)[rest] + weight * np.array([shares.get(labels[i], 0.0) for i in rest])
     return front + [int(rest[i]) for i in np.argsort(-scores, kind="stable")]
 
