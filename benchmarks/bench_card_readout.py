@@ -123,17 +123,15 @@ def query_reads(items: list, queries: list[int], known: list[int]) -> tuple[list
     model's own label votes first instead): how its blocks rename a ResNet family
     (`zoo.labels.block_names`) and its decoder signature; with the decoders of the `known` rows
     (the training part) to compare them with."""
-    from narcli.graph.decoder import decoder_signature
-    from narcli.graph.idioms import normalise_idioms
+    from narcli.search.query import graph_reads
     from narcli.zoo.composite import decoder_prototypes
-    from narcli.zoo.labels import block_names
     from narcli.zoo.store import Zoo
 
     hashes = {items[row].graph_hash for row in known}
     with Zoo() as zoo:
         decoders = decoder_prototypes(zoo, keep=lambda model: model.graph_hash in hashes)
-        graphs = [normalise_idioms(zoo.graph(zoo.resolve(items[q].name))) for q in queries]
-    return [{"refined": block_names(g), "decoder": decoder_signature(g)} for g in graphs], decoders
+        reads = [graph_reads(zoo.graph(zoo.resolve(items[q].name))) for q in queries]
+    return reads, decoders
 
 
 def renamings(vectors, labels: list[str], queries: list[int], reads: list[dict], decoders: dict) -> list[dict[str, str]]:

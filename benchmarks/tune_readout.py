@@ -360,20 +360,16 @@ def query_renamings(pool: list, fit: list[int], known: list[int], unseen: list[i
     ten nearest searched rows (shipped mix) vote for a decoder family. An edited copy is read as the
     architecture it was made from."""
     from narcli.encode.family_rank import VOTERS, vote
-    from narcli.graph.decoder import decoder_signature
-    from narcli.graph.idioms import normalise_idioms
     from narcli.search.family import combine, query_names
+    from narcli.search.query import graph_reads
     from narcli.zoo.composite import decoder_prototypes
-    from narcli.zoo.labels import block_names
     from narcli.zoo.store import Zoo
 
     fitted = {pool[row].graph_hash for row in fit}
     with Zoo() as zoo:
         decoders = decoder_prototypes(zoo, keep=lambda model: model.graph_hash in fitted)
-        read = {}
-        for row in sorted(set(known) | set(unseen) | set(originals)):
-            graph = normalise_idioms(zoo.graph(zoo.resolve(pool[row].name)))
-            read[row] = {"refined": block_names(graph), "decoder": decoder_signature(graph)}
+        read = {row: graph_reads(zoo.graph(zoo.resolve(pool[row].name)))
+                for row in sorted(set(known) | set(unseen) | set(originals))}
     shipped = shipped_mix()
     vectors = np.concatenate([parts[p] * shipped[p] ** 0.5 for p in PARTS], axis=1)
     out = {}

@@ -45,6 +45,11 @@ def _for_device(rows: list[Row], device: str | None) -> list[Row]:
 MEASURED = "measured"
 
 
+def measured_on_gpu(row: Row) -> bool:
+    """A `nar bench --device cuda` timing of the model (`measured_rows` names its column by device kind)."""
+    return row.head == MEASURED and row.target.column == f"{MEASURED}-cuda"
+
+
 def measured_rows(graph_hash: str) -> list[Row]:
     """What `nar bench` stored for this graph on this machine (its CPU, or a CUDA device), as rows
     marked measured: measured beats predicted. One row per device and batch, the newest."""
@@ -79,7 +84,7 @@ def measured_rows(graph_hash: str) -> list[Row]:
         when = time.strftime("%Y-%m-%d", time.localtime(info.get("measured_at", 0)))
         about = (f"`nar bench` on {when}: median of {info.get('runs', len(times))} runs after a warm-up"
                  + (", the interval is their interquartile range" if low is not None else ""))
-        target = Target(f"measured-{device.get('kind', 'cpu')}", "latency", "ms", label, info.get("batch", 1))
+        target = Target(f"{MEASURED}-{device.get('kind', 'cpu')}", "latency", "ms", label, info.get("batch", 1))
         out.append(Row(MEASURED, "measured on this machine", target, float(info["median_ms"]), low, high, "ok",
                        "", about))
     return out
@@ -174,7 +179,7 @@ def latency_note(rows: list[Row]) -> str | None:
     how to get this one's."""
     usable = [r for r in rows if r.status == "ok"]
     # a calibration of this machine, or a CPU timing here; a GPU timing says nothing of the CPU
-    if any(r.head == "device" or (r.head == MEASURED and r.target.column != "measured-cuda") for r in usable):
+    if any(r.head == "device" or (r.head == MEASURED and not measured_on_gpu(r)) for r in usable):
         return None
     reference = next((r for r in usable if r.head == "reference"), None)
     if reference is None:
@@ -192,7 +197,7 @@ def gpu_latency_note(rows: list[Row]) -> str | None:
     from narcli.predict.latency import GPU_HEAD_NAME
 
     usable = [r for r in rows if r.status == "ok"]
-    if any(r.head == MEASURED and r.target.column == "measured-cuda" for r in usable):
+    if any(measured_on_gpu(r) for r in usable):
         return None
     reference = next((r for r in usable if r.head == GPU_HEAD_NAME), None)
     if reference is None:
