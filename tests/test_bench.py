@@ -689,3 +689,79 @@ def test_evaluating_a_calibration_at_two_threads_fits_over_the_one_thread_times(
     assert all(r["one_thread_ms"] > 0 for r in result["calibration"])
     (row,) = result["results"]
     assert row["calibrated"]["mape"] < 5 and len(row["calibrated"]["thread_factors"]) == 4
+
+
+CONV = """
+from torch import nn
+
+
+class SmallConv(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 4, 3, padding=1))
+
+    def forward(self, x):
+        return self.body(x)
+"""
+
+
+def fake_timings(monkeypatch, ms_of_shape):
+    """`nar bench`'s child replaced: the median is ms_of_shape[first input's shape]; tracing still runs."""
+    from narcli.bench.runner import measure_in_child
+    from narcli.trace import isolation
+
+    real = isolation.run_isolated
+
+    def run(function, args, *rest, **kwargs):
+        if function is not measure_in_child:
+            return real(function, args, *rest, **kwargs)
+        ms = ms_of_shape[tuple(args[0].inputs[0]["shape"])]
+        return {"median_ms": ms, "iqr_ms": 0.1, "runs": 3, "warmup": 1, "times_ms": [ms - 0.1, ms, ms + 0.1]}
+
+    monkeypatch.setattr(isolation, "run_isolated", run)
+
+
+def test_a_file_timed_at_two_input_sizes_keeps_both_and_each_size_sees_its_own(write, monkeypatch):
+    # the graph's hash is the same at every input size: before 2026-12-04 the second timing replaced
+    # the first, and a scan at 128x128 showed the 224x224 timing as its own
+    from narcli.bench import runner
+    from narcli.scan.scanner import ScanOptions
+    from narcli.search.predictions import measured_rows
+
+    fake_timings(monkeypatch, {(1, 3, 16, 16): 2.0, (1, 3, 32, 32): 9.0})
+    model = str(write("small_conv.py", CONV))
+    small = runner.bench_target(model, options=ScanOptions(input_shapes=["1,3,16,16"]), repeat=3)
+    large = runner.bench_target(model, options=ScanOptions(input_shapes=["1,3,32,32"]), repeat=3)
+    assert small.graph_hash == large.graph_hash and large.macs == 4 * small.macs
+    assert small.inputs == [{"shape": [1, 3, 16, 16], "dtype": "float32"}] and small.assumed is None
+    assert [row.value for row in measured_rows(small.graph_hash, small.macs)] == [2.0]
+    assert [row.value for row in measured_rows(large.graph_hash, large.macs)] == [9.0]
+    again = runner.bench_target(model, options=ScanOptions(input_shapes=["1,3,16,16"]), repeat=3, reuse=True)
+    assert again.reused and again.median_ms == 2.0
+
+
+def test_a_timing_stored_before_under_the_plain_hash_is_shown_only_at_its_own_size():
+    from narcli.bench import store
+    from narcli.bench.device import device_info
+    from narcli.search.predictions import measured_rows
+
+    info = device_info("cpu", 1)
+    store.save("ef" * 16, 1, info.key, "old.py:Net", {"median_ms": 133.0, "iqr_ms": 5.0, "runs": 20, "macs": 4_068_922_368,
+                                                      "device": info.to_dict(), "batch": 1})
+    assert measured_rows("ef" * 16, 1_328_627_712) == []  # the same file scanned at 128x128
+    assert [row.value for row in measured_rows("ef" * 16, 4_068_922_368)] == [133.0]
+    assert store.load("ef" * 16, 1, info.key, 1_328_627_712) is None
+    assert store.load("ef" * 16, 1, info.key, 4_068_922_368)["median_ms"] == 133.0
+
+
+def test_bench_says_the_inputs_it_timed_and_that_they_were_guessed(cli, write, monkeypatch):
+    fake_timings(monkeypatch, {(1, 16): 1.5})
+    model = write("tiny.py", TINY.format(width=8))
+    result = cli("bench", model, "--repeat", "3")
+    assert result.exit_code == 0, result.output
+    line = next(line for line in result.stdout.splitlines() if line.startswith("input "))
+    assert line.startswith("input float32[1,16]; assumed: ") and "give --input-shape" in line
+    data = json.loads(cli("bench", model, "-i", "1,16", "--repeat", "3", "--json").stdout)
+    assert data["inputs"] == [{"shape": [1, 16], "dtype": "float32"}] and data["assumed"] is None
+    named = cli("bench", model, "-i", "1,16", "--repeat", "3", "--batch", "4")
+    assert "input float32[1,16] (batch 4 in the timing)\n" in named.stdout

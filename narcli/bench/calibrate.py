@@ -166,7 +166,7 @@ def measure_models(chosen: list[Candidate], threads: int | None, repeat: int, bu
 
     pooled = [c for c in chosen if c.graph_hash]
     for candidate in pooled:
-        stored = store.load(candidate.graph_hash, 1, info.key)
+        stored = store.load(candidate.graph_hash, 1, info.key, candidate.macs)
         if stored:
             found[candidate.name] = (stored["median_ms"], True)
             note(candidate, stored["median_ms"], True)

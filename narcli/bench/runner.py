@@ -41,6 +41,8 @@ class BenchResult:
     left_out: list[int] = field(default_factory=list)  # runs beside a slowed core, not in the median
     attempts: int = 1  # measurements taken: a disturbed one is taken again (`bench_target`)
     disturbed: list[dict[str, Any]] = field(default_factory=list)  # the earlier, busy ones: median_ms, reasons
+    inputs: list[dict[str, Any]] = field(default_factory=list)  # the example inputs at batch 1 (`InputSpec` JSON)
+    assumed: str | None = None  # why those inputs were guessed, when no --input-shape named them
 
     @property
     def busy(self) -> bool:
@@ -58,6 +60,7 @@ class _Request:
     path: str = ""
     spec: str | None = None
     inputs: list[dict] = field(default_factory=list)
+    assumed: str | None = None  # the scan guessed `inputs` (only said in the result; the child ignores it)
     batch: int = 1
     device: str = "cpu"
     threads: int = 1
@@ -101,7 +104,8 @@ def _resolve(text: str, options: Any) -> tuple[_Request, Any, int, int]:
                                               "with a --model call); name the file to measure it as it is now")
             _check_runnable(Path(record.source))
             return _Request(record.kind, f"{Path(record.source).name}:{record.name}", path=record.source,
-                            spec=record.name, inputs=list(record.inputs)), graph, record.params, record.macs
+                            spec=record.name, inputs=list(record.inputs), assumed=record.assumed), \
+                graph, record.params, record.macs
         case ModelFile(path=path, options=file_options):
             return _file_request(path, file_options)
         case Checkpoint():
@@ -114,7 +118,9 @@ def _resolve(text: str, options: Any) -> tuple[_Request, Any, int, int]:
 
 
 def _zoo_request(model: Any, zoo: Any) -> tuple[_Request, Any, int, int]:
-    return _Request("zoo", model.id, source=model.source), zoo.graph(model), model.params or 0, model.macs or 0
+    # the zoo's own example inputs are built by its source (the child ignores `inputs` here): only said
+    return _Request("zoo", model.id, source=model.source, inputs=list(model.inputs or [])), zoo.graph(model), \
+        model.params or 0, model.macs or 0
 
 
 def _check_runnable(path: Path) -> None:
@@ -136,7 +142,7 @@ def _file_request(path: Path, options: Any) -> tuple[_Request, Any, int, int]:
     kind = "onnx" if path.suffix.lower() == ".onnx" else "py"
     spec = (options.model if options else None) or record.name
     return _Request(kind, f"{path.name}:{record.name}", path=str(path.resolve()), spec=spec,
-                    inputs=list(record.inputs)), graph, record.params, record.macs
+                    inputs=list(record.inputs), assumed=record.assumed), graph, record.params, record.macs
 
 
 QUIET_WAIT = 10.0  # seconds it waits for other processes to go quiet before measuring again
@@ -161,8 +167,10 @@ def bench_target(text: str, batch: int = 1, device: str = "cpu", threads: int | 
     request, graph, params, macs = _resolve(text, options)
     info = device_info(device, threads)
     graph_hash = graph.content_hash()
+    # a zoo model is timed at the zoo's inputs, a file at whatever inputs it was given: kept apart (`store`)
+    key = graph_hash if request.kind == "zoo" else store.sized_key(graph_hash, macs)
     if reuse:
-        stored = store.load(graph_hash, batch, info.key)
+        stored = store.load(key, batch, info.key, macs)
         if stored:
             known = {f.name for f in fields(BenchResult)}  # a row stored by another version may carry more
             return BenchResult(**{k: v for k, v in stored.items() if k in known} | {"reused": True, "stored": True})
@@ -182,7 +190,8 @@ def bench_target(text: str, batch: int = 1, device: str = "cpu", threads: int | 
                            measured["runs"], measured["warmup"], params, macs, times_ms=measured["times_ms"],
                            warmup_ms=measured.get("warmup_ms", 0.0), quiet=core_speed_checked(raw),
                            pinned=measured.get("pinned", []), left_out=measured.get("left_out", []),
-                           attempts=attempt, disturbed=list(disturbed)), raw
+                           attempts=attempt, disturbed=list(disturbed), inputs=request.inputs,
+                           assumed=request.assumed), raw
 
     result, raw = measure(1)
     while True:
@@ -200,7 +209,7 @@ def bench_target(text: str, batch: int = 1, device: str = "cpu", threads: int | 
         result, raw = measure(result.attempts + 1)
     if allow_busy or not result.busy:
         result.stored = True
-        store.save(graph_hash, batch, info.key, request.name, result.to_dict())
+        store.save(key, batch, info.key, request.name, result.to_dict())
     return result
 
 

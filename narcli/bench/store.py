@@ -1,5 +1,12 @@
 """Measurements under $NAR_HOME/bench.db, keyed by graph, batch and device fingerprint, so that
-`nar calibrate` resumes and `nar bench` can say what it measured before."""
+`nar calibrate` resumes and `nar bench` can say what it measured before.
+
+A graph's hash does not change with its input size (`ArchGraph.content_hash`), but its latency
+does: a model file timed at 224x224 and scanned again at 128x128 is one hash. So a file's timing is
+stored under `sized_key` (the hash and the MACs of the inputs it was timed at), and every lookup of a
+graph's timings takes only those at the MACs asked for. Zoo models (the reference set, calibration)
+are timed at the zoo's inputs and stored under the plain hash, as before; a row stored before
+2026-12-04 under the plain hash by a file's timing is told apart by the MACs its row carries."""
 
 from __future__ import annotations
 
@@ -89,6 +96,20 @@ def repair() -> str | None:
     return sqlite_files.repair(store_path(), TABLES, CHECKS)
 
 
+SIZE_MARK = "@"
+
+
+def sized_key(graph_hash: str, macs: int) -> str:
+    """Where a model file's timing is kept: its graph at the inputs it was timed at (see above)."""
+    return f"{graph_hash}{SIZE_MARK}{int(macs)}"
+
+
+def same_size(info: dict[str, Any], macs: int | None) -> bool:
+    """Whether a stored timing was taken at `macs` (None, 0 or a row without MACs: not known, kept)."""
+    stored = info.get("macs")
+    return not macs or not stored or int(stored) == int(macs)
+
+
 @_guarded
 def save(graph_hash: str, batch: int, device: str, name: str, result: dict[str, Any]) -> None:
     connection = _connect()
@@ -102,7 +123,8 @@ def save(graph_hash: str, batch: int, device: str, name: str, result: dict[str, 
 
 
 @_guarded
-def load(graph_hash: str, batch: int, device: str) -> dict[str, Any] | None:
+def load(graph_hash: str, batch: int, device: str, macs: int | None = None) -> dict[str, Any] | None:
+    """The timing stored under this key (a plain hash or a `sized_key`), if it was taken at `macs`."""
     if not store_path().exists():
         return None
     connection = _connect()
@@ -111,7 +133,8 @@ def load(graph_hash: str, batch: int, device: str) -> dict[str, Any] | None:
                                  (graph_hash, batch, device)).fetchone()
     finally:
         connection.close()
-    return _json(row[0]) if row else None
+    info = _json(row[0]) if row else None
+    return info if info is not None and same_size(info, macs) else None
 
 
 FAILURES = """create table if not exists unmeasured (
@@ -171,17 +194,21 @@ def known(device: str, batch: int, include_failed: bool = True) -> set[str]:
 
 
 @_guarded
-def for_graph(graph_hash: str) -> list[dict[str, Any]]:
-    """Every stored measurement of this graph (any batch, any device), newest first."""
+def for_graph(graph_hash: str, macs: int | None = None) -> list[dict[str, Any]]:
+    """Every stored measurement of this graph (any batch, any device), newest first; with `macs`,
+    only those taken at inputs of that size (without: every size, each row saying its MACs)."""
     if not graph_hash or not store_path().exists():
         return []
     connection = _connect()
     try:
         rows = connection.execute("select info, measured_at from measurements where graph_hash = ? "
-                                  "order by measured_at desc", (graph_hash,)).fetchall()
+                                  "or graph_hash like ? escape '\\' order by measured_at desc",
+                                  (graph_hash, graph_hash.replace("_", "\\_").replace("%", "\\%") + SIZE_MARK + "%")
+                                  ).fetchall()
     finally:
         connection.close()
-    return [_json(info) | {"measured_at": at} for info, at in rows]
+    found = [_json(info) | {"measured_at": at} for info, at in rows]
+    return [info for info in found if same_size(info, macs)]
 
 
 @_guarded

@@ -16,6 +16,8 @@ def print_bench(result: Any, warnings: Any) -> None:
 
     print(f"{printable(result.name)}: median {result.median_ms:.3g} ms (IQR {result.iqr_ms:.2g} ms) at batch {result.batch}, "
           f"{result.runs} runs after {result.warmup} warm-up runs")
+    if result.inputs:
+        print(inputs_line(result.inputs, result.batch, result.assumed))
     pinned = f", pinned to CPU {','.join(map(str, result.pinned))}" if 0 < len(result.pinned) < (os.cpu_count() or 1) else ""
     print(f"on {describe_device(result)}{pinned}; "
           + (f"stored under graph {result.graph_hash[:12]}" if result.stored else "not stored"))
@@ -25,6 +27,18 @@ def print_bench(result: Any, warnings: Any) -> None:
     if result.disturbed:
         line = attempts_line(result.disturbed, result.busy)
         (warnings.print(f"[yellow]warning:[/] {safe(line)}") if result.busy else print(line))
+
+
+def inputs_line(inputs: list[dict[str, Any]], batch: int, assumed: str | None) -> str:
+    """The inputs a timing was taken at (a latency says little without them), and whether they were
+    guessed: a file's model timed without --input-shape runs at what the scan assumed."""
+    from narcli.trace.inputs import InputSpec
+
+    shown = ", ".join(str(InputSpec.from_json(i)) for i in inputs)
+    line = f"input {shown}" + (f" (batch {batch} in the timing)" if batch != 1 else "")
+    if assumed:
+        line += f"; assumed: {assumed}: give --input-shape to time it at another size"
+    return printable(line)
 
 
 def attempts_line(disturbed: list[dict[str, Any]], busy: bool) -> str:

@@ -50,9 +50,10 @@ def measured_on_gpu(row: Row) -> bool:
     return row.head == MEASURED and row.target.column == f"{MEASURED}-cuda"
 
 
-def measured_rows(graph_hash: str) -> list[Row]:
+def measured_rows(graph_hash: str, macs: int | None = None) -> list[Row]:
     """What `nar bench` stored for this graph on this machine (its CPU, or a CUDA device), as rows
-    marked measured: measured beats predicted. One row per device and batch, the newest."""
+    marked measured: measured beats predicted. One row per device and batch, the newest. With
+    `macs`, only timings taken at inputs of that size (the hash is the same at every input size)."""
     import statistics
     import time
 
@@ -62,7 +63,7 @@ def measured_rows(graph_hash: str) -> list[Row]:
     from narcli.predict.datasets import Target
 
     try:
-        stored = store.for_graph(graph_hash)
+        stored = store.for_graph(graph_hash, macs)
     except StoreError:
         raise  # a damaged bench.db: say so (and how to repair it) rather than hide what it held
     except (NarError, OSError):
@@ -130,7 +131,7 @@ def predictions_for(text: str, options: Any = None, device: str | None = None,
                                       bundle, target.graph, model.macs if model else None,
                                       model.params if model else None))
         graph_hash = model.graph_hash if model is not None and model.graph_hash else target.graph.content_hash()
-        rows = measured_rows(graph_hash) + rows
+        rows = measured_rows(graph_hash, (model.macs if model is not None else None) or target.graph.macs) + rows
         out.append(Predictions(target.name, _for_device(rows, device), known))
     return out
 
@@ -290,7 +291,7 @@ def performance_rows(query: Any) -> list[Row]:
                 rows, graph_hash, macs = predict_graph(graph, bundle), graph.content_hash(), graph.macs
                 parts = lambda: latency_parts(bundle, graph)  # noqa: E731
         rows = rows or []
-        rows = measured_rows(graph_hash) + rows + device_rows(rows, macs, parts=parts)
+        rows = measured_rows(graph_hash, macs) + rows + device_rows(rows, macs, parts=parts)
     except StoreError:
         raise  # a damaged store under NAR_HOME: one line with the repair, not a summary quietly missing
     except NarError:
