@@ -849,3 +849,15 @@ def test_a_search_stores_back_the_decoder_of_an_old_cached_neighbour(write, cli)
     assert result.exit_code == 0 and "mine.py" in result.stdout  # the old scan is a neighbour
     stored = {e["graph_key"]: e["prediction"] for e in Cache().embeddings(encoder)}
     assert stored[entry["graph_key"]] == old | {DECODER_KEY: entry["prediction"][DECODER_KEY]}
+
+
+def test_a_zoo_model_own_graph_leads_the_vote_but_its_cosine_is_said_as_at_most_one(cli):
+    # its own label votes a hair above 1 (`_ahead_of`); `--json` said "nearest_cosine": 1.001
+    from narcli.search.family import predict_family
+
+    own = predict_family(None, [("a", "mlp", 1.001), ("b", "mlp", 0.97)], threshold=0.9)
+    assert own.family == "a" and own.nearest_cosine == 1.0
+    out = cli("similar", "resnet50", "--json")
+    assert out.exit_code == 0, out.output
+    (result,) = json.loads(out.stdout)["results"]
+    assert result["prediction"]["family"] == "resnet" and result["prediction"]["nearest_cosine"] == 1.0

@@ -81,7 +81,9 @@ def predict_family(prediction: dict[str, Any] | None, neighbours: list[tuple[str
     """`prediction`: the head's {"family": [[name, p]...], "coarse": [...]}, or None;
     `neighbours`: (family, coarse, cosine) of the nearest zoo architectures, best first;
     `decoders`: the decoder families' known decoders (`query_names`)."""
-    nearest = neighbours[0][2] if neighbours else -1.0
+    # a query's own zoo graph votes a hair above 1 so that it leads the vote (`similar._ahead_of`);
+    # the cosine said is at most 1 (on 2026-12-04 `--json` said 1.001)
+    nearest = min(neighbours[0][2], 1.0) if neighbours else -1.0
     voters = neighbours[:VOTERS]
     voted = combine((prediction or {}).get("family"), vote([f for f, _, _ in voters], [c for _, _, c in voters]))
     names = query_names(prediction, decoders, voted)
