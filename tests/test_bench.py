@@ -765,3 +765,14 @@ def test_bench_says_the_inputs_it_timed_and_that_they_were_guessed(cli, write, m
     assert data["inputs"] == [{"shape": [1, 16], "dtype": "float32"}] and data["assumed"] is None
     named = cli("bench", model, "-i", "1,16", "--repeat", "3", "--batch", "4")
     assert "input float32[1,16] (batch 4 in the timing)\n" in named.stdout
+
+
+def test_a_stored_row_whose_macs_are_not_a_number_is_no_timing_of_any_size():
+    from narcli.bench import store
+    from narcli.bench.device import device_info
+    from narcli.search.predictions import measured_rows
+
+    info = device_info("cpu", 1)
+    store.save("fa" * 16, 1, info.key, "odd", {"median_ms": 5.0, "iqr_ms": 0.1, "runs": 3, "macs": "many",
+                                               "device": info.to_dict(), "batch": 1})
+    assert measured_rows("fa" * 16, 1000) == [] and store.load("fa" * 16, 1, info.key, 1000) is None

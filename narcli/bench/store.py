@@ -107,7 +107,9 @@ def sized_key(graph_hash: str, macs: int) -> str:
 def same_size(info: dict[str, Any], macs: int | None) -> bool:
     """Whether a stored timing was taken at `macs` (None, 0 or a row without MACs: not known, kept)."""
     stored = info.get("macs")
-    return not macs or not stored or int(stored) == int(macs)
+    if not macs or not stored:
+        return True
+    return isinstance(stored, int) and not isinstance(stored, bool) and stored == int(macs)  # not nar's: no size
 
 
 @_guarded
