@@ -328,6 +328,28 @@ def test_a_file_scanned_again_lists_only_its_newest_scan(monkeypatch):
     assert mine == {"cache:new": "gpt2", "cache:short": ""}
 
 
+def test_one_model_scanned_at_two_input_sizes_reads_as_two_rows_by_their_inputs(monkeypatch):
+    # before 2026-12-04 both rows read "unet.py:UNet", with nothing to tell them apart
+    from types import SimpleNamespace
+
+    from narcli.tui import data
+
+    def record(key, shape, source="/project/unet.py", name="UNet"):
+        return SimpleNamespace(source=source, name=name, graph_key=key, params=10, macs=10, nodes=3,
+                               inputs=[{"shape": shape, "dtype": "float32"}], depth=3, edges=2, top_ops=[],
+                               tracer="runtime", graph_hash="h" + key)
+
+    records = [record("small", [1, 3, 128, 128]), record("large", [1, 3, 224, 224]),
+               record("other", [1, 3, 64, 64], "/project/net.py", "Net")]
+    monkeypatch.setattr("narcli.scan.cache.Cache.records", lambda self: records)
+    monkeypatch.setattr("narcli.search.similar.cached_families", lambda: {})
+    mine = {e.key: e for e in data.load_entries() if e.source == "cache"}
+    assert mine["cache:small"].label == "unet.py:UNet @1×3×128×128"
+    assert mine["cache:large"].label == "unet.py:UNet @1×3×224×224"
+    assert mine["cache:other"].label == "net.py:Net"  # scanned at one size only: its name alone
+    assert data.matches(mine["cache:large"], "unet 224", {}) and not data.matches(mine["cache:small"], "unet 224", {})
+
+
 def test_a_cached_scan_says_what_was_assumed_of_its_input(monkeypatch):
     from types import SimpleNamespace
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,9 +63,10 @@ class Entry:
     zoo_model: Any = None
     record: Any = None
     haystack: str = field(default="", repr=False)  # lower-case text search matches against
+    sized: str = ""  # a scan's inputs, shown beside its name when the same model was scanned at another size
 
     def __post_init__(self) -> None:
-        self.haystack = f"{self.key} {self.name} {self.family}".lower()
+        self.haystack = f"{self.key} {self.name} {self.family} {self.sized}".lower()
 
     def set_family(self, family: str, coarse: str | None = None) -> None:
         """A scanned model's predicted family (and coarse class), once known (its table cells are
@@ -77,8 +79,11 @@ class Entry:
 
     @property
     def label(self) -> str:
-        """A zoo model by its id (`timm/resnet50`, `torchvision/resnet50`): two rows never read alike."""
-        return self.key if self.zoo_model is not None else self.name
+        """A zoo model by its id (`timm/resnet50`, `torchvision/resnet50`), a scan by its file and model
+        and, when that model was scanned at other inputs too, its inputs: two rows never read alike."""
+        if self.zoo_model is not None:
+            return self.key
+        return f"{self.name} @{self.sized}" if self.sized else self.name
 
     def cells(self, name_width: int = WIDTHS["name"]) -> tuple:
         cache = self.__dict__.setdefault("_cells", {})
@@ -127,6 +132,11 @@ def load_entries() -> list[Entry]:
     # one row per stored graph: two scans may share one (the same file under another torch, say),
     # and a table cannot hold two rows of one key; the newest scan names it
     cached = {entry.key: entry for entry in (cache_entry(r) for r in latest.values())}
+    named = Counter(entry.name for entry in cached.values())
+    for entry in cached.values():
+        if named[entry.name] > 1:  # one model at two input sizes: two rows that would read alike
+            entry.sized = ",".join("×".join(str(d) for d in i.get("shape", [])) for i in entry.record.inputs or [])
+            entry.__post_init__()
     if cached:  # their families as `nar similar` predicts them, from the embeddings stored (no torch)
         from narcli.search.similar import cached_families
 
