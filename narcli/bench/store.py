@@ -203,10 +203,10 @@ def for_graph(graph_hash: str, macs: int | None = None) -> list[dict[str, Any]]:
         return []
     connection = _connect()
     try:
+        sized = graph_hash + SIZE_MARK  # the prefix of its `sized_key`s
         rows = connection.execute("select info, measured_at from measurements where graph_hash = ? "
-                                  "or graph_hash like ? escape '\\' order by measured_at desc",
-                                  (graph_hash, graph_hash.replace("_", "\\_").replace("%", "\\%") + SIZE_MARK + "%")
-                                  ).fetchall()
+                                  "or substr(graph_hash, 1, ?) = ? order by measured_at desc",
+                                  (graph_hash, len(sized), sized)).fetchall()
     finally:
         connection.close()
     found = [_json(info) | {"measured_at": at} for info, at in rows]

@@ -126,12 +126,13 @@ def predictions_for(text: str, options: Any = None, device: str | None = None,
             macs = model.macs if model is not None else None
             params = model.params if model is not None else None
             rows = predict_graph(target.graph, bundle, macs=macs, params=params)
-        rows = rows + device_rows(rows, (model.macs if model is not None else None) or target.graph.macs, calibrated,
+        size = (model.macs if model is not None else None) or target.graph.macs  # the MACs at this input
+        rows = rows + device_rows(rows, size, calibrated,
                                   lambda target=target, model=model: latency_parts(
                                       bundle, target.graph, model.macs if model else None,
                                       model.params if model else None))
         graph_hash = model.graph_hash if model is not None and model.graph_hash else target.graph.content_hash()
-        rows = measured_rows(graph_hash, (model.macs if model is not None else None) or target.graph.macs) + rows
+        rows = measured_rows(graph_hash, size) + rows
         out.append(Predictions(target.name, _for_device(rows, device), known))
     return out
 

@@ -135,7 +135,7 @@ def load_entries() -> list[Entry]:
     named = Counter(entry.name for entry in cached.values())
     for entry in cached.values():
         if named[entry.name] > 1:  # one model at two input sizes: two rows that would read alike
-            entry.sized = ",".join("×".join(str(d) for d in i.get("shape", [])) for i in entry.record.inputs or [])
+            entry.sized = ",".join(shape_text(i) for i in entry.record.inputs or [])
             entry.__post_init__()
     if cached:  # their families as `nar similar` predicts them, from the embeddings stored (no torch)
         from narcli.search.similar import cached_families
@@ -149,6 +149,11 @@ def load_entries() -> list[Entry]:
                 entry.set_family(*families[entry.record.graph_key])
     entries.extend(cached.values())
     return entries
+
+
+def shape_text(spec: dict[str, Any]) -> str:
+    """An input's shape as the browser writes it: 1×3×224×224."""
+    return "×".join(str(d) for d in spec.get("shape", []))
 
 
 def cache_entry(record: Any) -> Entry:
@@ -203,7 +208,7 @@ def summary(entry: Entry) -> list[tuple[str, str]]:
     from narcli.search.text import human, human_params
 
     source = entry.zoo_model or entry.record
-    inputs = ", ".join("×".join(str(d) for d in i.get("shape", [])) + f" {i.get('dtype', '')}".rstrip()
+    inputs = ", ".join(shape_text(i) + f" {i.get('dtype', '')}".rstrip()
                        for i in (source.inputs or []))
     family = f"{entry.family} (predicted)" if entry.family and entry.record is not None else entry.family or "—"
     rows = [("name", entry.name), ("source", entry.source), ("family", family),
