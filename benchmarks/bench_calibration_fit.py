@@ -41,6 +41,41 @@ def one_thread_times(path: Path, result: dict) -> dict[str, float]:
     return {r["name"]: r["ms"] for r in json.loads(sibling.read_text())["calibration"]}
 
 
+def over_work_parts(parts: np.ndarray, y_one: np.ndarray, y: np.ndarray, prior: float) -> dict:
+    """The head over one thread as `nar calibrate` fitted it before 2026-12-05: a thread factor per
+    work part, its ridge pulling the four towards one common factor."""
+    from narcli.bench import transfer
+
+    work = transfer.work_columns(parts)
+    one = transfer.fit_head(work, y_one, prior_half=prior)
+    scaled = np.exp(np.array(one["scales"])) * work
+    scaled *= (np.exp(y_one) / np.maximum(scaled.sum(1), 1e-12))[:, None]
+    factors = transfer.fit_head(scaled, y)
+    return one | {"scales": (np.array(one["scales"]) + np.array(factors["scales"])).tolist(),
+                  "half": max(factors["half"], one["half"])}
+
+
+def thread_pairs(files: list[Path], parts) -> dict[Path, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per two-thread result with one-thread times beside it: (parts, log ms at one thread, log ms at
+    two) of every model timed at both, held-out and calibration models alike. Only dated runs
+    (calibration-2threads-DAY.json): the undated ones rescore a dated run's timings."""
+    out = {}
+    for path in files:
+        if not path.stem.removeprefix("calibration-2threads-")[:1].isdigit():
+            continue
+        result = json.loads(path.read_text())
+        if "held_out" not in result or result["device"]["threads"] <= 1:
+            continue
+        sibling = path.with_name(path.name.replace("2threads", "1thread"))
+        one = {r["name"]: r["ms"] for r in json.loads(sibling.read_text()).get("held_out", [])} if sibling.exists() else {}
+        one |= one_thread_times(path, result)
+        rows = [r for r in result["held_out"] + result["calibration"] if r["name"] in one]
+        if rows:
+            out[path] = (np.stack([parts(r["name"]) for r in rows]), np.log([one[r["name"]] for r in rows]),
+                         np.log([r["ms"] for r in rows]))
+    return out
+
+
 def main() -> None:
     sys.path.insert(0, str(ROOT))
     from narcli.bench import calibrate, transfer
@@ -66,6 +101,12 @@ def main() -> None:
                                                                graph_hash=zoo.resolve(name).graph_hash)
                                            for name, row in zip(names, split)], reference)
 
+        pairs = thread_pairs(files, parts)  # every model timed at one thread and at two, per file
+        if pairs:
+            every = [np.concatenate(column) for column in zip(*pairs.values())]
+            out["thread_shape_all_days"] = transfer.thread_shape(*every)
+            print(f"thread shape over {len(every[0])} one- and two-thread timings: {out['thread_shape_all_days']} "
+                  f"(shipped THREAD_SHAPE {transfer.THREAD_SHAPE})")
         for path in files:
             result = json.loads(path.read_text())
             if "held_out" not in result:  # this script's own outputs (calibration-fit-*-threads.json) match the glob
@@ -88,14 +129,28 @@ def main() -> None:
                             (f"as shipped: {pooled}" if not many else f"{pooled}, on these threads' times alone",
                              transfer.HUBER, measured, head.half)]
                 if many and one:
+                    variants.append(("over one thread, a factor per work part (before 2026-12-05)", "work", measured,
+                                     head.half))
                     variants.append((f"as shipped: over one thread ({transfer.THREADS_FIT})", None, measured, head.half))
+                    others = [v for other, v in pairs.items() if other != path]
+                    if others:  # THREAD_SHAPE was set on every day's timings, this one's too: here it is not
+                        shape = transfer.thread_shape(*[np.concatenate(c) for c in zip(*others)])
+                        variants.append(("over one thread, thread shape from the other days' timings", shape,
+                                         measured, head.half))
                 for label, delta, fitted_on, prior in variants:
-                    fit = transfer.fit_head(fitted_on, y, delta, prior_half=prior) if delta is not None else \
-                        transfer.fit_over_one_thread(fitted_on, np.log([one[r["name"]] for r in chosen]), y,
-                                                     prior_half=prior)
+                    y_one = np.log([one[r["name"]] for r in chosen]) if many and one else None
+                    if isinstance(delta, tuple):  # a thread shape
+                        fit = transfer.fit_over_one_thread(fitted_on, y_one, y, prior_half=prior, shape=delta)
+                    elif delta == "work":
+                        fit = over_work_parts(fitted_on, y_one, y, prior)
+                    elif delta is None:
+                        fit = transfer.fit_over_one_thread(fitted_on, y_one, y, prior_half=prior)
+                    else:
+                        fit = transfer.fit_head(transfer.work_columns(fitted_on), y, delta, prior_half=prior)
                     centre = transfer.predict_log(fit, held_out)
                     error = np.abs(np.exp(centre) - truth) / truth
                     row[label] = {"mape": round(float(error.mean() * 100), 1),
+                                  "median_error": round(float(np.median(error) * 100), 1),
                                  "coverage90": round(float((np.abs(np.log(truth) - centre) <= fit["half"]).mean() * 100)),
                                  "half_width_pct": round(float((np.exp(fit["half"]) - 1) * 100))}
                     if prior is not None:  # the same centre, the two errors' variances added

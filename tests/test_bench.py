@@ -569,38 +569,62 @@ def test_calibrate_says_what_its_interval_rests_on(capsys):
     assert "pooled" not in capsys.readouterr().out  # a head fitted without the reference head's spread
 
 
+def with_thread_parts(work: np.ndarray, shares: np.ndarray) -> np.ndarray:
+    """`LatencyHead.parts` rows: the work parts, then thread parts in `shares` summing to the same."""
+    return np.concatenate([work, shares / shares.sum(1, keepdims=True) * work.sum(1, keepdims=True)], axis=1)
+
+
 def test_over_one_thread_the_thread_factors_come_from_the_same_models_timed_at_one_thread():
-    from narcli.bench.transfer import THREADS_FIT, fit_head, fit_over_one_thread, predict_log
+    from narcli.bench.transfer import THREADS_FIT, fit_head, fit_over_one_thread, predict_log, work_columns
+    from narcli.predict.latency import THREAD_PARTS
 
     rng = np.random.default_rng(7)
-    parts = rng.uniform(0.1, 10, size=(20, 4)) * rng.uniform(0.1, 10, size=(20, 1))
-    machine = np.array([1.3, 1.3, 1.3, 1.3])  # this CPU: 1.3x the reference at one thread
-    threads = np.array([0.5, 0.9, 0.7, 1.6])  # two threads: dense work halves, calls get dearer
-    wrong = np.exp(rng.normal(scale=0.3, size=(20, 1)))  # the reference head's error on each model
-    one_thread = parts * machine * wrong
-    y_one, y = np.log(one_thread.sum(1)), np.log((one_thread * threads).sum(1))
+    work = rng.uniform(0.1, 10, size=(20, 4)) * rng.uniform(0.1, 10, size=(20, 1))
+    # some models mostly parallel work, others (small nets, recurrent ones) mostly serial work and calls
+    shares = rng.dirichlet([1.0, 1.0, 1.0], size=20)
+    parts = with_thread_parts(work, shares)
+    machine = 1.3  # this CPU: 1.3x the reference at one thread
+    threads = np.array([0.5, 1.1, 1.6])  # two threads: parallel work halves, serial work does not, calls get dearer
+    wrong = np.exp(rng.normal(scale=0.3, size=20))  # the reference head's error on each model
+    one_thread = work.sum(1) * machine * wrong
+    y_one, y = np.log(one_thread), np.log(one_thread * (shares @ threads))
     head = fit_over_one_thread(parts, y_one, y)
+    assert len(head["thread_factors"]) == len(THREAD_PARTS)
     assert np.allclose(head["thread_factors"], threads, rtol=0.15)  # the head's errors cancel between the two
     assert head["threads_fit"] == THREADS_FIT and head["half"] >= head["one_thread_half"]
-    assert np.allclose(predict_log(head, parts), predict_log(fit_head(parts, y_one), parts) + np.log(
-        (parts * np.exp(fit_head(parts, y_one)["scales"]) * threads).sum(1) /
-        (parts * np.exp(fit_head(parts, y_one)["scales"])).sum(1)), atol=0.03)
-    plain = fit_head(parts, y)  # fitted on the two-thread times alone: the head's errors swamp the factors
-    plain_ratio = np.exp(np.array(plain["scales"]) - np.mean(plain["scales"]))
-    assert np.abs(plain_ratio - threads / np.exp(np.log(threads).mean())).max() > \
-        np.abs(np.array(head["thread_factors"]) - threads).max()
+    one = fit_head(work_columns(parts), y_one)
+    assert np.allclose(predict_log(head, parts), predict_log(one, parts) + np.log(shares @ threads), atol=0.05)
+    # one factor for every model misses the serial ones by far more
+    common = np.exp(np.median(y - y_one))
+    assert np.abs(np.log(shares @ threads / common)).max() > 3 * np.abs(np.log(shares @ head["thread_factors"] /
+                                                                                (shares @ threads))).max()
+    with pytest.raises(ValueError, match="no thread split"):
+        predict_log(head, work)  # parts split before the thread parts existed
+
+
+def test_the_thread_factors_keep_their_prior_shape_when_the_models_cannot_tell_the_parts_apart():
+    from narcli.bench.transfer import THREAD_SHAPE, fit_over_one_thread
+
+    rng = np.random.default_rng(3)
+    work = rng.uniform(1, 10, size=(8, 4))
+    shares = np.tile([0.9, 0.05, 0.05], (8, 1))  # every model alike: the parts' factors cannot be told apart
+    y_one = np.log(work.sum(1))
+    y = y_one + np.log(0.6) + rng.normal(scale=0.05, size=8)
+    head = fit_over_one_thread(with_thread_parts(work, shares), y_one, y)
+    relative = np.log(head["thread_factors"]) - np.log(head["thread_factors"][0])
+    assert np.allclose(relative, THREAD_SHAPE, atol=0.1)  # the serial part and the calls stay dearer
 
 
 def test_calibrating_at_two_threads_times_the_same_models_at_one_thread_too(monkeypatch, tmp_path):
     from narcli.bench import device, transfer
 
-    chosen = [cal.Candidate(f"zoo/m{i}", 10**8, 10**6, {}, np.zeros(0), parts=np.array([4.0, 1.0, 1.0, 1.0]) * (i + 1),
-                            graph_hash=f"h{i}") for i in range(5)]
+    chosen = [cal.Candidate(f"zoo/m{i}", 10**8, 10**6, {}, np.zeros(0), graph_hash=f"h{i}",
+                            parts=np.array([4.0, 1.0, 1.0, 1.0, 5.0, 1.0, 1.0]) * (i + 1)) for i in range(5)]
     asked = []
 
     def timed(models, threads, repeat, budget, report, allow_busy, busy):
         asked.append((threads, [c.name for c in models]))
-        times = [(c, float(c.parts.sum()) * (0.7 if threads == 2 else 1.2)) for c in models]
+        times = [(c, float(c.parts[:4].sum()) * (0.7 if threads == 2 else 1.2)) for c in models]
         return times if threads == 2 else times[1:]  # one model could not be timed at one thread
 
     monkeypatch.setattr(cal, "candidates", lambda: chosen)
@@ -614,7 +638,7 @@ def test_calibrating_at_two_threads_times_the_same_models_at_one_thread_too(monk
     assert [m["name"] for m in head["models"]] == [m["name"] for m in head["one_thread_models"]] == \
         [c.name for c in chosen[1:]]  # only the models timed at both
     assert head["threads_fit"] == transfer.THREADS_FIT
-    assert np.allclose(np.prod(head["thread_factors"]) ** 0.25, 0.7 / 1.2, rtol=0.05)
+    assert np.allclose(transfer.predict_log(head, chosen[0].parts), np.log(chosen[0].parts[:4].sum() * 0.7), atol=0.05)
     saved = json.loads((tmp_path / "two.json").read_text())
     assert saved["one_thread_models"] == head["one_thread_models"]
     monkeypatch.setattr(device, "device_info", lambda kind, threads: device.DeviceInfo("cpu", "AMD EPYC", "2.13.0", 1))
@@ -644,18 +668,26 @@ def test_a_two_thread_device_fitted_against_another_reference_head_is_fitted_ove
     head = cal.calibrated_devices()["two"]
     assert head["reference"] == load_bundle().latency.fingerprint and head["threads_fit"] == transfer.THREADS_FIT
     assert [m["name"] for m in head["models"]] == list(names)  # resnet34 has no one-thread time: left out
-    assert np.allclose(head["thread_factors"], 0.6, rtol=0.05)
+    found = cal.with_parts([cal.Candidate(name, 0, 0, {}, np.zeros(0)) for name in names])
+    one_thread = {**head, "thread_scales": [0.0] * 3}  # the same head with no thread factors
+    ratios = [transfer.predict_log(head, c.parts) - transfer.predict_log(one_thread, c.parts) for c in found]
+    assert np.allclose(np.exp(ratios), 0.6, rtol=0.05)  # each model's two-thread time is 0.6 of its one-thread time
+    # a head saved before the thread parts is fitted again too
+    (tmp_path / "old.json").write_text(json.dumps(stale | {"reference": head["reference"], "fitted_on": head["fitted_on"],
+                                                           "interval": transfer.INTERVAL, "threads_fit": "over-one-thread"}))
+    assert "thread_scales" in cal.calibrated_devices()["old"]
 
 
 def test_calibrate_at_two_threads_says_what_the_thread_factors_are(capsys):
     from narcli.cli.render_bench import print_calibrated
 
     head = {"device": {"threads": 2}, "models": [{}] * 20, "asked": 20, "path": "/x/dev.json", "half_width_pct": 33.0,
-            "own_half_width_pct": 30.4, "prior_half_width_pct": 28.9, "thread_factors": [0.55, 0.9, 0.64, 1.56],
+            "own_half_width_pct": 30.4, "prior_half_width_pct": 28.9, "thread_factors": [0.55, 1.2, 1.56],
+            "thread_scales": [-0.6, 0.18, 0.44],
             "one_thread_half": 0.2852}
     print_calibrated("dev", head)
     out = " ".join(capsys.readouterr().out.split())
-    assert "at 2 threads against 1 (the same models timed at both): dense ×0.55, other compute ×0.90" in out
+    assert "at 2 threads against 1 (the same models timed at both): parallel ×0.55, serial ×1.20" in out
     assert "calls ×1.56" in out and "thread factors' (±30 %) and the 1-thread head's (±33 %)" in out
     assert "pooled" not in out
 
@@ -669,13 +701,13 @@ def test_evaluating_a_calibration_at_two_threads_fits_over_the_one_thread_times(
     rng = np.random.default_rng(5)
     models = [cal.Candidate(f"zoo/m{i}", int(10**8 * (i + 1)), 10**6, {cal.REFERENCE_COLUMN: 2.0 + i}, np.zeros(0),
                             coarse="convolutional", family=f"f{i}", graph_hash=f"h{i}",
-                            parts=np.array([4.0, 1.0, 1.0, 1.0]) * rng.uniform(0.5, 5)) for i in range(30)]
+                            parts=with_thread_parts(np.array([[4.0, 1.0, 1.0, 1.0]]) * rng.uniform(0.5, 5),
+                                                    rng.dirichlet([2.0, 1.0, 1.0], size=1))[0]) for i in range(30)]
     asked = []
 
     def timed(chosen, threads, repeat, budget, report, allow_busy=False, busy=None):
         asked.append(threads)
-        return [(c, float(c.parts @ ([0.6, 1.0, 0.8, 1.2] if threads == 2 else [1.0, 1.0, 1.0, 1.0])))
-                for c in chosen]
+        return [(c, float(c.parts[4:] @ ([0.6, 1.1, 1.5] if threads == 2 else [1.0, 1.0, 1.0]))) for c in chosen]
 
     monkeypatch.setattr(ev, "held_out_head", lambda: SimpleNamespace(half=0.2, metrics={}))
     monkeypatch.setattr(ev, "candidates", lambda head: models)
@@ -688,7 +720,7 @@ def test_evaluating_a_calibration_at_two_threads_fits_over_the_one_thread_times(
     assert asked == [2, 2, 1] and result["threads_fit"] == transfer.THREADS_FIT
     assert all(r["one_thread_ms"] > 0 for r in result["calibration"])
     (row,) = result["results"]
-    assert row["calibrated"]["mape"] < 5 and len(row["calibrated"]["thread_factors"]) == 4
+    assert row["calibrated"]["mape"] < 5 and len(row["calibrated"]["thread_factors"]) == 3
 
 
 CONV = """

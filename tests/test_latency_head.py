@@ -296,10 +296,22 @@ def test_the_split_prediction_sums_to_the_prediction():
     graph = chain([("linear", 4_000_000), ("relu", 0), ("linear", 10_000), ("relu", 0)])
     value, _, _ = head.predict(graph)
     parts = head.parts(graph)
-    assert parts.shape == (len(lat.PARTS),) and (parts >= 0).all()
-    assert parts.sum() == pytest.approx(value, rel=1e-6)
-    assert parts[0] > 0  # the 4 M-MAC product is dense work; the 10 k one is not
+    assert parts.shape == (len(lat.PARTS) + len(lat.THREAD_PARTS),) and (parts >= 0).all()
+    work, threads = parts[:len(lat.PARTS)], parts[len(lat.PARTS):]
+    assert work.sum() == pytest.approx(value, rel=1e-6) and threads.sum() == pytest.approx(value, rel=1e-6)
+    assert work[0] > 0  # the 4 M-MAC product is dense work; the 10 k one is not
     assert head.parts(chain([("lstm", 10)])) is None  # not answered: never measured
+
+
+def test_a_small_operation_or_one_recurrent_step_spreads_less_of_its_compute_over_threads():
+    big, small = chain([("linear", 400_000_000)]), chain([("linear", 40_000)])
+    assert lat.parallel_share(big)[1] > 0.98 and lat.parallel_share(small)[1] < 0.02
+    assert lat.parallel_share(big)[0] == 0  # the input does no arithmetic
+    # a GRU over 64 steps does its MACs one step after another: only one step's work spreads
+    gru = ArchGraph([Node("input", [1, 64, 128]), Node("gru", [1, 64, 384], macs=64 * 1_000_000)], [(0, 1)])
+    conv = ArchGraph([Node("input", [1, 64, 128]), Node("conv1d", [1, 64, 384], macs=64 * 1_000_000)], [(0, 1)])
+    assert lat.parallel_share(gru)[1] == pytest.approx(1e6 / (1e6 + lat.PARALLEL_MACS))
+    assert lat.parallel_share(conv)[1] > 0.9
 
 
 def test_a_gpu_head_names_itself_and_its_column(tmp_path):

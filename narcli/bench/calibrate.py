@@ -305,10 +305,10 @@ def fit_device(found: list[Candidate], parts: np.ndarray, y: np.ndarray, one: di
     """This machine's head from `found`'s fitting parts and log times `y`: `transfer.fit_head`, or,
     with their one-thread times (`one`, name -> ms; a calibration at more than one thread),
     `transfer.fit_over_one_thread` with those times stored beside it for fitting again."""
-    from narcli.bench.transfer import fit_head, fit_over_one_thread
+    from narcli.bench.transfer import fit_head, fit_over_one_thread, work_columns
 
     if one is None:
-        return fit_head(parts, y, prior_half=prior_half)
+        return fit_head(work_columns(parts), y, prior_half=prior_half)
     return fit_over_one_thread(parts, np.log([one[c.name] for c in found]), y, prior_half=prior_half) | {
         "one_thread_models": [{"name": c.name, "ms": one[c.name]} for c in found]}
 
@@ -338,15 +338,17 @@ def refitted(name: str, head: dict[str, Any]) -> dict[str, Any]:
     """`head` as fitted against the installed reference head. A head fitted on the parts of another
     one (nar upgraded, or the head retrained) scales parts that have moved: it is fitted again on the
     measurements it stores (no new measurement) and saved; so is one fitted before `fitting_parts`
-    (no `fitted_on`), and one whose interval was set by another rule (`transfer.INTERVAL`). Unchanged
+    (no `fitted_on`), one whose interval was set by another rule (`transfer.INTERVAL`), and one over
+    one thread fitted by another rule (`transfer.THREADS_FIT`). Unchanged
     when it is current, of the kind fitted before parts, or when fewer than 3 of its models are still
     in the zoo."""
-    from narcli.bench.transfer import INTERVAL
+    from narcli.bench.transfer import INTERVAL, THREADS_FIT
 
     reference = _reference_fingerprint()
     if head.get("kind") != "parts" or not reference or \
             (head.get("reference") == reference and head.get("fitted_on") in (FITTED_ON, HEAD_PARTS)
-             and head.get("interval") == INTERVAL):
+             and head.get("interval") == INTERVAL
+             and ("one_thread_models" not in head or head.get("threads_fit") == THREADS_FIT)):
         return head
 
     measured = _stored_times(head.get("models"))
@@ -380,11 +382,12 @@ def _read_head(path: Path) -> dict[str, Any]:
     """A saved device head; ValueError (or OSError) when the file is not one `calibrate` wrote."""
     head = json.loads(path.read_text())
     if isinstance(head, dict) and head.get("kind") == "parts":
-        from narcli.predict.latency import PARTS
+        from narcli.predict.latency import PARTS, THREAD_PARTS
 
-        scales, half = head.get("scales"), head.get("half")
-        if not isinstance(scales, list) or len(scales) != len(PARTS) or \
-                not all(isinstance(v, (int, float)) and math.isfinite(v) for v in scales + [half]):
+        scales, half, threads = head.get("scales"), head.get("half"), head.get("thread_scales", [0.0] * len(THREAD_PARTS))
+        if not isinstance(scales, list) or len(scales) != len(PARTS) or not isinstance(threads, list) or \
+                len(threads) != len(THREAD_PARTS) or \
+                not all(isinstance(v, (int, float)) and math.isfinite(v) for v in scales + threads + [half]):
             raise ValueError("its fitted scales do not fit together")
         return head
     if not isinstance(head, dict) or not all(isinstance(head.get(k), list) for k in ("mean", "std", "weights")):

@@ -56,7 +56,14 @@ PRIORS = (0.003, 0.03, 0.3, 3.0)  # ridge strengths tried (per sample, on log-sc
 HUBER = 0.1  # log error beyond which a model counts linearly (an outlier of the reference head)
 PRIOR_MODELS = 5  # how many calibration models the reference head's own spread counts as
 INTERVAL = f"pooled-{PRIOR_MODELS}"  # how a head's `half` was set; heads set otherwise are fitted again
-THREADS_FIT = "over-one-thread"  # how a head for more than one thread is fitted (`fit_over_one_thread`)
+# how a head for more than one thread is fitted (`fit_over_one_thread`); heads fitted otherwise (before
+# 2026-12-05: "over-one-thread", one factor per work part) are fitted again from their measurements
+THREADS_FIT = "thread-parts"
+# the prior shape of the thread factors (log, against the parallel part's): the serial part ran 2.2x and
+# the calls 2.9x as slow, relative to the parallel part, in a pooled fit of 535 one- and two-thread timings
+# on this project's 2-vCPU VM (6 days of `nar eval calibration`; factors 0.56, 1.21, 1.62). Measured at
+# two threads only: at other counts a calibration's leave-one-out choice of the ridge lets it move away
+THREAD_SHAPE = (0.0, 0.777, 1.067)
 
 
 def _predict(theta: np.ndarray, parts: np.ndarray) -> np.ndarray:
@@ -146,31 +153,62 @@ def fit_head(parts: np.ndarray, y: np.ndarray, delta: float = HUBER, prior_half:
 
 
 def fit_over_one_thread(parts: np.ndarray, y_one: np.ndarray, y: np.ndarray, delta: float = HUBER,
-                        prior_half: float | None = None) -> dict:
+                        prior_half: float | None = None, shape: tuple[float, ...] = THREAD_SHAPE) -> dict:
     """The head for more than one thread, from the same models measured at one thread (`y_one`, log
-    ms) and at this thread count (`y`): the one-thread head (`fit_head`), times a factor per part
-    fitted on the models' parts rescaled to what each measured at one thread. The factors then say
-    how each part speeds up with threads on this CPU, free of the reference head's errors on these
-    few models; fitted on the reference parts directly, a single scale per part had to learn both
-    at once from 20 models at two threads, and small models (which gain nothing from a second
-    thread) pulled the rest (`benchmarks/bench_calibration_fit.py`). The interval is the wider of
-    the factors' own leave-one-out interval and the one-thread head's: a figure built on the
-    one-thread prediction is no surer than it."""
+    ms) and at this thread count (`y`): the one-thread head (`fit_head` on the work columns), times
+    a factor per thread part (`latency.THREAD_PARTS`: parallel, serial, calls), fitted on each
+    model's thread parts rescaled to what it measured at one thread. The factors then say how each
+    part speeds up with threads on this CPU, free of the reference head's errors on these few models.
+    Their ridge pulls them towards `shape` (`THREAD_SHAPE`) rather than one common factor: 20 models
+    rarely tell the parts apart, and one common factor gave a small GRU or MobileNet, which a second
+    thread barely helps, the big models' 1.7x. The interval is the wider of the factors' own
+    leave-one-out interval and the one-thread head's: a figure built on the one-thread prediction is
+    no surer than it."""
     parts, y_one, y = (np.asarray(a, dtype=np.float64) for a in (parts, y_one, y))
-    one = fit_head(parts, y_one, delta, prior_half)
-    scaled = np.exp(np.array(one["scales"])) * parts
-    scaled *= (np.exp(y_one) / np.maximum(scaled.sum(1), 1e-12))[:, None]
-    factors = fit_head(scaled, y, delta)
-    return one | {"scales": (np.array(one["scales"]) + np.array(factors["scales"])).tolist(),
-                  "thread_factors": [round(float(np.exp(t)), 4) for t in factors["scales"]],
+    one = fit_head(work_columns(parts), y_one, delta, prior_half)
+    shape = np.array(shape, dtype=np.float64)
+    factors = fit_head(thread_share(parts) * np.exp(y_one)[:, None] * np.exp(shape), y, delta)
+    scales = np.array(factors["scales"]) + shape
+    return one | {"thread_scales": scales.tolist(), "thread_factors": [round(float(np.exp(t)), 4) for t in scales],
                   "thread_prior": factors["prior"], "one_thread_half": one["half"],
                   "loo_half": factors["loo_half"], "loo_mape": factors["loo_mape"],
                   "half": max(factors["half"], one["half"]), "threads_fit": THREADS_FIT}
 
 
+def thread_shape(parts: np.ndarray, y_one: np.ndarray, y: np.ndarray) -> tuple[float, ...]:
+    """The thread factors' shape (log, against the parallel part's) that fits many models timed at one
+    thread (`y_one`, log ms) and at more (`y`) best, unshrunk: how `THREAD_SHAPE` was set
+    (`benchmarks/bench_calibration_fit.py` prints it, and scores each day with the other days' shape)."""
+    theta = fit_scales(thread_share(parts), np.asarray(y, dtype=np.float64) - np.asarray(y_one, dtype=np.float64), 0.0)
+    return tuple(round(float(t - theta[0]), 3) for t in theta)
+
+
+def work_columns(parts: np.ndarray) -> np.ndarray:
+    """The columns of `LatencyHead.parts` that split the prediction by kind of work (`PARTS`)."""
+    from narcli.predict.latency import PARTS
+
+    return np.atleast_2d(np.asarray(parts, dtype=np.float64))[:, :len(PARTS)]
+
+
+def thread_share(parts: np.ndarray) -> np.ndarray:
+    """Each row's thread parts (`THREAD_PARTS`, the columns after the work parts) as shares of one;
+    ValueError when the rows carry none."""
+    from narcli.predict.latency import PARTS, THREAD_PARTS
+
+    rows = np.atleast_2d(np.asarray(parts, dtype=np.float64))
+    if rows.shape[1] != len(PARTS) + len(THREAD_PARTS):
+        raise ValueError("these parts carry no thread split")
+    threads = rows[:, len(PARTS):]
+    return threads / np.maximum(threads.sum(1, keepdims=True), 1e-12)
+
+
 def predict_log(head: dict, parts: np.ndarray) -> np.ndarray:
-    """Predicted log ms for rows of parts."""
-    return _predict(np.array(head["scales"], dtype=np.float64), np.atleast_2d(np.asarray(parts, dtype=np.float64)))
+    """Predicted log ms for rows of parts (`LatencyHead.parts`): the work columns scaled, then, for a
+    head over one thread, its thread factors applied to the thread parts' shares."""
+    centre = _predict(np.array(head["scales"], dtype=np.float64), work_columns(parts))
+    if "thread_scales" in head:
+        centre = centre + np.log(np.maximum(thread_share(parts) @ np.exp(np.array(head["thread_scales"])), 1e-12))
+    return centre
 
 
 def measured_on_reference() -> dict[str, float]:
@@ -210,7 +248,8 @@ def fitting_parts(chosen: list, reference: dict[str, float] | None = None) -> np
     for candidate in chosen:
         parts = np.asarray(candidate.parts, dtype=np.float64)
         measured = reference.get(candidate.graph_hash)
-        out.append(parts * (measured / parts.sum()) if measured and parts.sum() > 0 else parts)
+        total = work_columns(parts).sum()  # each group of columns sums to the prediction
+        out.append(parts * (measured / total) if measured and total > 0 else parts)
     return np.stack(out)
 
 

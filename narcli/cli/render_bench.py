@@ -82,9 +82,10 @@ def print_calibrated(name: str, head: dict[str, Any]) -> None:
     if head.get("thread_factors"):  # `transfer.fit_over_one_thread`
         import math
 
-        from narcli.predict.latency import PARTS
+        from narcli.predict.latency import PARTS, THREAD_PARTS
 
-        factors = ", ".join(f"{part} ×{factor:.2f}" for part, factor in zip(PARTS, head["thread_factors"]))
+        names = THREAD_PARTS if head.get("thread_scales") else PARTS  # before 2026-12-05: per work part
+        factors = ", ".join(f"{part} ×{factor:.2f}" for part, factor in zip(names, head["thread_factors"]))
         print(f"at {device['threads']} threads against 1 (the same models timed at both): {factors}; "
               f"interval the wider of the thread factors' (±{head['own_half_width_pct']:.0f} %) and the 1-thread "
               f"head's (±{(math.exp(head['one_thread_half']) - 1) * 100:.0f} %)")

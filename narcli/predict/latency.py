@@ -309,8 +309,9 @@ class LatencyHead:
 
 
     def parts(self, graph, macs: int | None = None, params: int | None = None) -> np.ndarray | None:
-        """The central prediction split by how the work parallelises (ms; they sum to it): PARTS.
-        None when the head does not answer for `graph`."""
+        """The central prediction split two ways (ms): its first len(PARTS) columns by kind of work,
+        its last len(THREAD_PARTS) by how the work spreads over threads; each group sums to the
+        prediction. None when the head does not answer for `graph`."""
         graph = as_run(graph)
         if self.why_not(graph, size_figures(graph, macs, params))[0]:
             return None
@@ -320,20 +321,47 @@ class LatencyHead:
 
         dense = np.array([OPS.get(n.op, "") in DENSE_KINDS and max(n.macs, 0) >= DENSE_MACS for n in graph.nodes]
                          or [False])
-        out = np.array([terms[dense, 0].sum(), terms[~dense, 0].sum(), terms[:, 1].sum(),
-                        terms[:, 2].sum() + float(np.exp(self.weights["overhead"][0]))])
+        calls = terms[:, 2].sum() + float(np.exp(self.weights["overhead"][0]))
+        spread = parallel_share(graph)
+        out = np.array([terms[dense, 0].sum(), terms[~dense, 0].sum(), terms[:, 1].sum(), calls,
+                        (terms[:, 0] * spread).sum() + terms[:, 1].sum(), (terms[:, 0] * (1 - spread)).sum(), calls])
         scale = math.exp(whole_graph_correction(self.weights, graph_features(graph)))
         if macs is not None and graph.macs and macs != graph.macs:
             scale *= max(macs, 1) / graph.macs
         return out * scale
 
 
-# how a prediction splits for carrying it to other threads and CPUs (`LatencyHead.parts`): large
-# convolutions and matrix products spread over threads; small ones, element-wise work, recurrent
-# steps and Python call overhead barely do
+def parallel_share(graph) -> np.ndarray:
+    """Per node, the share of its compute that spreads over threads: w / (w + PARALLEL_MACS) for the
+    MACs w one call does at once. A recurrent layer's call is its time steps one after another, so
+    its w is one step's MACs (a GRU over 64 tokens gained 1.1x from a second thread where a
+    convolution net of the same MACs gained 1.7x)."""
+    from narcli.graph.vocab import RECURRENT, RECURRENT_CALLS
+
+    work = []
+    for node in graph.nodes or []:
+        macs = float(max(node.macs, 0))
+        if (node.op in RECURRENT_CALLS or node.op in RECURRENT) and node.shape and len(node.shape) >= 3:
+            macs /= max(int(node.shape[1]), 1)  # (batch, steps, features), as the trace records it
+        work.append(macs)
+    work_array = np.array(work or [0.0])
+    return work_array / (work_array + PARALLEL_MACS)
+
+
+# how a prediction splits for carrying it to other CPUs (`LatencyHead.parts`, first group): large
+# convolutions and matrix products, the rest of the arithmetic, memory traffic and call overhead can
+# each run faster or slower on another CPU by their own factor
 PARTS = ("dense", "other compute", "memory", "calls")
 DENSE_KINDS = ("convolution", "linear")
 DENSE_MACS = 1_000_000  # a product below a million MACs is over before threads help
+# ... and for carrying it to more threads (second group, `transfer.fit_over_one_thread`): memory
+# traffic and the share of each operation's compute that spreads (`parallel_share`), the compute
+# that does not, and the per-call overhead, which a thread pool's start and join per operation make
+# larger. An operation doing PARALLEL_MACS at once spreads half its compute: the value a fit of
+# 535 one- and two-thread timings (6 days of `nar eval calibration` on this project's VM) chose,
+# 4.3 M; 1 M to 30 M scored within 0.1 point of it (README, "Threads")
+THREAD_PARTS = ("parallel", "serial", "calls")
+PARALLEL_MACS = 4e6
 
 
 FIGURE_UNITS = {"macs": "MACs", "params": "params", "nodes": "nodes"}
