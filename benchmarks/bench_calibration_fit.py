@@ -41,12 +41,31 @@ def one_thread_times(path: Path, result: dict) -> dict[str, float]:
     return {r["name"]: r["ms"] for r in json.loads(sibling.read_text())["calibration"]}
 
 
-def over_work_parts(parts: np.ndarray, y_one: np.ndarray, y: np.ndarray, prior: float) -> dict:
+def legacy_split(head, graph, macs: int, params: int) -> np.ndarray | None:
+    """The reference prediction split as `nar calibrate` split it before 2026-12-05
+    (`transfer.LEGACY_PARTS`): convolutions and matrix products of a million MACs or more together,
+    the other compute, memory traffic, calls."""
+    from narcli.graph.vocab import OPS
+    from narcli.predict import latency
+
+    current = head.parts(graph, macs, params)
+    if current is None:
+        return None
+    run = latency.as_run(graph)
+    ops, numeric, work = latency.node_features(run)
+    terms = latency.node_cost_terms(head.weights, ops, numeric, work)
+    dense = np.array([OPS.get(n.op, "") in ("convolution", "linear") and max(n.macs, 0) >= latency.DENSE_MACS
+                      for n in run.nodes] or [False])
+    out = np.array([terms[dense, 0].sum(), terms[~dense, 0].sum(), terms[:, 1].sum(),
+                    terms[:, 2].sum() + float(np.exp(head.weights["overhead"][0]))])
+    return out * current[:len(latency.PARTS)].sum() / out.sum()
+
+
+def over_work_parts(work: np.ndarray, y_one: np.ndarray, y: np.ndarray, prior: float) -> dict:
     """The head over one thread as `nar calibrate` fitted it before 2026-12-05: a thread factor per
-    work part, its ridge pulling the four towards one common factor."""
+    work part (of `legacy_split`), its ridge pulling the four towards one common factor."""
     from narcli.bench import transfer
 
-    work = transfer.work_columns(parts)
     one = transfer.fit_head(work, y_one, prior_half=prior)
     scaled = np.exp(np.array(one["scales"])) * work
     scaled *= (np.exp(y_one) / np.maximum(scaled.sum(1), 1e-12))[:, None]
@@ -96,6 +115,10 @@ def main() -> None:
             model = zoo.resolve(name)
             return head.parts(zoo.graph(model), model.macs, model.params)
 
+        def legacy(name: str) -> np.ndarray:
+            model = zoo.resolve(name)
+            return legacy_split(head, zoo.graph(model), model.macs, model.params)
+
         def rescaled(names: list[str], split: np.ndarray) -> np.ndarray:  # to the reference machine's times
             return transfer.fitting_parts([calibrate.Candidate(name, 0, 0, {}, np.zeros(0), parts=row,
                                                                graph_hash=zoo.resolve(name).graph_hash)
@@ -113,54 +136,61 @@ def main() -> None:
                 continue
             truth = np.array([r["ms"] for r in result["held_out"]])
             held_out = np.stack([parts(r["name"]) for r in result["held_out"]])
+            held_out_legacy = np.stack([legacy(r["name"]) for r in result["held_out"]])
             one = one_thread_times(path, result)
             many = result["device"]["threads"] > 1
             for k in (3, 5, 10, 20, 40):
                 chosen = result["calibration"][:k]
                 if many and one:  # the head over one thread needs both times: models without one left out
                     chosen = [r for r in chosen if r["name"] in one]
+                names = [r["name"] for r in chosen]
                 y = np.log([r["ms"] for r in chosen])
-                fitted = np.stack([parts(r["name"]) for r in chosen])
-                measured = rescaled([r["name"] for r in chosen], fitted)
-                row = {}
+                y_one = np.log([one[n] for n in names]) if many and one else None
+                fitted = np.stack([parts(n) for n in names])
+                measured = rescaled(names, fitted)
+                # rescaled to the reference machine's times as the current split is (both sum to the prediction)
+                measured_legacy = np.stack([legacy(n) for n in names]) * (
+                    transfer.work_columns(measured).sum(1) / transfer.work_columns(fitted).sum(1))[:, None]
+                work = transfer.work_columns
                 pooled = f"interval pooled ({transfer.INTERVAL})"
-                variants = [("squared", np.inf, fitted, None), ("huber", transfer.HUBER, fitted, None),
-                            ("huber, reference-measured parts", transfer.HUBER, measured, None),
-                            (f"as shipped: {pooled}" if not many else f"{pooled}, on these threads' times alone",
-                             transfer.HUBER, measured, head.half)]
+                # label -> (fit, parts the fit predicts from, the prior interval)
+                variants = {
+                    "squared": (lambda: transfer.fit_head(work(fitted), y, np.inf), held_out, None),
+                    "huber": (lambda: transfer.fit_head(work(fitted), y), held_out, None),
+                    "huber, reference-measured parts": (lambda: transfer.fit_head(work(measured), y), held_out, None),
+                    f"{pooled}, parts before 2026-12-05 ({'/'.join(transfer.LEGACY_PARTS)})":
+                        (lambda: transfer.fit_head(measured_legacy, y, prior_half=head.half), held_out_legacy, head.half),
+                    f"as shipped: {pooled}" if not many else f"{pooled}, on these threads' times alone":
+                        (lambda: transfer.fit_head(work(measured), y, prior_half=head.half), held_out, head.half)}
                 if many and one:
-                    variants.append(("over one thread, a factor per work part (before 2026-12-05)", "work", measured,
-                                     head.half))
-                    variants.append((f"as shipped: over one thread ({transfer.THREADS_FIT})", None, measured, head.half))
+                    variants["over one thread as before 2026-12-05 (a factor per work part before 2026-12-05)"] = (
+                        lambda: over_work_parts(measured_legacy, y_one, y, head.half), held_out_legacy, head.half)
+                    variants[f"as shipped: over one thread ({transfer.THREADS_FIT})"] = (
+                        lambda: transfer.fit_over_one_thread(measured, y_one, y, prior_half=head.half), held_out,
+                        head.half)
                     others = [v for other, v in pairs.items() if other != path]
                     if others:  # THREAD_SHAPE was set on every day's timings, this one's too: here it is not
                         shape = transfer.thread_shape(*[np.concatenate(c) for c in zip(*others)])
-                        variants.append(("over one thread, thread shape from the other days' timings", shape,
-                                         measured, head.half))
-                for label, delta, fitted_on, prior in variants:
-                    y_one = np.log([one[r["name"]] for r in chosen]) if many and one else None
-                    if isinstance(delta, tuple):  # a thread shape
-                        fit = transfer.fit_over_one_thread(fitted_on, y_one, y, prior_half=prior, shape=delta)
-                    elif delta == "work":
-                        fit = over_work_parts(fitted_on, y_one, y, prior)
-                    elif delta is None:
-                        fit = transfer.fit_over_one_thread(fitted_on, y_one, y, prior_half=prior)
-                    else:
-                        fit = transfer.fit_head(transfer.work_columns(fitted_on), y, delta, prior_half=prior)
-                    centre = transfer.predict_log(fit, held_out)
+                        variants["over one thread, thread shape from the other days' timings"] = (
+                            lambda: transfer.fit_over_one_thread(measured, y_one, y, prior_half=head.half, shape=shape),
+                            held_out, head.half)
+                row = {}
+                for label, (fit_it, predict_from, prior) in variants.items():
+                    fit = fit_it()
+                    centre = transfer.predict_log(fit, predict_from) if predict_from is held_out else \
+                        transfer._predict(np.array(fit["scales"]), predict_from)
                     error = np.abs(np.exp(centre) - truth) / truth
                     row[label] = {"mape": round(float(error.mean() * 100), 1),
                                   "median_error": round(float(np.median(error) * 100), 1),
-                                 "coverage90": round(float((np.abs(np.log(truth) - centre) <= fit["half"]).mean() * 100)),
-                                 "half_width_pct": round(float((np.exp(fit["half"]) - 1) * 100))}
-                    if prior is not None:  # the same centre, the two errors' variances added
-                        summed = float(np.hypot(fit["loo_half"], prior))
-                        row[label + ", variances summed"] = row[label] | {
-                            "coverage90": round(float((np.abs(np.log(truth) - centre) <= summed).mean() * 100)),
-                            "half_width_pct": round(float((np.exp(summed) - 1) * 100))}
+                                  "coverage90": round(float((np.abs(np.log(truth) - centre) <= fit["half"]).mean() * 100)),
+                                  "half_width_pct": round(float((np.exp(fit["half"]) - 1) * 100))}
                 key = f"{path.stem} K={len(chosen)}"
                 out[key] = row
-                print(key, json.dumps(row))
+                if k == 20:
+                    print(key)
+                    for label, figures in row.items():
+                        print(f"  {label:<72} MAPE {figures['mape']:5.1f}  median {figures['median_error']:5.1f}  "
+                              f"coverage {figures['coverage90']:3d} %  ±{figures['half_width_pct']} %")
     target = RESULTS / f"{name}.json"
     target.write_text(json.dumps(out, indent=2) + "\n")
     print(f"wrote {target}")

@@ -226,12 +226,12 @@ def test_the_transfer_recovers_per_part_scales():
     from narcli.bench.transfer import fit_head, predict_log
 
     rng = np.random.default_rng(1)
-    parts = rng.uniform(0.1, 10, size=(30, 4)) * rng.uniform(0.1, 10, size=(30, 1))
-    truth = np.array([0.5, 1.0, 1.2, 2.0])  # dense work halves (two threads), call overhead doubles
+    parts = rng.uniform(0.1, 10, size=(30, 3)) * rng.uniform(0.1, 10, size=(30, 1))
+    truth = np.array([2.0, 1.2, 1.0])  # this CPU: convolutions at twice the reference's time, the rest near it
     y = np.log(parts @ truth) + rng.normal(scale=0.01, size=30)
     head = fit_head(parts, y)
     assert np.abs(predict_log(head, parts) - y).max() < 0.08
-    assert np.exp(head["scales"][0]) < np.exp(head["scales"][3])  # the parts are told apart
+    assert np.exp(head["scales"][0]) > np.exp(head["scales"][2])  # the parts are told apart
     assert 0 < head["half"] < 0.1 and head["kind"] == "parts"
 
 
@@ -296,23 +296,41 @@ def test_a_parts_head_answers_from_the_split_prediction_and_says_its_threads():
     from narcli.predict.bundle import Row
     from narcli.predict.datasets import Target
 
-    head = {"kind": "parts", "scales": [np.log(0.5)] * 4, "half": 0.2, "columns": list(cal.CPU_COLUMNS),
+    head = {"kind": "parts", "scales": [np.log(0.5)] * 3, "half": 0.2, "columns": list(cal.CPU_COLUMNS),
             "models": [1, 2, 3], "device": {"name": "AMD EPYC", "threads": 2}}
     cpu = [Row("reference", "r", Target(c, "latency", "ms", c, 1), 10.0, 8.0, 12.0, "ok", "", "x")
            for c in cal.CPU_COLUMNS]
     asked = []
-    (row,) = device_rows(cpu, 10**9, {"mine": head}, lambda: asked.append(1) or np.array([4.0, 2.0, 2.0, 2.0]))
+    (row,) = device_rows(cpu, 10**9, {"mine": head}, lambda: asked.append(1) or np.array([4.0, 2.0, 4.0]))
     assert row.status == "ok" and row.value == pytest.approx(5.0) and asked == [1]
     assert row.target.column == "mine" and "2 threads" in row.target.device and "2 threads" in row.trained_on
     (row,) = device_rows(cpu, 10**9, {"mine": head}, lambda: None)
     assert row.status == "n/a" and "cannot be split" in row.reason
     one = head | {"device": {"name": "AMD EPYC", "threads": 1}}
-    (row,) = device_rows(cpu, 10**9, {"mine": one}, lambda: np.array([4.0, 2.0, 2.0, 2.0]))
+    (row,) = device_rows(cpu, 10**9, {"mine": one}, lambda: np.array([4.0, 2.0, 4.0]))
     assert "(AMD EPYC, 1 thread)" in row.target.device and "(AMD EPYC, 1 thread)" in row.trained_on
     assert "timed at 1 thread too" not in row.trained_on
     (row,) = device_rows(cpu, 10**9, {"mine": head | {"thread_factors": [0.5, 0.6, 0.7, 0.8]}},
-                         lambda: np.array([4.0, 2.0, 2.0, 2.0]))
+                         lambda: np.array([4.0, 2.0, 4.0]))
     assert "with 3 zoo models (timed at 1 thread too)" in row.trained_on  # fitted over one thread
+
+
+def test_a_head_fitted_on_the_old_split_that_cannot_be_fitted_again_says_to_calibrate_again(monkeypatch, tmp_path):
+    from narcli.bench.device_rows import device_rows
+    from narcli.bench.transfer import LEGACY_PARTS
+    from narcli.predict.bundle import Row
+    from narcli.predict.datasets import Target
+
+    monkeypatch.setattr(cal, "devices_dir", lambda: tmp_path)
+    old = {"kind": "parts", "scales": [0.0] * len(LEGACY_PARTS), "half": 0.2, "columns": list(cal.CPU_COLUMNS),
+           "models": [{"name": "zoo/gone", "ms": 3.0}], "device": {"name": "AMD EPYC", "threads": 1}}
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    heads = cal.calibrated_devices()  # read, not called damaged; too few of its models left to fit it again
+    assert heads["old"]["scales"] == old["scales"]
+    cpu = [Row("reference", "r", Target(c, "latency", "ms", c, 1), 10.0, 8.0, 12.0, "ok", "", "x")
+           for c in cal.CPU_COLUMNS]
+    (row,) = device_rows(cpu, 10**9, heads, lambda: np.array([4.0, 2.0, 4.0, 8.0, 1.0, 1.0]))
+    assert row.status == "n/a" and "nar calibrate --device old" in row.reason
 
 
 def test_a_saved_parts_head_is_read_back_and_a_bad_one_is_named(monkeypatch, tmp_path):
@@ -359,9 +377,9 @@ def test_each_calibrated_device_gets_its_own_line_under_the_predictions():
 
     cpu = [Row("reference", "reference CPU", Target(c, "latency", "ms", c, 1), 10.0, 8.0, 12.0, "ok", "", "x")
            for c in cal.CPU_COLUMNS]
-    heads = {f"own-{t}t": {"kind": "parts", "scales": [0.0] * 4, "half": 0.2, "columns": list(cal.CPU_COLUMNS),
+    heads = {f"own-{t}t": {"kind": "parts", "scales": [0.0] * 3, "half": 0.2, "columns": list(cal.CPU_COLUMNS),
                            "models": [1, 2, 3], "device": {"name": "AMD EPYC", "threads": t}} for t in (1, 2)}
-    rows = device_rows(cpu, 10**9, heads, lambda: np.array([4.0, 2.0, 2.0, 2.0]))
+    rows = device_rows(cpu, 10**9, heads, lambda: np.array([4.0, 2.0, 4.0]))
     console = Console(record=True, width=200)
     print_predictions(console, [Predictions("m", rows, [])])
     text = console.export_text()
@@ -415,7 +433,7 @@ def test_calibration_models_are_fitted_on_what_the_reference_machine_measured():
     from narcli.bench.transfer import fit_head
 
     rng = np.random.default_rng(5)
-    parts = rng.uniform(0.5, 10, size=(12, 4))
+    parts = rng.uniform(0.5, 10, size=(12, 3))
     measured = parts.sum(1).copy()
     measured[:3] *= 3.0  # the reference head is badly wrong on three of them
     chosen = [cal.Candidate(f"m{i}", 0, 0, {}, np.zeros(0), graph_hash=f"g{i}", parts=p) for i, p in enumerate(parts)]
@@ -424,7 +442,7 @@ def test_calibration_models_are_fitted_on_what_the_reference_machine_measured():
     fitted = cal.fitting_parts(chosen, reference)
     assert np.allclose(fitted.sum(1), measured) and np.allclose(fitted[0] / fitted[0].sum(), parts[0] / parts[0].sum())
     assert np.allclose(np.exp(fit_head(fitted, y)["scales"]), 2.0, rtol=1e-3)
-    assert np.abs(np.exp(fit_head(parts, y)["scales"]) - 2.0).max() > 0.2  # the head's errors bend the scales
+    assert np.abs(np.exp(fit_head(parts, y)["scales"]) - 2.0).max() > 0.05  # the head's errors bend the scales
     # a model the reference set lacks keeps the head's parts
     assert np.allclose(cal.fitting_parts(chosen[:1], {}), parts[:1])
 
@@ -579,7 +597,7 @@ def test_over_one_thread_the_thread_factors_come_from_the_same_models_timed_at_o
     from narcli.predict.latency import THREAD_PARTS
 
     rng = np.random.default_rng(7)
-    work = rng.uniform(0.1, 10, size=(20, 4)) * rng.uniform(0.1, 10, size=(20, 1))
+    work = rng.uniform(0.1, 10, size=(20, 3)) * rng.uniform(0.1, 10, size=(20, 1))
     # some models mostly parallel work, others (small nets, recurrent ones) mostly serial work and calls
     shares = rng.dirichlet([1.0, 1.0, 1.0], size=20)
     parts = with_thread_parts(work, shares)
@@ -606,7 +624,7 @@ def test_the_thread_factors_keep_their_prior_shape_when_the_models_cannot_tell_t
     from narcli.bench.transfer import THREAD_SHAPE, fit_over_one_thread
 
     rng = np.random.default_rng(3)
-    work = rng.uniform(1, 10, size=(8, 4))
+    work = rng.uniform(1, 10, size=(8, 3))
     shares = np.tile([0.9, 0.05, 0.05], (8, 1))  # every model alike: the parts' factors cannot be told apart
     y_one = np.log(work.sum(1))
     y = y_one + np.log(0.6) + rng.normal(scale=0.05, size=8)
@@ -619,12 +637,12 @@ def test_calibrating_at_two_threads_times_the_same_models_at_one_thread_too(monk
     from narcli.bench import device, transfer
 
     chosen = [cal.Candidate(f"zoo/m{i}", 10**8, 10**6, {}, np.zeros(0), graph_hash=f"h{i}",
-                            parts=np.array([4.0, 1.0, 1.0, 1.0, 5.0, 1.0, 1.0]) * (i + 1)) for i in range(5)]
+                            parts=np.array([4.0, 1.0, 2.0, 5.0, 1.0, 1.0]) * (i + 1)) for i in range(5)]
     asked = []
 
     def timed(models, threads, repeat, budget, report, allow_busy, busy):
         asked.append((threads, [c.name for c in models]))
-        times = [(c, float(c.parts[:4].sum()) * (0.7 if threads == 2 else 1.2)) for c in models]
+        times = [(c, float(c.parts[:3].sum()) * (0.7 if threads == 2 else 1.2)) for c in models]
         return times if threads == 2 else times[1:]  # one model could not be timed at one thread
 
     monkeypatch.setattr(cal, "candidates", lambda: chosen)
@@ -638,7 +656,7 @@ def test_calibrating_at_two_threads_times_the_same_models_at_one_thread_too(monk
     assert [m["name"] for m in head["models"]] == [m["name"] for m in head["one_thread_models"]] == \
         [c.name for c in chosen[1:]]  # only the models timed at both
     assert head["threads_fit"] == transfer.THREADS_FIT
-    assert np.allclose(transfer.predict_log(head, chosen[0].parts), np.log(chosen[0].parts[:4].sum() * 0.7), atol=0.05)
+    assert np.allclose(transfer.predict_log(head, chosen[0].parts), np.log(chosen[0].parts[:3].sum() * 0.7), atol=0.05)
     saved = json.loads((tmp_path / "two.json").read_text())
     assert saved["one_thread_models"] == head["one_thread_models"]
     monkeypatch.setattr(device, "device_info", lambda kind, threads: device.DeviceInfo("cpu", "AMD EPYC", "2.13.0", 1))
@@ -688,6 +706,9 @@ def test_calibrate_at_two_threads_says_what_the_thread_factors_are(capsys):
     print_calibrated("dev", head)
     out = " ".join(capsys.readouterr().out.split())
     assert "at 2 threads against 1 (the same models timed at both): parallel ×0.55, serial ×1.20" in out
+    print_calibrated("dev", head | {"scales": [0.69, 0.1, 0.2]})
+    out = " ".join(capsys.readouterr().out.split())
+    assert "at 1 thread against the reference machine's times: convolution ×1.99, matrix products ×1.11" in out
     assert "calls ×1.56" in out and "thread factors' (±30 %) and the 1-thread head's (±33 %)" in out
     assert "pooled" not in out
 
@@ -701,13 +722,13 @@ def test_evaluating_a_calibration_at_two_threads_fits_over_the_one_thread_times(
     rng = np.random.default_rng(5)
     models = [cal.Candidate(f"zoo/m{i}", int(10**8 * (i + 1)), 10**6, {cal.REFERENCE_COLUMN: 2.0 + i}, np.zeros(0),
                             coarse="convolutional", family=f"f{i}", graph_hash=f"h{i}",
-                            parts=with_thread_parts(np.array([[4.0, 1.0, 1.0, 1.0]]) * rng.uniform(0.5, 5),
+                            parts=with_thread_parts(np.array([[4.0, 1.0, 2.0]]) * rng.uniform(0.5, 5),
                                                     rng.dirichlet([2.0, 1.0, 1.0], size=1))[0]) for i in range(30)]
     asked = []
 
     def timed(chosen, threads, repeat, budget, report, allow_busy=False, busy=None):
         asked.append(threads)
-        return [(c, float(c.parts[4:] @ ([0.6, 1.1, 1.5] if threads == 2 else [1.0, 1.0, 1.0]))) for c in chosen]
+        return [(c, float(c.parts[3:] @ ([0.6, 1.1, 1.5] if threads == 2 else [1.0, 1.0, 1.0]))) for c in chosen]
 
     monkeypatch.setattr(ev, "held_out_head", lambda: SimpleNamespace(half=0.2, metrics={}))
     monkeypatch.setattr(ev, "candidates", lambda head: models)

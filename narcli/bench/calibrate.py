@@ -338,16 +338,18 @@ def refitted(name: str, head: dict[str, Any]) -> dict[str, Any]:
     """`head` as fitted against the installed reference head. A head fitted on the parts of another
     one (nar upgraded, or the head retrained) scales parts that have moved: it is fitted again on the
     measurements it stores (no new measurement) and saved; so is one fitted before `fitting_parts`
-    (no `fitted_on`), one whose interval was set by another rule (`transfer.INTERVAL`), and one over
-    one thread fitted by another rule (`transfer.THREADS_FIT`). Unchanged
+    (no `fitted_on`), one whose interval was set by another rule (`transfer.INTERVAL`), one fitted on
+    another split of the prediction (`transfer.LEGACY_PARTS`), and one over one thread fitted by
+    another rule (`transfer.THREADS_FIT`). Unchanged
     when it is current, of the kind fitted before parts, or when fewer than 3 of its models are still
     in the zoo."""
     from narcli.bench.transfer import INTERVAL, THREADS_FIT
+    from narcli.predict.latency import PARTS
 
     reference = _reference_fingerprint()
     if head.get("kind") != "parts" or not reference or \
             (head.get("reference") == reference and head.get("fitted_on") in (FITTED_ON, HEAD_PARTS)
-             and head.get("interval") == INTERVAL
+             and head.get("interval") == INTERVAL and len(head["scales"]) == len(PARTS)
              and ("one_thread_models" not in head or head.get("threads_fit") == THREADS_FIT)):
         return head
 
@@ -382,10 +384,12 @@ def _read_head(path: Path) -> dict[str, Any]:
     """A saved device head; ValueError (or OSError) when the file is not one `calibrate` wrote."""
     head = json.loads(path.read_text())
     if isinstance(head, dict) and head.get("kind") == "parts":
+        from narcli.bench.transfer import LEGACY_PARTS
         from narcli.predict.latency import PARTS, THREAD_PARTS
 
         scales, half, threads = head.get("scales"), head.get("half"), head.get("thread_scales", [0.0] * len(THREAD_PARTS))
-        if not isinstance(scales, list) or len(scales) != len(PARTS) or not isinstance(threads, list) or \
+        if not isinstance(scales, list) or len(scales) not in (len(PARTS), len(LEGACY_PARTS)) or \
+                not isinstance(threads, list) or \
                 len(threads) != len(THREAD_PARTS) or \
                 not all(isinstance(v, (int, float)) and math.isfinite(v) for v in scales + threads + [half]):
             raise ValueError("its fitted scales do not fit together")

@@ -52,7 +52,13 @@ def device_rows(rows: list, macs: int, devices: dict[str, dict[str, Any]] | None
                 out.append(Row("device", f"device {name}", target, None, None, None, "n/a",
                                "the reference prediction cannot be split for this model", trained))
                 continue
-            centre = float(predict_log(head, split[0])[0])
+            try:
+                centre = float(predict_log(head, split[0])[0])
+            except ValueError:  # fitted on the split before 2026-12-05, and its models are gone from the zoo
+                out.append(Row("device", f"device {name}", target, None, None, None, "n/a",
+                               "calibrated on an older split of the reference prediction: run "
+                               f"`nar calibrate --device {name}` again", trained))
+                continue
         else:
             x = np.array([math.log(r.value) for r in usable if r is not None and r.value] + [math.log(macs)])
             centre = float(ridge_apply(head, x)[0])

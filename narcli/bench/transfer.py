@@ -64,6 +64,8 @@ THREADS_FIT = "thread-parts"
 # on this project's 2-vCPU VM (6 days of `nar eval calibration`; factors 0.56, 1.21, 1.62). Measured at
 # two threads only: at other counts a calibration's leave-one-out choice of the ridge lets it move away
 THREAD_SHAPE = (0.0, 0.777, 1.067)
+# the work parts device heads were fitted on before 2026-12-05 (read, then fitted again: `calibrate.refitted`)
+LEGACY_PARTS = ("dense", "other compute", "memory", "calls")
 
 
 def _predict(theta: np.ndarray, parts: np.ndarray) -> np.ndarray:
@@ -205,7 +207,10 @@ def thread_share(parts: np.ndarray) -> np.ndarray:
 def predict_log(head: dict, parts: np.ndarray) -> np.ndarray:
     """Predicted log ms for rows of parts (`LatencyHead.parts`): the work columns scaled, then, for a
     head over one thread, its thread factors applied to the thread parts' shares."""
-    centre = _predict(np.array(head["scales"], dtype=np.float64), work_columns(parts))
+    scales, work = np.array(head["scales"], dtype=np.float64), work_columns(parts)
+    if len(scales) != work.shape[1]:  # fitted before 2026-12-05 on LEGACY_PARTS, and not fitted again
+        raise ValueError("the head was fitted on another split of the reference prediction")
+    centre = _predict(scales, work)
     if "thread_scales" in head:
         centre = centre + np.log(np.maximum(thread_share(parts) @ np.exp(np.array(head["thread_scales"])), 1e-12))
     return centre

@@ -79,12 +79,20 @@ def print_calibrated(name: str, head: dict[str, Any]) -> None:
     print(f"calibrated {name!r} on {len(head['models'])} zoo models at {device['threads']} thread"
           f"{'s' * (device['threads'] != 1)}; wrote {head['path']}; 90 % interval ±{head['half_width_pct']:.0f} %; "
           f"use `nar predict MODEL --device {name}`")
+    from narcli.predict.latency import PARTS
+
+    if len(head.get("scales") or []) == len(PARTS):
+        import math
+
+        against = ", ".join(f"{part} ×{math.exp(scale):.2f}" for part, scale in zip(PARTS, head["scales"]))
+        print(f"at 1 thread against the reference machine's times: {against}")
     if head.get("thread_factors"):  # `transfer.fit_over_one_thread`
         import math
 
-        from narcli.predict.latency import PARTS, THREAD_PARTS
+        from narcli.bench.transfer import LEGACY_PARTS
+        from narcli.predict.latency import THREAD_PARTS
 
-        names = THREAD_PARTS if head.get("thread_scales") else PARTS  # before 2026-12-05: per work part
+        names = THREAD_PARTS if head.get("thread_scales") else LEGACY_PARTS  # before 2026-12-05: per work part
         factors = ", ".join(f"{part} ×{factor:.2f}" for part, factor in zip(names, head["thread_factors"]))
         print(f"at {device['threads']} threads against 1 (the same models timed at both): {factors}; "
               f"interval the wider of the thread factors' (±{head['own_half_width_pct']:.0f} %) and the 1-thread "

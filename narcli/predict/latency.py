@@ -319,11 +319,12 @@ class LatencyHead:
         terms = node_cost_terms(self.weights, ops, numeric, work)
         from narcli.graph.vocab import OPS
 
-        dense = np.array([OPS.get(n.op, "") in DENSE_KINDS and max(n.macs, 0) >= DENSE_MACS for n in graph.nodes]
-                         or [False])
+        kinds = np.array([OPS.get(n.op, "") if max(n.macs, 0) >= DENSE_MACS else "" for n in graph.nodes] or [""])
+        convolution, matrix = kinds == "convolution", kinds == "linear"
         calls = terms[:, 2].sum() + float(np.exp(self.weights["overhead"][0]))
         spread = parallel_share(graph)
-        out = np.array([terms[dense, 0].sum(), terms[~dense, 0].sum(), terms[:, 1].sum(), calls,
+        out = np.array([terms[convolution, 0].sum(), terms[matrix, 0].sum(),
+                        terms[~(convolution | matrix), 0].sum() + terms[:, 1].sum() + calls,
                         (terms[:, 0] * spread).sum() + terms[:, 1].sum(), (terms[:, 0] * (1 - spread)).sum(), calls])
         scale = math.exp(whole_graph_correction(self.weights, graph_features(graph)))
         if macs is not None and graph.macs and macs != graph.macs:
@@ -348,12 +349,14 @@ def parallel_share(graph) -> np.ndarray:
     return work_array / (work_array + PARALLEL_MACS)
 
 
-# how a prediction splits for carrying it to other CPUs (`LatencyHead.parts`, first group): large
-# convolutions and matrix products, the rest of the arithmetic, memory traffic and call overhead can
-# each run faster or slower on another CPU by their own factor
-PARTS = ("dense", "other compute", "memory", "calls")
-DENSE_KINDS = ("convolution", "linear")
-DENSE_MACS = 1_000_000  # a product below a million MACs is over before threads help
+# how a prediction splits for carrying it to other CPUs (`LatencyHead.parts`, first group): convolutions
+# and matrix products of a million MACs or more, and the rest (smaller arithmetic, memory traffic, call
+# overhead). Another CPU can run each faster or slower by its own factor: the 2-vCPU VM of 2026-12-04
+# ran the calibration's convolution nets 1.6-2.4x the reference machine's times and its transformers
+# 1.2-1.3x. The split before 2026-12-05 (dense products together, other compute, memory, calls) could
+# not tell the two apart, and the calibration's ridge made its four scales one
+PARTS = ("convolution", "matrix products", "other work")
+DENSE_MACS = 1_000_000  # a product below a million MACs is over before its kernel's speed matters
 # ... and for carrying it to more threads (second group, `transfer.fit_over_one_thread`): memory
 # traffic and the share of each operation's compute that spreads (`parallel_share`), the compute
 # that does not, and the per-call overhead, which a thread pool's start and join per operation make
