@@ -1,17 +1,19 @@
 """Carrying the reference-CPU latency head to this machine and thread count from ~20 measurements.
 
 The reference head predicts a model's latency on one thread of the reference CPU as a sum of its
-operations' costs, so the prediction splits by how the work parallelises (`LatencyHead.parts`):
-large convolutions and matrix products ("dense"), the rest of the arithmetic, memory traffic, and
-per-call overhead. Another CPU, or more threads, changes each part by its own factor: eight threads
-divide dense work by up to eight and call overhead by nothing; a faster core divides all four. So
-this machine's latency is modelled as
+operations' costs, so the prediction splits two ways (`LatencyHead.parts`). By kind of work:
+convolutions and matrix products of a million MACs or more, and the rest. Another CPU runs each
+faster or slower by its own factor (oneDNN's convolution kernels differ between CPUs more than
+matrix products do: the 2-vCPU VM of 2026-12-04 ran convolution nets 1.6-2.4x the reference
+machine's times and transformers 1.2-1.3x). So this machine's one-thread latency is modelled as
 
-    log t = log(s_dense * dense + s_other * other + s_memory * memory + s_calls * calls)
+    log t = log(s_conv * convolution + s_matrix * matrix + s_rest * rest)
 
-with four positive scales fitted to the measured models (Gauss-Newton on a Huber loss of the log
+with positive scales fitted to the measured models (Gauss-Newton on a Huber loss of the log
 error), shrunk towards one common scale by a ridge whose strength is chosen by leave-one-out error
-on the same measurements (with 5 models the scales stay together; with 40 they can part).
+on the same measurements (with 5 models the scales stay together; with 40 they can part). By how
+the work spreads over threads: parallel, serial, calls (`fit_over_one_thread`, for more than one
+thread).
 
 The parts a calibration is fitted on are rescaled to what the reference machine measured for
 each model (`fitting_parts`, below), which removes most of the reference head's own error from
