@@ -477,9 +477,10 @@ def test_a_device_fitted_on_the_reference_head_own_parts_is_fitted_again(monkeyp
                                                                   for m in models])}
     ratios = [m["ms"] / times[zoo_hashes[m["name"]]] for m in models]
     assert head["fitted_on"] == cal.FITTED_ON and len(fits) == 1
-    # four scales from three models part a little (how far depends on the head's split), but each
+    # three scales from three models can part (how far depends on the head's split: here a ResNet's
+    # convolutions against a MobileNet's pointwise products), but stay near the ratios, and each
     # model's measured time comes back from its reference-measured parts
-    assert np.exp(head["scales"]).min() >= min(ratios) * 0.8 and np.exp(head["scales"]).max() <= max(ratios) * 1.25
+    assert np.exp(head["scales"]).min() >= min(ratios) * 0.5 and np.exp(head["scales"]).max() <= max(ratios) * 2
     rows = transfer.fitting_parts(cal.with_parts([cal.Candidate(m["name"], 0, 0, {}, np.zeros(0)) for m in models]), times)
     back = np.exp(transfer.predict_log(head, rows))
     assert back == pytest.approx([m["ms"] for m in models], rel=0.15)

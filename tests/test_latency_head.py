@@ -303,6 +303,25 @@ def test_the_split_prediction_sums_to_the_prediction():
     assert head.parts(chain([("lstm", 10)])) is None  # not answered: never measured
 
 
+def test_convolutions_pytorch_runs_as_a_matrix_product_count_as_matrix_products():
+    def conv(kernel, stride=1, groups=1, channels=64, side=32, op="conv2d"):
+        return Node(op, [1, channels, side, side], macs=10**8, attrs={
+            "kernel": [kernel, kernel], "stride": [stride, stride], "dilation": [1, 1], "groups": groups})
+
+    big_input = 64 * 32 * 32  # above GEMM_INPUT_ELEMENTS: oneDNN
+    assert lat.convolution_runs_as_gemm(conv(1), big_input)  # pointwise: im2col + GEMM at one thread
+    assert not lat.convolution_runs_as_gemm(conv(1, stride=2), big_input)
+    assert not lat.convolution_runs_as_gemm(conv(3), big_input)
+    assert lat.convolution_runs_as_gemm(conv(3, channels=256, side=8), 256 * 8 * 8)  # a CIFAR net's last stage
+    assert not lat.convolution_runs_as_gemm(conv(5, channels=256, side=8), 256 * 8 * 8)  # kernel sides above 3
+    assert not lat.convolution_runs_as_gemm(conv(3, groups=256, channels=256, side=8), 256 * 8 * 8)
+    assert not lat.convolution_runs_as_gemm(conv(3, op="conv_transpose2d"), 100)
+    head = head_for(seen=("input", "output", "conv2d"))
+    graph = ArchGraph([Node("input", [1, 64, 32, 32]), conv(1), Node("output", [1, 64, 32, 32])], [(0, 1), (1, 2)])
+    work = head.parts(graph)[:len(lat.PARTS)]
+    assert work[0] == 0 and work[1] > 0  # the pointwise convolution is costed as a matrix product
+
+
 def test_a_small_operation_or_one_recurrent_step_spreads_less_of_its_compute_over_threads():
     big, small = chain([("linear", 400_000_000)]), chain([("linear", 40_000)])
     assert lat.parallel_share(big)[1] > 0.98 and lat.parallel_share(small)[1] < 0.02

@@ -305,12 +305,12 @@ def fit_device(found: list[Candidate], parts: np.ndarray, y: np.ndarray, one: di
     """This machine's head from `found`'s fitting parts and log times `y`: `transfer.fit_head`, or,
     with their one-thread times (`one`, name -> ms; a calibration at more than one thread),
     `transfer.fit_over_one_thread` with those times stored beside it for fitting again."""
-    from narcli.bench.transfer import fit_head, fit_over_one_thread, work_columns
+    from narcli.bench.transfer import WORK_SPLIT, fit_head, fit_over_one_thread, work_columns
 
     if one is None:
-        return fit_head(work_columns(parts), y, prior_half=prior_half)
+        return fit_head(work_columns(parts), y, prior_half=prior_half) | {"work_split": WORK_SPLIT}
     return fit_over_one_thread(parts, np.log([one[c.name] for c in found]), y, prior_half=prior_half) | {
-        "one_thread_models": [{"name": c.name, "ms": one[c.name]} for c in found]}
+        "one_thread_models": [{"name": c.name, "ms": one[c.name]} for c in found], "work_split": WORK_SPLIT}
 
 
 def _save_head(name: str, head: dict[str, Any]) -> Path:
@@ -339,17 +339,16 @@ def refitted(name: str, head: dict[str, Any]) -> dict[str, Any]:
     one (nar upgraded, or the head retrained) scales parts that have moved: it is fitted again on the
     measurements it stores (no new measurement) and saved; so is one fitted before `fitting_parts`
     (no `fitted_on`), one whose interval was set by another rule (`transfer.INTERVAL`), one fitted on
-    another split of the prediction (`transfer.LEGACY_PARTS`), and one over one thread fitted by
+    another split of the prediction (`transfer.WORK_SPLIT`), and one over one thread fitted by
     another rule (`transfer.THREADS_FIT`). Unchanged
     when it is current, of the kind fitted before parts, or when fewer than 3 of its models are still
     in the zoo."""
-    from narcli.bench.transfer import INTERVAL, THREADS_FIT
-    from narcli.predict.latency import PARTS
+    from narcli.bench.transfer import INTERVAL, THREADS_FIT, WORK_SPLIT
 
     reference = _reference_fingerprint()
     if head.get("kind") != "parts" or not reference or \
             (head.get("reference") == reference and head.get("fitted_on") in (FITTED_ON, HEAD_PARTS)
-             and head.get("interval") == INTERVAL and len(head["scales"]) == len(PARTS)
+             and head.get("interval") == INTERVAL and head.get("work_split") == WORK_SPLIT
              and ("one_thread_models" not in head or head.get("threads_fit") == THREADS_FIT)):
         return head
 

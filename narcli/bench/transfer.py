@@ -68,6 +68,9 @@ THREADS_FIT = "thread-parts"
 THREAD_SHAPE = (0.0, 0.777, 1.067)
 # the work parts device heads were fitted on before 2026-12-05 (read, then fitted again: `calibrate.refitted`)
 LEGACY_PARTS = ("dense", "other compute", "memory", "calls")
+# how the work parts are split now (`latency.PARTS`, `latency.convolution_runs_as_gemm`): a head that
+# says otherwise was fitted on parts that have moved, and is fitted again
+WORK_SPLIT = "convolution-gemm-rest"
 
 
 def _predict(theta: np.ndarray, parts: np.ndarray) -> np.ndarray:

@@ -319,7 +319,11 @@ class LatencyHead:
         terms = node_cost_terms(self.weights, ops, numeric, work)
         from narcli.graph.vocab import OPS
 
-        kinds = np.array([OPS.get(n.op, "") if max(n.macs, 0) >= DENSE_MACS else "" for n in graph.nodes] or [""])
+        incoming = [0.0] * len(graph.nodes)
+        for src, dst in graph.edges:
+            incoming[dst] += _elements(graph.nodes[src].shape)
+        kinds = np.array([("linear" if convolution_runs_as_gemm(n, size) else OPS.get(n.op, ""))
+                          if max(n.macs, 0) >= DENSE_MACS else "" for n, size in zip(graph.nodes, incoming)] or [""])
         convolution, matrix = kinds == "convolution", kinds == "linear"
         calls = terms[:, 2].sum() + float(np.exp(self.weights["overhead"][0]))
         spread = parallel_share(graph)
@@ -330,6 +334,25 @@ class LatencyHead:
         if macs is not None and graph.macs and macs != graph.macs:
             scale *= max(macs, 1) / graph.macs
         return out * scale
+
+
+def convolution_runs_as_gemm(node, input_elements: float) -> bool:
+    """Whether eager PyTorch on a CPU, at one thread and batch 1, runs this convolution as im2col
+    and a matrix product rather than through oneDNN: a pointwise convolution (1x1, stride 1, no
+    dilation), or an ungrouped one with no kernel side above 3 over at most 20,480 input elements
+    (a CIFAR net's last stages). Profiled on torch 2.13: `_slow_conv2d_forward` for those,
+    `mkldnn_convolution` for the rest. Its time then moves between CPUs like a matrix product's."""
+    if node.op not in ("conv1d", "conv2d", "conv3d") or not node.shape or node.shape[0] != 1:
+        return False
+    attrs = node.attrs or {}
+    kernel, stride = list(attrs.get("kernel") or []), list(attrs.get("stride") or [1])
+    dilation, groups = list(attrs.get("dilation") or [1]), attrs.get("groups", 1)
+    if not kernel:
+        return False
+    if all(k == 1 for k in kernel) and all(v == 1 for v in stride + dilation):
+        return True
+    large = len(kernel) >= 2 and kernel[-1] > 3 and kernel[-2] > 3
+    return groups == 1 and not large and 0 < input_elements <= GEMM_INPUT_ELEMENTS
 
 
 def parallel_share(graph) -> np.ndarray:
@@ -355,7 +378,8 @@ def parallel_share(graph) -> np.ndarray:
 # ran the calibration's convolution nets 1.6-2.4x the reference machine's times and its transformers
 # 1.2-1.3x. The split before 2026-12-05 (dense products together, other compute, memory, calls) could
 # not tell the two apart, and the calibration's ridge made its four scales one
-PARTS = ("convolution", "matrix products", "other work")
+PARTS = ("convolution", "matrix products", "other work")  # convolutions run as GEMMs count as products
+GEMM_INPUT_ELEMENTS = 20_480  # below it PyTorch runs a small ungrouped convolution without oneDNN
 DENSE_MACS = 1_000_000  # a product below a million MACs is over before its kernel's speed matters
 # ... and for carrying it to more threads (second group, `transfer.fit_over_one_thread`): memory
 # traffic and the share of each operation's compute that spreads (`parallel_share`), the compute
