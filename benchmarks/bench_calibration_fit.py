@@ -46,7 +46,7 @@ def legacy_split(head, graph, macs: int, params: int) -> np.ndarray | None:
     (`transfer.LEGACY_PARTS`): convolutions and matrix products of a million MACs or more together,
     the other compute, memory traffic, calls."""
     from narcli.graph.vocab import OPS
-    from narcli.predict import latency
+    from narcli.predict import latency, latency_parts
 
     current = head.parts(graph, macs, params)
     if current is None:
@@ -54,11 +54,11 @@ def legacy_split(head, graph, macs: int, params: int) -> np.ndarray | None:
     run = latency.as_run(graph)
     ops, numeric, work = latency.node_features(run)
     terms = latency.node_cost_terms(head.weights, ops, numeric, work)
-    dense = np.array([OPS.get(n.op, "") in ("convolution", "linear") and max(n.macs, 0) >= latency.DENSE_MACS
+    dense = np.array([OPS.get(n.op, "") in ("convolution", "linear") and max(n.macs, 0) >= latency_parts.DENSE_MACS
                       for n in run.nodes] or [False])
     out = np.array([terms[dense, 0].sum(), terms[~dense, 0].sum(), terms[:, 1].sum(),
                     terms[:, 2].sum() + float(np.exp(head.weights["overhead"][0]))])
-    return out * current[:len(latency.PARTS)].sum() / out.sum()
+    return out * current[:len(latency_parts.PARTS)].sum() / out.sum()
 
 
 def over_work_parts(work: np.ndarray, y_one: np.ndarray, y: np.ndarray, prior: float) -> dict:

@@ -595,7 +595,7 @@ def with_thread_parts(work: np.ndarray, shares: np.ndarray) -> np.ndarray:
 
 def test_over_one_thread_the_thread_factors_come_from_the_same_models_timed_at_one_thread():
     from narcli.bench.transfer import THREADS_FIT, fit_head, fit_over_one_thread, predict_log, work_columns
-    from narcli.predict.latency import THREAD_PARTS
+    from narcli.predict.latency_parts import THREAD_PARTS
 
     rng = np.random.default_rng(7)
     work = rng.uniform(0.1, 10, size=(20, 3)) * rng.uniform(0.1, 10, size=(20, 1))

@@ -9,7 +9,7 @@ import pytest
 from narcli.errors import NarError
 from narcli.graph.arch_graph import ArchGraph, Node
 from narcli.predict import latency as lat
-from narcli.predict import latency_network
+from narcli.predict import latency_network, latency_parts
 from narcli.predict import latency_training as lt
 
 
@@ -296,8 +296,8 @@ def test_the_split_prediction_sums_to_the_prediction():
     graph = chain([("linear", 4_000_000), ("relu", 0), ("linear", 10_000), ("relu", 0)])
     value, _, _ = head.predict(graph)
     parts = head.parts(graph)
-    assert parts.shape == (len(lat.PARTS) + len(lat.THREAD_PARTS),) and (parts >= 0).all()
-    work, threads = parts[:len(lat.PARTS)], parts[len(lat.PARTS):]
+    assert parts.shape == (len(latency_parts.PARTS) + len(latency_parts.THREAD_PARTS),) and (parts >= 0).all()
+    work, threads = parts[:len(latency_parts.PARTS)], parts[len(latency_parts.PARTS):]
     assert work.sum() == pytest.approx(value, rel=1e-6) and threads.sum() == pytest.approx(value, rel=1e-6)
     assert work[1] > 0 and work[0] == 0  # the 4 M-MAC product is a matrix product; the 10 k one is other work
     assert head.parts(chain([("lstm", 10)])) is None  # not answered: never measured
@@ -309,28 +309,28 @@ def test_convolutions_pytorch_runs_as_a_matrix_product_count_as_matrix_products(
             "kernel": [kernel, kernel], "stride": [stride, stride], "dilation": [1, 1], "groups": groups})
 
     big_input = 64 * 32 * 32  # above GEMM_INPUT_ELEMENTS: oneDNN
-    assert lat.convolution_runs_as_gemm(conv(1), big_input)  # pointwise: im2col + GEMM at one thread
-    assert not lat.convolution_runs_as_gemm(conv(1, stride=2), big_input)
-    assert not lat.convolution_runs_as_gemm(conv(3), big_input)
-    assert lat.convolution_runs_as_gemm(conv(3, channels=256, side=8), 256 * 8 * 8)  # a CIFAR net's last stage
-    assert not lat.convolution_runs_as_gemm(conv(5, channels=256, side=8), 256 * 8 * 8)  # kernel sides above 3
-    assert not lat.convolution_runs_as_gemm(conv(3, groups=256, channels=256, side=8), 256 * 8 * 8)
-    assert not lat.convolution_runs_as_gemm(conv(3, op="conv_transpose2d"), 100)
+    assert latency_parts.convolution_runs_as_gemm(conv(1), big_input)  # pointwise: im2col + GEMM at one thread
+    assert not latency_parts.convolution_runs_as_gemm(conv(1, stride=2), big_input)
+    assert not latency_parts.convolution_runs_as_gemm(conv(3), big_input)
+    assert latency_parts.convolution_runs_as_gemm(conv(3, channels=256, side=8), 256 * 8 * 8)  # a CIFAR net's last stage
+    assert not latency_parts.convolution_runs_as_gemm(conv(5, channels=256, side=8), 256 * 8 * 8)  # kernel sides above 3
+    assert not latency_parts.convolution_runs_as_gemm(conv(3, groups=256, channels=256, side=8), 256 * 8 * 8)
+    assert not latency_parts.convolution_runs_as_gemm(conv(3, op="conv_transpose2d"), 100)
     head = head_for(seen=("input", "output", "conv2d"))
     graph = ArchGraph([Node("input", [1, 64, 32, 32]), conv(1), Node("output", [1, 64, 32, 32])], [(0, 1), (1, 2)])
-    work = head.parts(graph)[:len(lat.PARTS)]
+    work = head.parts(graph)[:len(latency_parts.PARTS)]
     assert work[0] == 0 and work[1] > 0  # the pointwise convolution is costed as a matrix product
 
 
 def test_a_small_operation_or_one_recurrent_step_spreads_less_of_its_compute_over_threads():
     big, small = chain([("linear", 400_000_000)]), chain([("linear", 40_000)])
-    assert lat.parallel_share(big)[1] > 0.98 and lat.parallel_share(small)[1] < 0.02
-    assert lat.parallel_share(big)[0] == 0  # the input does no arithmetic
+    assert latency_parts.parallel_share(big)[1] > 0.98 and latency_parts.parallel_share(small)[1] < 0.02
+    assert latency_parts.parallel_share(big)[0] == 0  # the input does no arithmetic
     # a GRU over 64 steps does its MACs one step after another: only one step's work spreads
     gru = ArchGraph([Node("input", [1, 64, 128]), Node("gru", [1, 64, 384], macs=64 * 1_000_000)], [(0, 1)])
     conv = ArchGraph([Node("input", [1, 64, 128]), Node("conv1d", [1, 64, 384], macs=64 * 1_000_000)], [(0, 1)])
-    assert lat.parallel_share(gru)[1] == pytest.approx(1e6 / (1e6 + lat.PARALLEL_MACS))
-    assert lat.parallel_share(conv)[1] > 0.9
+    assert latency_parts.parallel_share(gru)[1] == pytest.approx(1e6 / (1e6 + latency_parts.PARALLEL_MACS))
+    assert latency_parts.parallel_share(conv)[1] > 0.9
 
 
 def test_a_gpu_head_names_itself_and_its_column(tmp_path):

@@ -123,7 +123,7 @@ def candidates(head: Any = None) -> list[Candidate]:
 
 
 def with_parts(chosen: list[Candidate], head: Any = None) -> list[Candidate]:
-    """The candidates with their reference prediction split into `latency.PARTS` (graphs read from
+    """The candidates with their reference prediction split into `latency_parts.PARTS` (graphs read from
     the zoo); those the reference head (default: the bundled one) does not answer for are left out."""
     from narcli.predict.bundle import load_bundle
     from narcli.zoo.store import Zoo
@@ -384,7 +384,7 @@ def _read_head(path: Path) -> dict[str, Any]:
     head = json.loads(path.read_text())
     if isinstance(head, dict) and head.get("kind") == "parts":
         from narcli.bench.transfer import LEGACY_PARTS
-        from narcli.predict.latency import PARTS, THREAD_PARTS
+        from narcli.predict.latency_parts import PARTS, THREAD_PARTS
 
         scales, half, threads = head.get("scales"), head.get("half"), head.get("thread_scales", [0.0] * len(THREAD_PARTS))
         if not isinstance(scales, list) or len(scales) not in (len(PARTS), len(LEGACY_PARTS)) or \

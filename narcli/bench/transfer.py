@@ -68,7 +68,7 @@ THREADS_FIT = "thread-parts"
 THREAD_SHAPE = (0.0, 0.777, 1.067)
 # the work parts device heads were fitted on before 2026-12-05 (read, then fitted again: `calibrate.refitted`)
 LEGACY_PARTS = ("dense", "other compute", "memory", "calls")
-# how the work parts are split now (`latency.PARTS`, `latency.convolution_runs_as_gemm`): a head that
+# how the work parts are split now (`latency_parts`): a head that
 # says otherwise was fitted on parts that have moved, and is fitted again
 WORK_SPLIT = "convolution-gemm-rest"
 
@@ -192,7 +192,7 @@ def thread_shape(parts: np.ndarray, y_one: np.ndarray, y: np.ndarray) -> tuple[f
 
 def work_columns(parts: np.ndarray) -> np.ndarray:
     """The columns of `LatencyHead.parts` that split the prediction by kind of work (`PARTS`)."""
-    from narcli.predict.latency import PARTS
+    from narcli.predict.latency_parts import PARTS
 
     return np.atleast_2d(np.asarray(parts, dtype=np.float64))[:, :len(PARTS)]
 
@@ -200,7 +200,7 @@ def work_columns(parts: np.ndarray) -> np.ndarray:
 def thread_share(parts: np.ndarray) -> np.ndarray:
     """Each row's thread parts (`THREAD_PARTS`, the columns after the work parts) as shares of one;
     ValueError when the rows carry none."""
-    from narcli.predict.latency import PARTS, THREAD_PARTS
+    from narcli.predict.latency_parts import PARTS, THREAD_PARTS
 
     rows = np.atleast_2d(np.asarray(parts, dtype=np.float64))
     if rows.shape[1] != len(PARTS) + len(THREAD_PARTS):

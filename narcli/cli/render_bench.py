@@ -79,7 +79,7 @@ def print_calibrated(name: str, head: dict[str, Any]) -> None:
     print(f"calibrated {name!r} on {len(head['models'])} zoo models at {device['threads']} thread"
           f"{'s' * (device['threads'] != 1)}; wrote {head['path']}; 90 % interval ±{head['half_width_pct']:.0f} %; "
           f"use `nar predict MODEL --device {name}`")
-    from narcli.predict.latency import PARTS
+    from narcli.predict.latency_parts import PARTS
 
     if len(head.get("scales") or []) == len(PARTS):
         import math
@@ -90,7 +90,7 @@ def print_calibrated(name: str, head: dict[str, Any]) -> None:
         import math
 
         from narcli.bench.transfer import LEGACY_PARTS
-        from narcli.predict.latency import THREAD_PARTS
+        from narcli.predict.latency_parts import THREAD_PARTS
 
         names = THREAD_PARTS if head.get("thread_scales") else LEGACY_PARTS  # before 2026-12-05: per work part
         factors = ", ".join(f"{part} ×{factor:.2f}" for part, factor in zip(names, head["thread_factors"]))

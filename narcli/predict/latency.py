@@ -33,6 +33,7 @@ import numpy as np
 from narcli.errors import NarError
 from narcli.graph.structure_idioms import as_run
 from narcli.fsutil import write_bytes, write_text
+from narcli.predict.latency_parts import DENSE_MACS, convolution_runs_as_gemm, parallel_share
 
 HEAD_NAME = "reference"
 COLUMN = "reference-cpu"
@@ -309,8 +310,8 @@ class LatencyHead:
 
 
     def parts(self, graph, macs: int | None = None, params: int | None = None) -> np.ndarray | None:
-        """The central prediction split two ways (ms): its first len(PARTS) columns by kind of work,
-        its last len(THREAD_PARTS) by how the work spreads over threads; each group sums to the
+        """The central prediction split two ways (ms, `latency_parts`): its first len(PARTS) columns by
+        kind of work, its last len(THREAD_PARTS) by how the work spreads over threads; each group sums to the
         prediction. None when the head does not answer for `graph`."""
         graph = as_run(graph)
         if self.why_not(graph, size_figures(graph, macs, params))[0]:
@@ -334,61 +335,6 @@ class LatencyHead:
         if macs is not None and graph.macs and macs != graph.macs:
             scale *= max(macs, 1) / graph.macs
         return out * scale
-
-
-def convolution_runs_as_gemm(node, input_elements: float) -> bool:
-    """Whether eager PyTorch on a CPU, at one thread and batch 1, runs this convolution as im2col
-    and a matrix product rather than through oneDNN: a pointwise convolution (1x1, stride 1, no
-    dilation), or an ungrouped one with no kernel side above 3 over at most 20,480 input elements
-    (a CIFAR net's last stages). Profiled on torch 2.13: `_slow_conv2d_forward` for those,
-    `mkldnn_convolution` for the rest. Its time then moves between CPUs like a matrix product's."""
-    if node.op not in ("conv1d", "conv2d", "conv3d") or not node.shape or node.shape[0] != 1:
-        return False
-    attrs = node.attrs or {}
-    kernel, stride = list(attrs.get("kernel") or []), list(attrs.get("stride") or [1])
-    dilation, groups = list(attrs.get("dilation") or [1]), attrs.get("groups", 1)
-    if not kernel:
-        return False
-    if all(k == 1 for k in kernel) and all(v == 1 for v in stride + dilation):
-        return True
-    large = len(kernel) >= 2 and kernel[-1] > 3 and kernel[-2] > 3
-    return groups == 1 and not large and 0 < input_elements <= GEMM_INPUT_ELEMENTS
-
-
-def parallel_share(graph) -> np.ndarray:
-    """Per node, the share of its compute that spreads over threads: w / (w + PARALLEL_MACS) for the
-    MACs w one call does at once. A recurrent layer's call is its time steps one after another, so
-    its w is one step's MACs (a GRU over 64 tokens gained 1.1x from a second thread where a
-    convolution net of the same MACs gained 1.7x)."""
-    from narcli.graph.vocab import RECURRENT, RECURRENT_CALLS
-
-    work = []
-    for node in graph.nodes or []:
-        macs = float(max(node.macs, 0))
-        if (node.op in RECURRENT_CALLS or node.op in RECURRENT) and node.shape and len(node.shape) >= 3:
-            macs /= max(int(node.shape[1]), 1)  # (batch, steps, features), as the trace records it
-        work.append(macs)
-    work_array = np.array(work or [0.0])
-    return work_array / (work_array + PARALLEL_MACS)
-
-
-# how a prediction splits for carrying it to other CPUs (`LatencyHead.parts`, first group): convolutions
-# and matrix products of a million MACs or more, and the rest (smaller arithmetic, memory traffic, call
-# overhead). Another CPU can run each faster or slower by its own factor: the 2-vCPU VM of 2026-12-04
-# ran the calibration's convolution nets 1.6-2.4x the reference machine's times and its transformers
-# 1.2-1.3x. The split before 2026-12-05 (dense products together, other compute, memory, calls) could
-# not tell the two apart, and the calibration's ridge made its four scales one
-PARTS = ("convolution", "matrix products", "other work")  # convolutions run as GEMMs count as products
-GEMM_INPUT_ELEMENTS = 20_480  # below it PyTorch runs a small ungrouped convolution without oneDNN
-DENSE_MACS = 1_000_000  # a product below a million MACs is over before its kernel's speed matters
-# ... and for carrying it to more threads (second group, `transfer.fit_over_one_thread`): memory
-# traffic and the share of each operation's compute that spreads (`parallel_share`), the compute
-# that does not, and the per-call overhead, which a thread pool's start and join per operation make
-# larger. An operation doing PARALLEL_MACS at once spreads half its compute: the value a fit of
-# 535 one- and two-thread timings (6 days of `nar eval calibration` on this project's VM) chose,
-# 4.3 M; 1 M to 30 M scored within 0.1 point of it (README, "Threads")
-THREAD_PARTS = ("parallel", "serial", "calls")
-PARALLEL_MACS = 4e6
 
 
 FIGURE_UNITS = {"macs": "MACs", "params": "params", "nodes": "nodes"}

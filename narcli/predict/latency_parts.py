@@ -1,0 +1,63 @@
+"""How a reference-CPU latency prediction splits for carrying it to another CPU and thread count
+(`LatencyHead.parts`; fitted by `bench.transfer`): by kind of work, and by how the work spreads over
+threads. Kept apart from the head itself: these are facts about how eager PyTorch runs operations
+on a CPU, not learnt costs."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def convolution_runs_as_gemm(node, input_elements: float) -> bool:
+    """Whether eager PyTorch on a CPU, at one thread and batch 1, runs this convolution as im2col
+    and a matrix product rather than through oneDNN: a pointwise convolution (1x1, stride 1, no
+    dilation), or an ungrouped one with no kernel side above 3 over at most 20,480 input elements
+    (a CIFAR net's last stages). Profiled on torch 2.13: `_slow_conv2d_forward` for those,
+    `mkldnn_convolution` for the rest. Its time then moves between CPUs like a matrix product's."""
+    if node.op not in ("conv1d", "conv2d", "conv3d") or not node.shape or node.shape[0] != 1:
+        return False
+    attrs = node.attrs or {}
+    kernel, stride = list(attrs.get("kernel") or []), list(attrs.get("stride") or [1])
+    dilation, groups = list(attrs.get("dilation") or [1]), attrs.get("groups", 1)
+    if not kernel:
+        return False
+    if all(k == 1 for k in kernel) and all(v == 1 for v in stride + dilation):
+        return True
+    large = len(kernel) >= 2 and kernel[-1] > 3 and kernel[-2] > 3
+    return groups == 1 and not large and 0 < input_elements <= GEMM_INPUT_ELEMENTS
+
+
+def parallel_share(graph) -> np.ndarray:
+    """Per node, the share of its compute that spreads over threads: w / (w + PARALLEL_MACS) for the
+    MACs w one call does at once. A recurrent layer's call is its time steps one after another, so
+    its w is one step's MACs (a GRU over 64 tokens gained 1.1x from a second thread where a
+    convolution net of the same MACs gained 1.7x)."""
+    from narcli.graph.vocab import RECURRENT, RECURRENT_CALLS
+
+    work = []
+    for node in graph.nodes or []:
+        macs = float(max(node.macs, 0))
+        if (node.op in RECURRENT_CALLS or node.op in RECURRENT) and node.shape and len(node.shape) >= 3:
+            macs /= max(int(node.shape[1]), 1)  # (batch, steps, features), as the trace records it
+        work.append(macs)
+    work_array = np.array(work or [0.0])
+    return work_array / (work_array + PARALLEL_MACS)
+
+
+# how a prediction splits for carrying it to other CPUs (`LatencyHead.parts`, first group): convolutions
+# and matrix products of a million MACs or more, and the rest (smaller arithmetic, memory traffic, call
+# overhead). Another CPU can run each faster or slower by its own factor: the 2-vCPU VM of 2026-12-04
+# ran the calibration's convolution nets 1.6-2.4x the reference machine's times and its transformers
+# 1.2-1.3x. The split before 2026-12-05 (dense products together, other compute, memory, calls) could
+# not tell the two apart, and the calibration's ridge made its four scales one
+PARTS = ("convolution", "matrix products", "other work")  # convolutions run as GEMMs count as products
+GEMM_INPUT_ELEMENTS = 20_480  # below it PyTorch runs a small ungrouped convolution without oneDNN
+DENSE_MACS = 1_000_000  # a product below a million MACs is over before its kernel's speed matters
+# ... and for carrying it to more threads (second group, `transfer.fit_over_one_thread`): memory
+# traffic and the share of each operation's compute that spreads (`parallel_share`), the compute
+# that does not, and the per-call overhead, which a thread pool's start and join per operation make
+# larger. An operation doing PARALLEL_MACS at once spreads half its compute: the value a fit of
+# 535 one- and two-thread timings (6 days of `nar eval calibration` on this project's VM) chose,
+# 4.3 M; 1 M to 30 M scored within 0.1 point of it (README, "Threads")
+THREAD_PARTS = ("parallel", "serial", "calls")
+PARALLEL_MACS = 4e6
