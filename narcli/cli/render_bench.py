@@ -79,16 +79,14 @@ def print_calibrated(name: str, head: dict[str, Any]) -> None:
     print(f"calibrated {name!r} on {len(head['models'])} zoo models at {device['threads']} thread"
           f"{'s' * (device['threads'] != 1)}; wrote {head['path']}; 90 % interval ±{head['half_width_pct']:.0f} %; "
           f"use `nar predict MODEL --device {name}`")
+    import math
+
     from narcli.predict.latency_parts import PARTS
 
     if len(head.get("scales") or []) == len(PARTS):
-        import math
-
         against = ", ".join(f"{part} ×{math.exp(scale):.2f}" for part, scale in zip(PARTS, head["scales"]))
         print(f"at 1 thread against the reference machine's times: {against}")
     if head.get("thread_factors"):  # `transfer.fit_over_one_thread`
-        import math
-
         from narcli.bench.transfer import LEGACY_PARTS
         from narcli.predict.latency_parts import THREAD_PARTS
 

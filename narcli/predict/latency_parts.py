@@ -58,6 +58,7 @@ DENSE_MACS = 1_000_000  # a product below a million MACs is over before its kern
 # that does not, and the per-call overhead, which a thread pool's start and join per operation make
 # larger. An operation doing PARALLEL_MACS at once spreads half its compute: the value a fit of
 # 535 one- and two-thread timings (6 days of `nar eval calibration` on this project's VM) chose,
-# 4.3 M; 1 M to 30 M scored within 0.1 point of it (README, "Threads")
+# 4.3 M; scored offline on the same timings, 1 M to 30 M came within 0.1 point of it, and a threshold
+# of its own for convolutions or matrix products did no better (README, "Threads and the work split")
 THREAD_PARTS = ("parallel", "serial", "calls")
 PARALLEL_MACS = 4e6
