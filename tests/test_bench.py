@@ -600,10 +600,12 @@ def test_over_one_thread_the_thread_factors_come_from_the_same_models_timed_at_o
     rng = np.random.default_rng(7)
     work = rng.uniform(0.1, 10, size=(20, 3)) * rng.uniform(0.1, 10, size=(20, 1))
     # some models mostly parallel work, others (small nets, recurrent ones) mostly serial work and calls
-    shares = rng.dirichlet([1.0, 1.0, 1.0], size=20)
+    shares = rng.dirichlet([1.0, 1.0, 1.0, 1.0], size=20)
     parts = with_thread_parts(work, shares)
     machine = 1.3  # this CPU: 1.3x the reference at one thread
-    threads = np.array([0.5, 1.1, 1.6])  # two threads: parallel work halves, serial work does not, calls get dearer
+    # two threads: parallel work halves, serial work does not, calls get dearer, and the pointwise
+    # convolutions that leave the matrix product for oneDNN take three times as long
+    threads = np.array([0.5, 1.1, 1.6, 3.0])
     wrong = np.exp(rng.normal(scale=0.3, size=20))  # the reference head's error on each model
     one_thread = work.sum(1) * machine * wrong
     y_one, y = np.log(one_thread), np.log(one_thread * (shares @ threads))
@@ -626,7 +628,7 @@ def test_the_thread_factors_keep_their_prior_shape_when_the_models_cannot_tell_t
 
     rng = np.random.default_rng(3)
     work = rng.uniform(1, 10, size=(8, 3))
-    shares = np.tile([0.9, 0.05, 0.05], (8, 1))  # every model alike: the parts' factors cannot be told apart
+    shares = np.tile([0.85, 0.05, 0.05, 0.05], (8, 1))  # every model alike: the parts' factors cannot be told apart
     y_one = np.log(work.sum(1))
     y = y_one + np.log(0.6) + rng.normal(scale=0.05, size=8)
     head = fit_over_one_thread(with_thread_parts(work, shares), y_one, y)
@@ -638,7 +640,7 @@ def test_calibrating_at_two_threads_times_the_same_models_at_one_thread_too(monk
     from narcli.bench import device, transfer
 
     chosen = [cal.Candidate(f"zoo/m{i}", 10**8, 10**6, {}, np.zeros(0), graph_hash=f"h{i}",
-                            parts=np.array([4.0, 1.0, 2.0, 5.0, 1.0, 1.0]) * (i + 1)) for i in range(5)]
+                            parts=np.array([4.0, 1.0, 2.0, 5.0, 1.0, 0.5, 0.5]) * (i + 1)) for i in range(5)]
     asked = []
 
     def timed(models, threads, repeat, budget, report, allow_busy, busy):
@@ -676,33 +678,43 @@ def test_a_two_thread_device_fitted_against_another_reference_head_is_fitted_ove
         monkeypatch, tmp_path):
     from narcli.bench import transfer
     from narcli.predict.bundle import load_bundle
+    from narcli.predict.latency_parts import THREAD_PARTS
 
     monkeypatch.setattr(cal, "devices_dir", lambda: tmp_path)
     names = ("timm/resnet18", "timm/resnet50", "timm/mobilenetv2_100", "timm/vit_small_patch16_224")
+    found = cal.with_parts([cal.Candidate(name, 0, 0, {}, np.zeros(0)) for name in names])
+    # this CPU at two threads: the prior shape of the thread factors, the parallel part at 0.6
+    speedup = {c.name: float(transfer.thread_share(c.parts)[0] @ (0.6 * np.exp(transfer.THREAD_SHAPE))) for c in found}
     one = [{"name": name, "ms": ms} for name, ms in zip(names, (60.0, 170.0, 25.0, 90.0))]
-    two = [{"name": m["name"], "ms": m["ms"] * 0.6} for m in one] + [{"name": "timm/resnet34", "ms": 70.0}]
+    two = [{"name": m["name"], "ms": m["ms"] * speedup[m["name"]]} for m in one] + [{"name": "timm/resnet34", "ms": 70.0}]
     stale = {"kind": "parts", "scales": [0.0] * 4, "half": 0.9, "prior": 3.0, "models": two, "one_thread_models": one,
              "columns": list(cal.CPU_COLUMNS), "device": {"name": "AMD EPYC", "threads": 2}, "reference": "old-head"}
     (tmp_path / "two.json").write_text(json.dumps(stale))
     head = cal.calibrated_devices()["two"]
     assert head["reference"] == load_bundle().latency.fingerprint and head["threads_fit"] == transfer.THREADS_FIT
     assert [m["name"] for m in head["models"]] == list(names)  # resnet34 has no one-thread time: left out
-    found = cal.with_parts([cal.Candidate(name, 0, 0, {}, np.zeros(0)) for name in names])
-    one_thread = {**head, "thread_scales": [0.0] * 3}  # the same head with no thread factors
+    one_thread = {**head, "thread_scales": [0.0] * len(THREAD_PARTS)}  # the same head with no thread factors
     ratios = [transfer.predict_log(head, c.parts) - transfer.predict_log(one_thread, c.parts) for c in found]
-    assert np.allclose(np.exp(ratios), 0.6, rtol=0.05)  # each model's two-thread time is 0.6 of its one-thread time
+    # each model's two-thread time against its one-thread time, as measured
+    assert np.allclose(np.exp(np.ravel(ratios)), [speedup[name] for name in names], rtol=0.05)
     # a head saved before the thread parts is fitted again too
     (tmp_path / "old.json").write_text(json.dumps(stale | {"reference": head["reference"], "fitted_on": head["fitted_on"],
                                                            "interval": transfer.INTERVAL, "threads_fit": "over-one-thread"}))
     assert "thread_scales" in cal.calibrated_devices()["old"]
+    # and one fitted on the three thread parts before the pointwise convolutions had their own
+    (tmp_path / "three.json").write_text(json.dumps(stale | {
+        "reference": head["reference"], "fitted_on": head["fitted_on"], "interval": transfer.INTERVAL,
+        "work_split": transfer.WORK_SPLIT, "threads_fit": "thread-parts", "thread_scales": [-0.6, 0.18, 0.44]}))
+    refitted = cal.calibrated_devices()["three"]
+    assert len(refitted["thread_scales"]) == len(THREAD_PARTS) and refitted["threads_fit"] == transfer.THREADS_FIT
 
 
 def test_calibrate_at_two_threads_says_what_the_thread_factors_are(capsys):
     from narcli.cli.render_bench import print_calibrated
 
     head = {"device": {"threads": 2}, "models": [{}] * 20, "asked": 20, "path": "/x/dev.json", "half_width_pct": 33.0,
-            "own_half_width_pct": 30.4, "prior_half_width_pct": 28.9, "thread_factors": [0.55, 1.2, 1.56],
-            "thread_scales": [-0.6, 0.18, 0.44],
+            "own_half_width_pct": 30.4, "prior_half_width_pct": 28.9, "thread_factors": [0.55, 1.2, 1.56, 2.5],
+            "thread_scales": [-0.6, 0.18, 0.44, 0.92],
             "one_thread_half": 0.2852}
     print_calibrated("dev", head)
     out = " ".join(capsys.readouterr().out.split())
@@ -710,7 +722,7 @@ def test_calibrate_at_two_threads_says_what_the_thread_factors_are(capsys):
     print_calibrated("dev", head | {"scales": [0.69, 0.1, 0.2]})
     out = " ".join(capsys.readouterr().out.split())
     assert "at 1 thread against the reference machine's times: convolution ×1.99, matrix products ×1.11" in out
-    assert "calls ×1.56" in out and "thread factors' (±30 %) and the 1-thread head's (±33 %)" in out
+    assert "calls ×1.56, pointwise to oneDNN ×2.50" in out and "thread factors' (±30 %) and the 1-thread head's (±33 %)" in out
     assert "pooled" not in out
 
 
@@ -724,12 +736,12 @@ def test_evaluating_a_calibration_at_two_threads_fits_over_the_one_thread_times(
     models = [cal.Candidate(f"zoo/m{i}", int(10**8 * (i + 1)), 10**6, {cal.REFERENCE_COLUMN: 2.0 + i}, np.zeros(0),
                             coarse="convolutional", family=f"f{i}", graph_hash=f"h{i}",
                             parts=with_thread_parts(np.array([[4.0, 1.0, 2.0]]) * rng.uniform(0.5, 5),
-                                                    rng.dirichlet([2.0, 1.0, 1.0], size=1))[0]) for i in range(30)]
+                                                    rng.dirichlet([2.0, 1.0, 1.0, 1.0], size=1))[0]) for i in range(30)]
     asked = []
 
     def timed(chosen, threads, repeat, budget, report, allow_busy=False, busy=None):
         asked.append(threads)
-        return [(c, float(c.parts[3:] @ ([0.6, 1.1, 1.5] if threads == 2 else [1.0, 1.0, 1.0]))) for c in chosen]
+        return [(c, float(c.parts[3:] @ ([0.6, 1.1, 1.5, 2.0] if threads == 2 else [1.0] * 4))) for c in chosen]
 
     monkeypatch.setattr(ev, "held_out_head", lambda: SimpleNamespace(half=0.2, metrics={}))
     monkeypatch.setattr(ev, "candidates", lambda head: models)
@@ -742,7 +754,7 @@ def test_evaluating_a_calibration_at_two_threads_fits_over_the_one_thread_times(
     assert asked == [2, 2, 1] and result["threads_fit"] == transfer.THREADS_FIT
     assert all(r["one_thread_ms"] > 0 for r in result["calibration"])
     (row,) = result["results"]
-    assert row["calibrated"]["mape"] < 5 and len(row["calibrated"]["thread_factors"]) == 3
+    assert row["calibrated"]["mape"] < 5 and len(row["calibrated"]["thread_factors"]) == 4
 
 
 CONV = """

@@ -322,6 +322,27 @@ def test_convolutions_pytorch_runs_as_a_matrix_product_count_as_matrix_products(
     assert work[0] == 0 and work[1] > 0  # the pointwise convolution is costed as a matrix product
 
 
+def test_pointwise_convolutions_that_go_to_onednn_over_one_thread_have_a_thread_part_of_their_own():
+    def conv(kernel, groups=1, channels=64, side=32):
+        return Node("conv2d", [1, channels, side, side], macs=10**8, attrs={
+            "kernel": [kernel, kernel], "stride": [1, 1], "dilation": [1, 1], "groups": groups})
+
+    leaves = latency_parts.convolution_leaves_gemm_over_one_thread
+    assert leaves(conv(1), 64 * 32 * 32)  # above GEMM_INPUT_ELEMENTS: oneDNN once PyTorch has two threads
+    assert not leaves(conv(1, channels=96, side=10), 96 * 10 * 10)  # small: the matrix product at any count
+    assert leaves(conv(1, groups=4, channels=96, side=10), 96 * 10 * 10)  # grouped: oneDNN over one thread
+    assert not leaves(conv(3), 64 * 32 * 32)  # oneDNN at one thread already
+    head = head_for(seen=("input", "output", "conv2d"))
+    graph = ArchGraph([Node("input", [1, 64, 32, 32]), conv(1), conv(3), Node("output", [1, 64, 32, 32])],
+                      [(0, 1), (1, 2), (2, 3)])
+    parts = head.parts(graph)
+    threads = parts[len(latency_parts.PARTS):]
+    alone = head.parts(ArchGraph([Node("input", [1, 64, 32, 32]), conv(1), Node("output", [1, 64, 32, 32])],
+                                 [(0, 1), (1, 2)]))
+    assert threads[3] > 0 and threads.sum() == pytest.approx(parts[:len(latency_parts.PARTS)].sum(), rel=1e-6)
+    assert threads[3] < alone[len(latency_parts.PARTS):].sum()  # only the pointwise convolution's compute
+
+
 def test_a_small_operation_or_one_recurrent_step_spreads_less_of_its_compute_over_threads():
     big, small = chain([("linear", 400_000_000)]), chain([("linear", 40_000)])
     assert latency_parts.parallel_share(big)[1] > 0.98 and latency_parts.parallel_share(small)[1] < 0.02

@@ -383,13 +383,13 @@ def _read_head(path: Path) -> dict[str, Any]:
     """A saved device head; ValueError (or OSError) when the file is not one `calibrate` wrote."""
     head = json.loads(path.read_text())
     if isinstance(head, dict) and head.get("kind") == "parts":
-        from narcli.bench.transfer import LEGACY_PARTS
+        from narcli.bench.transfer import LEGACY_PARTS, LEGACY_THREAD_PARTS
         from narcli.predict.latency_parts import PARTS, THREAD_PARTS
 
         scales, half, threads = head.get("scales"), head.get("half"), head.get("thread_scales", [0.0] * len(THREAD_PARTS))
         if not isinstance(scales, list) or len(scales) not in (len(PARTS), len(LEGACY_PARTS)) or \
                 not isinstance(threads, list) or \
-                len(threads) != len(THREAD_PARTS) or \
+                len(threads) not in (len(THREAD_PARTS), LEGACY_THREAD_PARTS) or \
                 not all(isinstance(v, (int, float)) and math.isfinite(v) for v in scales + threads + [half]):
             raise ValueError("its fitted scales do not fit together")
         return head

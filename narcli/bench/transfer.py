@@ -60,12 +60,16 @@ PRIOR_MODELS = 5  # how many calibration models the reference head's own spread 
 INTERVAL = f"pooled-{PRIOR_MODELS}"  # how a head's `half` was set; heads set otherwise are fitted again
 # how a head for more than one thread is fitted (`fit_over_one_thread`); heads fitted otherwise (before
 # 2026-12-05: "over-one-thread", one factor per work part) are fitted again from their measurements
-THREADS_FIT = "thread-parts"
-# the prior shape of the thread factors (log, against the parallel part's): the serial part ran 2.2x and
-# the calls 2.9x as slow, relative to the parallel part, in a pooled fit of 535 one- and two-thread timings
-# on this project's 2-vCPU VM (6 days of `nar eval calibration`; factors 0.56, 1.21, 1.62). Measured at
-# two threads only: at other counts a calibration's leave-one-out choice of the ridge lets it move away
-THREAD_SHAPE = (0.0, 0.777, 1.067)
+THREADS_FIT = "thread-parts-pointwise"
+# the prior shape of the thread factors (log, against the parallel part's): the serial part ran 2.1x and
+# the calls 3.0x as slow, relative to the parallel part, and the pointwise convolutions that leave the
+# matrix product for oneDNN 0.95x, in a pooled fit of 535 one- and two-thread timings on this project's
+# 2-vCPU VMs (6 days of `nar eval calibration`, 2026-11-25 to 12-01). On the Xeon VM of 2026-12-05 that
+# last part runs 3-10x slower at two threads than at one: a CPU's own calibration must move it, which the
+# leave-one-out choice of the ridge allows. Measured at two threads only
+THREAD_SHAPE = (0.0, 0.721, 1.114, -0.054)
+# how many thread parts heads fitted from 2026-12-05 until the pointwise part had its own (read, then fitted again)
+LEGACY_THREAD_PARTS = 3
 # the work parts device heads were fitted on before 2026-12-05 (read, then fitted again: `calibrate.refitted`)
 LEGACY_PARTS = ("dense", "other compute", "memory", "calls")
 # how the work parts are split now (`latency_parts`): a head that

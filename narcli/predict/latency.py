@@ -33,7 +33,8 @@ import numpy as np
 from narcli.errors import NarError
 from narcli.graph.structure_idioms import as_run
 from narcli.fsutil import write_bytes, write_text
-from narcli.predict.latency_parts import DENSE_MACS, convolution_runs_as_gemm, parallel_share
+from narcli.predict.latency_parts import (DENSE_MACS, convolution_leaves_gemm_over_one_thread,
+                                          convolution_runs_as_gemm, parallel_share)
 
 HEAD_NAME = "reference"
 COLUMN = "reference-cpu"
@@ -326,11 +327,15 @@ class LatencyHead:
         kinds = np.array([("linear" if convolution_runs_as_gemm(n, size) else OPS.get(n.op, ""))
                           if max(n.macs, 0) >= DENSE_MACS else "" for n, size in zip(graph.nodes, incoming)] or [""])
         convolution, matrix = kinds == "convolution", kinds == "linear"
+        leaves = np.array([convolution_leaves_gemm_over_one_thread(n, size)
+                           for n, size in zip(graph.nodes, incoming)] or [False])
         calls = terms[:, 2].sum() + float(np.exp(self.weights["overhead"][0]))
-        spread = parallel_share(graph)
+        spread = np.where(leaves, 0.0, parallel_share(graph))
+        stays = terms[:, 0] * ~leaves
         out = np.array([terms[convolution, 0].sum(), terms[matrix, 0].sum(),
                         terms[~(convolution | matrix), 0].sum() + terms[:, 1].sum() + calls,
-                        (terms[:, 0] * spread).sum() + terms[:, 1].sum(), (terms[:, 0] * (1 - spread)).sum(), calls])
+                        (stays * spread).sum() + terms[:, 1].sum(), (stays * (1 - spread)).sum(), calls,
+                        terms[leaves, 0].sum()])
         scale = math.exp(whole_graph_correction(self.weights, graph_features(graph)))
         if macs is not None and graph.macs and macs != graph.macs:
             scale *= max(macs, 1) / graph.macs

@@ -27,6 +27,22 @@ def convolution_runs_as_gemm(node, input_elements: float) -> bool:
     return groups == 1 and not large and 0 < input_elements <= GEMM_INPUT_ELEMENTS
 
 
+def convolution_leaves_gemm_over_one_thread(node, input_elements: float) -> bool:
+    """Whether eager PyTorch runs this convolution as a matrix product at one thread but through
+    oneDNN at more: a pointwise one (1x1, stride 1, no dilation, batch 1) that is grouped or reads
+    more than GEMM_INPUT_ELEMENTS (PyTorch's rule sends 1x1 convolutions to oneDNN whenever it has
+    more than one thread). Measured on torch 2.13 on a 2-vCPU Xeon VM: oneDNN on a plain NCHW
+    input ran 1x1 convolutions over 40x40-80x80 maps 3-10x slower than the matrix product, at one
+    thread or two, so a MobileNet gained nothing from its second thread; over 10x10 maps, 2x."""
+    if node.op not in ("conv1d", "conv2d", "conv3d") or not node.shape or node.shape[0] != 1:
+        return False
+    attrs = node.attrs or {}
+    kernel, stride = list(attrs.get("kernel") or []), list(attrs.get("stride") or [1])
+    dilation, groups = list(attrs.get("dilation") or [1]), attrs.get("groups", 1)
+    pointwise = bool(kernel) and all(k == 1 for k in kernel) and all(v == 1 for v in stride + dilation)
+    return pointwise and (groups != 1 or input_elements > GEMM_INPUT_ELEMENTS)
+
+
 def parallel_share(graph) -> np.ndarray:
     """Per node, the share of its compute that spreads over threads: w / (w + PARALLEL_MACS) for the
     MACs w one call does at once. A recurrent layer's call is its time steps one after another, so
@@ -60,5 +76,8 @@ DENSE_MACS = 1_000_000  # a product below a million MACs is over before its kern
 # 535 one- and two-thread timings (6 days of `nar eval calibration` on this project's VM) chose,
 # 4.3 M; scored offline on the same timings, 1 M to 30 M came within 0.1 point of it, and a threshold
 # of its own for convolutions or matrix products did no better (README, "Threads and the work split")
-THREAD_PARTS = ("parallel", "serial", "calls")
+# The fourth thread part is the compute of the pointwise convolutions that leave the matrix product for
+# oneDNN over one thread (`convolution_leaves_gemm_over_one_thread`): their time changes by a factor of
+# its own, larger than one on a CPU where that path is slow
+THREAD_PARTS = ("parallel", "serial", "calls", "pointwise to oneDNN")
 PARALLEL_MACS = 4e6
