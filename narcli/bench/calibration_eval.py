@@ -23,6 +23,7 @@ import numpy as np
 from narcli.bench.calibrate import (CPU_COLUMNS, REFERENCE_COLUMN, Candidate, candidates, fit_device, fitting_parts,
                                     measure_models, measured_on_reference, timed_at_one_thread, with_parts)
 from narcli.bench.lock import measuring
+from narcli.bench.thread_probe import probe_said
 from narcli.bench.transfer import THREADS_FIT, ridge_apply, ridge_fit
 from narcli.errors import NarError, UsageError
 
@@ -97,12 +98,13 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
     test = with_parts(held_out_models(rest, held_out, new_families), head)
     pool = with_parts(pool, head)
     report(f"measuring {len(pool)} calibration candidates and {len(test)} held-out models on {info.describe()}")
-    many, one = info.threads > 1, None
+    many, one, pointwise = info.threads > 1, None, None
     with measuring("cpu"):
         calibration = measure_models(pool, threads, repeat, None, report, allow_busy)
         evaluation = measure_models(test, threads, repeat, None, report, allow_busy)
         if many:  # as `nar calibrate` does: the calibration models at one thread too
             one, calibration = timed_at_one_thread(calibration, repeat, None, report, allow_busy)
+            pointwise = probe_said(info.threads, report)
     reference = measured_on_reference()
     truth = np.array([ms for _, ms in evaluation])
     x_test = np.stack([features(c.predicted, c.macs) for c, _ in evaluation])
@@ -115,7 +117,7 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
         chosen = calibration[:k]
         y = np.array([ms for _, ms in chosen])
         found = [c for c, _ in chosen]
-        calibrated = fit_device(found, fitting_parts(found, reference), np.log(y), one, head.half)
+        calibrated = fit_device(found, fitting_parts(found, reference), np.log(y), one, head.half, pointwise)
         centre = predict_log(calibrated, parts_test)
         ours = np.exp(centre)
         inside = np.abs(np.log(truth) - centre) <= calibrated["half"]
@@ -143,6 +145,6 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
             "new_families": int(new.sum()),
             "calibration": [{"name": c.name, "ms": ms, "coarse": c.coarse} | ({"one_thread_ms": one[c.name]} if many else {})
                             for c, ms in calibration], "results": rows,
-            "threads_fit": THREADS_FIT if many else "one thread",
+            "threads_fit": THREADS_FIT if many else "one thread", "pointwise_probe": pointwise,
             "gmacs_range": [round(float(macs_test.min()) / 1e9, 3), round(float(macs_test.max()) / 1e9, 3)],
             "kinds": kinds}
