@@ -43,7 +43,17 @@ def imports_torch(argv: list[str], env: dict[str, str]) -> bool:
 
 
 def machine() -> dict[str, object]:
-    return {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()}
+    """What the figures were measured on: Python, CPU count and model (VMs of one kind differ), platform."""
+    model = next((line.split(":", 1)[1].strip() for line in _cpuinfo().splitlines() if line.startswith("model name")),
+                 platform.processor() or None)
+    return {"python": platform.python_version(), "cpus": os.cpu_count(), "cpu": model, "platform": platform.platform()}
+
+
+def _cpuinfo() -> str:
+    try:
+        return Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return ""
 
 
 def change_figures(ratios: list[float]) -> dict[str, float]:

@@ -3,8 +3,9 @@ directly (`nar calibrate` at more than one thread), for the thread part they hav
 (`latency_parts.convolution_leaves_gemm_over_one_thread`).
 
 At one thread PyTorch runs a 1x1 convolution as a matrix product; at more it hands it to oneDNN,
-which on some CPUs is several times slower on a plain NCHW input (a 2-vCPU Xeon VM, 2026-12-05:
-3-10x over 40x40-80x80 maps) and on others about as fast as the product it replaces. Twenty zoo
+which on some CPUs gains nothing from the threads on a plain NCHW input (a 2-vCPU Xeon VM,
+2026-12-05: 1.0x over 40x40-80x80 maps, at times 3-10x slower, where the product ran 1.6-1.9x
+faster) and on others speeds up like the product it replaces. Twenty zoo
 models rarely tell that part apart from the others, so the calibration times it here, beside
 matrix products of the same sizes, and fits the thread factors around what it found.
 

@@ -65,8 +65,8 @@ THREADS_FIT = "thread-parts-pointwise"
 # the calls 3.0x as slow, relative to the parallel part, and the pointwise convolutions that leave the
 # matrix product for oneDNN 0.95x, in a pooled fit of 535 one- and two-thread timings on this project's
 # 2-vCPU VMs (6 days of `nar eval calibration`, 2026-11-25 to 12-01). On the Xeon VM of 2026-12-05 that
-# last part runs 3-10x slower at two threads than at one: a CPU's own calibration must move it, which the
-# leave-one-out choice of the ridge allows. Measured at two threads only
+# last part ran no faster at two threads than at one, at times 3-10x slower: a CPU's own calibration moves
+# it (`thread_probe`). Measured at two threads only
 THREAD_SHAPE = (0.0, 0.721, 1.114, -0.054)
 # how many thread parts heads fitted from 2026-12-05 until the pointwise part had its own (read, then fitted again)
 LEGACY_THREAD_PARTS = 3

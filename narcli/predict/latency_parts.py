@@ -31,9 +31,10 @@ def convolution_leaves_gemm_over_one_thread(node, input_elements: float) -> bool
     """Whether eager PyTorch runs this convolution as a matrix product at one thread but through
     oneDNN at more: a pointwise one (1x1, stride 1, no dilation, batch 1) that is grouped or reads
     more than GEMM_INPUT_ELEMENTS (PyTorch's rule sends 1x1 convolutions to oneDNN whenever it has
-    more than one thread). Measured on torch 2.13 on a 2-vCPU Xeon VM: oneDNN on a plain NCHW
-    input ran 1x1 convolutions over 40x40-80x80 maps 3-10x slower than the matrix product, at one
-    thread or two, so a MobileNet gained nothing from its second thread; over 10x10 maps, 2x."""
+    more than one thread). Measured on torch 2.13 on a 2-vCPU Xeon VM: there oneDNN on a plain NCHW
+    input ran 1x1 convolutions over 40x40-80x80 maps no faster at two threads than the matrix
+    product at one, and in some runs 3-10x slower, where the product itself ran 1.6-1.9x faster;
+    a MobileNet gained nothing from its second thread (`benchmarks/bench_pointwise_threads.py`)."""
     if node.op not in ("conv1d", "conv2d", "conv3d") or not node.shape or node.shape[0] != 1:
         return False
     attrs = node.attrs or {}
