@@ -9,8 +9,8 @@ faster) and on others speeds up like the product it replaces. Twenty zoo
 models rarely tell that part apart from the others, so the calibration times it here, beside
 matrix products of the same sizes, and fits the thread factors around what it found.
 
-Runs in a child process (`python -m narcli.bench.thread_probe THREADS`), so the caller's thread
-settings and imports are untouched; about two seconds."""
+Runs in a child process (`python -m narcli.bench.thread_probe THREADS`), pinned as the timings
+are (`quiet.pin`), so the caller's thread settings and imports are untouched; about two seconds."""
 
 from __future__ import annotations
 
@@ -111,4 +111,7 @@ def shape_with(found: dict[str, float] | None) -> tuple[float, ...]:
 
 
 if __name__ == "__main__":
+    from narcli.bench.quiet import pin
+
+    pin(int(sys.argv[1]))  # on as many CPUs as the calibration's timings use
     print(json.dumps(measure(int(sys.argv[1]))))
