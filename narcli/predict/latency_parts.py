@@ -14,14 +14,11 @@ def convolution_runs_as_gemm(node, input_elements: float) -> bool:
     dilation), or an ungrouped one with no kernel side above 3 over at most 20,480 input elements
     (a CIFAR net's last stages). Profiled on torch 2.13: `_slow_conv2d_forward` for those,
     `mkldnn_convolution` for the rest. Its time then moves between CPUs like a matrix product's."""
-    if node.op not in ("conv1d", "conv2d", "conv3d") or not node.shape or node.shape[0] != 1:
+    found = _convolution(node)
+    if found is None:
         return False
-    attrs = node.attrs or {}
-    kernel, stride = list(attrs.get("kernel") or []), list(attrs.get("stride") or [1])
-    dilation, groups = list(attrs.get("dilation") or [1]), attrs.get("groups", 1)
-    if not kernel:
-        return False
-    if all(k == 1 for k in kernel) and all(v == 1 for v in stride + dilation):
+    kernel, pointwise, groups = found
+    if pointwise:
         return True
     large = len(kernel) >= 2 and kernel[-1] > 3 and kernel[-2] > 3
     return groups == 1 and not large and 0 < input_elements <= GEMM_INPUT_ELEMENTS
@@ -35,13 +32,22 @@ def convolution_leaves_gemm_over_one_thread(node, input_elements: float) -> bool
     input ran 1x1 convolutions over 40x40-80x80 maps no faster at two threads than the matrix
     product at one, and in some runs 3-10x slower, where the product itself ran 1.6-1.9x faster;
     a MobileNet gained nothing from its second thread (`benchmarks/bench_pointwise_threads.py`)."""
+    found = _convolution(node)
+    return found is not None and found[1] and (found[2] != 1 or input_elements > GEMM_INPUT_ELEMENTS)
+
+
+def _convolution(node) -> tuple[list, bool, int] | None:
+    """A batch-1 convolution's kernel, whether it is pointwise (1x1, stride 1, no dilation) and its
+    groups; None for any other node, or a convolution traced without its kernel."""
     if node.op not in ("conv1d", "conv2d", "conv3d") or not node.shape or node.shape[0] != 1:
-        return False
+        return None
     attrs = node.attrs or {}
     kernel, stride = list(attrs.get("kernel") or []), list(attrs.get("stride") or [1])
-    dilation, groups = list(attrs.get("dilation") or [1]), attrs.get("groups", 1)
-    pointwise = bool(kernel) and all(k == 1 for k in kernel) and all(v == 1 for v in stride + dilation)
-    return pointwise and (groups != 1 or input_elements > GEMM_INPUT_ELEMENTS)
+    dilation = list(attrs.get("dilation") or [1])
+    if not kernel:
+        return None
+    pointwise = all(k == 1 for k in kernel) and all(v == 1 for v in stride + dilation)
+    return kernel, pointwise, attrs.get("groups", 1)
 
 
 def parallel_share(graph) -> np.ndarray:
