@@ -15,27 +15,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
-import time
 from pathlib import Path
 
 from common import machine
 
+from narcli.bench.measure import time_runs
+from narcli.bench.thread_probe import SHAPES as PROBED
+
 ROOT = Path(__file__).resolve().parent.parent
-# (input channels, output channels, map side): the probe's shapes, and one small enough to stay a product
-SHAPES = ((24, 144, 40), (144, 24, 40), (64, 256, 56), (256, 64, 56), (32, 192, 80), (16, 96, 80), (96, 576, 20),
-          (96, 576, 10))
+# (input channels, output channels, map side): the probe's shapes, a smaller map, and one small enough
+# to stay a product
+SHAPES = (*PROBED, (16, 96, 80), (96, 576, 10))
 
 
-def median_us(run, warm: int = 20, calls: int = 60) -> float:
-    for _ in range(warm):
-        run()
-    times = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e6
+def median_us(run) -> float:
+    return time_runs(run, 60, warmup_runs=20, warmup_seconds=0.0).median_ms * 1000
 
 
 def kernel(run) -> str:

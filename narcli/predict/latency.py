@@ -330,8 +330,8 @@ class LatencyHead:
         leaves = np.array([convolution_leaves_gemm_over_one_thread(n, size)
                            for n, size in zip(graph.nodes, incoming)] or [False])
         calls = terms[:, 2].sum() + float(np.exp(self.weights["overhead"][0]))
-        spread = np.where(leaves, 0.0, parallel_share(graph))
-        stays = terms[:, 0] * ~leaves
+        spread = parallel_share(graph)
+        stays = terms[:, 0] * ~leaves  # the pointwise convolutions' compute is their own thread part
         out = np.array([terms[convolution, 0].sum(), terms[matrix, 0].sum(),
                         terms[~(convolution | matrix), 0].sum() + terms[:, 1].sum() + calls,
                         (stays * spread).sum() + terms[:, 1].sum(), (stays * (1 - spread)).sum(), calls,
