@@ -669,3 +669,112 @@ def test_stored_graphs_that_took_several_passes_are_a_fixed_point():
         for model in models:
             graph = zoo.graph(model)
             assert normalise_idioms(graph) is graph, model.id
+
+
+def test_a_softmax_on_a_segmentation_head_at_the_output_is_the_head_itself():
+    # a multi-class segmentation head with its per-pixel softmax or log-softmax: one design
+    head = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 2, 1))
+    bare = canonical(head, 1, 3, 16, 16).content_hash()
+    assert canonical(nn.Sequential(head, nn.Softmax(dim=1)), 1, 3, 16, 16).content_hash() == bare
+    assert canonical(nn.Sequential(head, nn.LogSoftmax(dim=1)), 1, 3, 16, 16).content_hash() == bare
+    # a softmax that is not the last step stays, and so does a decoder's final sigmoid over its pixels
+    assert "softmax" in ops(canonical(nn.Sequential(head, nn.Softmax(dim=1), nn.Conv2d(2, 2, 1)), 1, 3, 16, 16))
+    assert "sigmoid" in ops(canonical(nn.Sequential(head, nn.Sigmoid()), 1, 3, 16, 16))
+
+
+def test_a_sigmoid_on_a_single_score_at_the_output_is_the_score_itself():
+    # a critic trained with BCE (sigmoid in the model) or BCE-with-logits (none): one design
+    critic = nn.Sequential(nn.Conv2d(3, 8, 4, 2, 1), nn.LeakyReLU(0.2), nn.Flatten(), nn.Linear(8 * 8 * 8, 1))
+    assert canonical(nn.Sequential(critic, nn.Sigmoid()), 1, 3, 16, 16).content_hash() == \
+        canonical(critic, 1, 3, 16, 16).content_hash()
+    # DCGAN's discriminator ends in a 4x4 convolution to one value, then the sigmoid
+    dcgan = nn.Sequential(nn.Conv2d(3, 8, 4, 2, 1), nn.LeakyReLU(0.2), nn.Conv2d(8, 1, 4))
+    assert "sigmoid" not in ops(canonical(nn.Sequential(dcgan, nn.Sigmoid()), 1, 3, 8, 8))
+    # a sigmoid over ten multi-label scores, or one that is not the last step, stays
+    assert "sigmoid" in ops(canonical(nn.Sequential(nn.Linear(12, 10), nn.Sigmoid()), 1, 12))
+    assert "sigmoid" in ops(canonical(nn.Sequential(nn.Linear(12, 1), nn.Sigmoid(), nn.Linear(1, 2)), 1, 12))
+
+
+class CappedReLU(nn.Module):
+    """Deep Speech's clipped ReLU, min(max(x, 0), 20), written three ways."""
+
+    def __init__(self, spelling: str):
+        super().__init__()
+        self.spelling = spelling
+        self.a, self.b = nn.Linear(16, 16), nn.Linear(16, 4)
+
+    def forward(self, x):
+        x = self.a(x)
+        if self.spelling == "hardtanh":
+            x = F.hardtanh(x, 0.0, 20.0)
+        elif self.spelling == "relu then clamp":
+            x = torch.clamp(torch.relu(x), max=20.0)
+        else:
+            x = F.relu(x).clamp_max(20.0)
+        return self.b(x)
+
+
+def test_a_relu_capped_by_clamp_is_the_clipped_relu_hardtanh_traces_to():
+    hashes = {spelling: canonical(CappedReLU(spelling), 1, 16) for spelling in
+              ("hardtanh", "relu then clamp", "relu then clamp_max")}
+    assert len({g.content_hash() for g in hashes.values()}) == 1
+    assert ops(hashes["relu then clamp"]).count("relu6") == 1 and "clamp" not in ops(hashes["relu then clamp"])
+
+    class Shared(nn.Module):  # the ReLU is read elsewhere too: the clamp is not a cap on it alone
+        def forward(self, x):
+            r = torch.relu(x)
+            return r.clamp(max=20.0) + r
+
+    assert {"relu", "clamp"} <= set(ops(canonical(Shared(), 1, 16)))
+
+
+class ConvOrLinearHead(nn.Module):
+    """LeNet-5's C5: a 5×5 convolution over the 5×5 map, or the same layer as a Linear on the flattened map."""
+
+    def __init__(self, as_conv: bool):
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(1, 16, 5), nn.ReLU(), nn.MaxPool2d(2))  # 14 -> 10 -> 5
+        self.c5 = nn.Conv2d(16, 120, 5) if as_conv else nn.Linear(16 * 25, 120)
+        self.as_conv = as_conv
+        self.f6 = nn.Linear(120, 10)
+
+    def forward(self, x):
+        x = self.features(x)
+        x = self.c5(x).flatten(1) if self.as_conv else self.c5(x.flatten(1))
+        return self.f6(torch.relu(x))
+
+
+def test_a_convolution_over_its_whole_map_is_a_linear_layer():
+    conv, linear = canonical(ConvOrLinearHead(True), 1, 1, 14, 14), canonical(ConvOrLinearHead(False), 1, 1, 14, 14)
+    assert ops(conv) == ops(linear) and ops(conv).count("linear") == 2
+    c5 = next(n for n in conv.nodes if n.op == "linear")
+    assert c5.attrs == {"in_features": 16 * 25, "out_features": 120} and c5.params == 16 * 25 * 120 + 120
+    # padded, or smaller than the map: a convolution still
+    for layer, side in ((nn.Conv2d(16, 8, 5, padding=2), 5), (nn.Conv2d(16, 8, 3), 3)):
+        model = nn.Sequential(nn.Conv2d(1, 16, 5), layer, nn.Flatten(), nn.Linear(8 * side * side, 2))
+        assert ops(canonical(model, 1, 1, 9, 9)).count("conv2d") == 2
+
+
+class ProjectLatent(nn.Module):
+    """A DCGAN generator's first layer: a transposed 4×4 convolution of the 1×1 latent, or the same
+    as a Linear to 64×4×4 and a reshape (as eriklindernoren's PyTorch-GAN writes it)."""
+
+    def __init__(self, as_conv: bool):
+        super().__init__()
+        self.as_conv = as_conv
+        self.project = nn.ConvTranspose2d(100, 64, 4, 1, 0) if as_conv else nn.Linear(100, 64 * 16)
+        self.up = nn.ConvTranspose2d(64, 3, 4, 2, 1)
+
+    def forward(self, z):
+        x = self.project(z) if self.as_conv else self.project(z.flatten(1)).view(-1, 64, 4, 4)
+        return self.up(torch.relu(x))
+
+
+def test_a_transposed_convolution_of_a_1x1_map_to_its_kernel_is_a_linear_layer():
+    conv, linear = canonical(ProjectLatent(True), 1, 100, 1, 1), canonical(ProjectLatent(False), 1, 100, 1, 1)
+    assert ops(conv) == ops(linear) == ["input", "linear", "relu", "conv_transpose2d", "output"]
+    one, two = conv.nodes[1], linear.nodes[1]
+    assert one.attrs == two.attrs == {"in_features": 100, "out_features": 64 * 16}
+    assert (one.params, two.params) == (100 * 64 * 16 + 64, 100 * 64 * 16 + 64 * 16)  # a bias per channel, or per unit
+    # a later transposed convolution, from a map larger than 1×1, stays one
+    assert conv.nodes[3].attrs["kernel"] == [4, 4]

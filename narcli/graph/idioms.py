@@ -52,7 +52,8 @@ safe on stored graphs as well as inside the canonicaliser (it is idempotent).
 | layer_norm | `(x - mean) / sqrt(var + eps)` (any spelling), then `* w + b` | `layer_norm` (w, b absorbed) |
 | rms_norm | `x * rsqrt(mean(x²) + eps)` (any spelling), then `* w` | `rms_norm` (w absorbed) |
 | global pool | `avg_pool2d(x, k)` with k = map size, adaptive pool to 1 | `global_avg_pool` (also max) |
-| linear | 1×1 conv (groups 1) on a 1×1 map | `linear` |
+| linear | 1×1 conv (groups 1) on a 1×1 map; a conv whose unpadded kernel covers its whole input map (LeNet's C5, a DCGAN critic's last layer); a transposed conv from a 1×1 map to its k×k kernel (a DCGAN generator's first layer) | `linear` |
+| clipped ReLU | `relu(x).clamp(max=c)` (Deep Speech's ReLU capped at 20) | `relu6`, as `hardtanh(0, c)` traces |
 | patch embedding | reshape, rearrange or `unfold` into k×k patches + `linear` on the input image | `conv2d` k×k, stride k |
 | attention | `softmax(q @ kᵀ / √d + mask) @ v` (matmul, bmm or einsum; any scaling/masking) | `attention` |
 | relu6 | `F.relu6` / `nn.ReLU6` (traced as `hardtanh(0, 6)`) | `relu6` |
@@ -61,7 +62,7 @@ safe on stored graphs as well as inside the canonicaliser (it is idempotent).
 | q/k/v projection | `nn.MultiheadAttention` (one module); one `Linear(d, 3d)` then split; three `Linear(d, d)` | one `linear` into `attention`, one `linear` out |
 | rotary embedding | interleaved pairs, `stack(x₁cos − x₂sin, x₁sin + x₂cos)` (llama2.c) | rotate-half, `x·cos + cat(−x₂, x₁)·sin` |
 | concatenation | `cat([x])` of one tensor; `cat(cat(a, b), c)` (DenseNet written as a chain) | folded; `cat(a, b, c)` |
-| probability head | `log_softmax`/`softmax` of the final logits, right before the output | the logits |
+| probability head | `log_softmax`/`softmax` of the final logits of a `linear` or convolution, right before the output (per pixel too); a `sigmoid` there over one value per sample (a critic's score) | the logits |
 | grouped-query heads | k/v heads repeated (`repeat_interleave`, `repeat`) right before attention | folded (like `expand`) |
 | heads as modules | one attention module per head, outputs concatenated (a norm recomputed per head is one) | one multi-head `attention`, one `linear` in |
 | query scale | `q_proj(x) * scaling`, then a fused attention at scale 1 (OPT, Whisper) | folded: the attention's own scale |
@@ -185,6 +186,11 @@ def _normalise_once(graph: ArchGraph) -> ArchGraph:
         if not alive[i]:
             continue
         if nodes[i].op == "concat" and len(parents[i]) == 1 or _is_probability_head(i, nodes, parents, children):
+            _fold(i, parents, children, alive)
+            changed = True
+        elif _is_relu_cap(i, nodes, parents, children):
+            relu = nodes[parents[i][0]]
+            nodes[parents[i][0]] = Node("relu6", relu.shape, dict(relu.attrs), relu.params, relu.macs, relu.scope)
             _fold(i, parents, children, alive)
             changed = True
         elif nodes[i].op == "concat":
@@ -312,6 +318,11 @@ def _rewrite_node(i: int, nodes: list[Node], parents: list[list[int]]) -> bool:
                                                 "out_features": node.attrs.get("out_channels")},
                         node.params, node.macs, node.scope)
         return True
+    features = _dense_convolution(node, before, after)
+    if features is not None:
+        nodes[i] = Node("linear", node.shape, {"in_features": features[0], "out_features": features[1]},
+                        node.params, node.macs, node.scope)
+        return True
     if node.op == "hardtanh":  # how ReLU6 traces; hand-written and library ReLU6 read alike
         nodes[i] = Node("relu6", node.shape, dict(node.attrs), node.params, node.macs, node.scope)
         return True
@@ -324,6 +335,25 @@ def _rewrite_node(i: int, nodes: list[Node], parents: list[list[int]]) -> bool:
     if node.op == "linear" and source is not None and source.op == "input":
         return _patch_embedding(i, node, source, nodes)
     return False
+
+
+def _dense_convolution(node: Node, before: list[int] | None, after: list[int] | None) -> tuple[int, int] | None:
+    """(in, out) features of a convolution that is a `Linear` written another way, else None: one whose
+    unpadded kernel is its whole input map, so its output is 1×1 (LeNet-5's C5, a DCGAN critic's
+    last layer), or a transposed one that spreads a 1×1 input over a k×k map (a DCGAN generator's
+    first layer, which its paper calls a matrix multiplication). Groups 1, no padding or dilation;
+    a 1×1 map into a 1×1 map is left to the 1×1-conv rule."""
+    a = node.attrs
+    if before is None or after is None or int(a.get("groups", 1)) != 1 or any(a.get("padding") or []) \
+            or any(d != 1 for d in a.get("dilation") or [1]) or any(a.get("output_padding") or []):
+        return None
+    kernel, c_in, c_out = list(a.get("kernel") or []), int(a.get("in_channels", 0)), int(a.get("out_channels", 0))
+    if node.op in ("conv1d", "conv2d", "conv3d") and math.prod(before) > 1 and math.prod(after) == 1 \
+            and kernel == before:
+        return c_in * math.prod(before), c_out
+    if node.op.startswith("conv_transpose") and math.prod(before) == 1 and math.prod(after) > 1 and kernel == after:
+        return c_in, c_out * math.prod(after)
+    return None
 
 
 def _patch_embedding(i: int, node: Node, image: Node, nodes: list[Node]) -> bool:
@@ -367,9 +397,29 @@ def _pad_into_readers(i: int, nodes: list[Node], parents: list[list[int]], child
 
 
 def _is_probability_head(i: int, nodes: list[Node], parents: list[list[int]], children: list[list[int]]) -> bool:
-    """`log_softmax`/`softmax` turning a classifier's logits into (log-)probabilities at the output."""
-    return nodes[i].op in ("softmax", "log_softmax") and len(parents[i]) == 1 and bool(children[i]) \
-        and all(nodes[c].op == "output" for c in children[i]) and nodes[parents[i][0]].op == "linear"
+    """The logits of a `linear` or convolution turned into (log-)probabilities at the output: by a
+    `log_softmax`/`softmax` (a classifier's, or a segmentation head's per pixel), or by a `sigmoid`
+    over one value per sample (a GAN discriminator's or a binary classifier's score). Whether it is
+    there is the loss's choice, not the design's. A `sigmoid` over many values stays: a decoder's
+    per-pixel Bernoulli output is part of how autoencoders are written."""
+    node = nodes[i]
+    if len(parents[i]) != 1 or not children[i] or not all(nodes[c].op == "output" for c in children[i]):
+        return False
+    source = nodes[parents[i][0]].op
+    if not (source == "linear" or source.startswith("conv")):
+        return False
+    if node.op in ("softmax", "log_softmax"):
+        return True
+    return node.op == "sigmoid" and node.shape is not None and len(node.shape) >= 2 and math.prod(node.shape[1:]) == 1
+
+
+def _is_relu_cap(i: int, nodes: list[Node], parents: list[list[int]], children: list[list[int]]) -> bool:
+    """`clamp` read from a ReLU that nothing else reads: a ReLU capped from above (`relu(x).clamp(max=20)`),
+    which `hardtanh(0, 20)` and `relu6` spell in one operation."""
+    if nodes[i].op != "clamp" or len(parents[i]) != 1:
+        return False
+    relu = parents[i][0]
+    return nodes[relu].op == "relu" and children[relu] == [i]
 
 
 def _flatten_concat(i: int, nodes: list[Node], parents: list[list[int]], children: list[list[int]]) -> bool:
