@@ -15,7 +15,7 @@ TOKENS, VECTOR = "long", "float"
 
 
 def _catalogue() -> dict[str, tuple]:
-    from nar_classics import cifar, diffusion, other, sequence, vision
+    from nar_classics import cifar, other, sequence, vision
 
     out: dict[str, tuple] = {}
     for cell in ("lstm", "gru", "rnn"):
@@ -106,16 +106,13 @@ def _catalogue() -> dict[str, tuple]:
     for name, kwargs in {"actor_critic_lunar": {}, "actor_critic_bipedal": {"state": 24, "actions": 4, "hidden": (256, 256)},
                          "actor_critic_cartpole": {"state": 4, "actions": 2, "hidden": (32,)}}.items():
         out[name] = ("actor-critic", "reinforcement-learning", other.MLPPolicy, kwargs, [((1, kwargs.get("state", 8)), VECTOR)])
-    for size in diffusion.SIZES:  # the paper's four sizes at patch 2, on a 256-px image's 32×32×4 latent
-        out[f"dit_{size}_2"] = ("dit", "denoising", diffusion.DiT, {"size": size, "patch": 2},
-                                [((1, 4, 32, 32), VECTOR), ((1,), TOKENS), ((1,), TOKENS)])
     return out | cifar.catalogue(VECTOR)
 
 
 class ClassicsSource(ZooSource):
     name = "classics"
     description = ("textbook designs written from their papers: RNNs, seq2seq, TCN, WaveNet, GANs, VAEs, U-Net, "
-                   "PointNet, NeRF, SR, RL, DiT, and CIFAR classifiers (ResNet-20..110, WRN, ResNeXt-29, DenseNet-BC)")
+                   "PointNet, NeRF, SR, RL, and CIFAR classifiers (ResNet-20..110, WRN, ResNeXt-29, DenseNet-BC)")
     rank = 40
 
     def list_models(self) -> list[ZooEntry]:
