@@ -14,7 +14,8 @@ EXPECTED_COARSE = {"lstm": "recurrent", "gru": "recurrent", "elman-rnn": "recurr
                    "tcn": "convolutional", "wavenet": "convolutional", "dcgan": "convolutional",
                    "unet": "convolutional", "edsr": "convolutional", "espcn": "convolutional",
                    "lenet": "convolutional", "nerf": "mlp", "mlp": "mlp", "actor-critic": "mlp",
-                   "gcn": "graph", "graphsage": "graph", "gin": "graph", "gat": "graph"}
+                   "gcn": "graph", "graphsage": "graph", "gin": "graph", "gat": "graph",
+                   "patchgan": "convolutional", "vnet": "convolutional", "attention-unet": "convolutional"}
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +44,51 @@ def test_recurrent_designs_have_their_macs(breadth_zoo):
     lm = next(m for m in breadth_zoo if m.id == "classics/lstm_lm_small")
     # 2 LSTM layers of 200 over 35 tokens, then the 10,000-word projection
     assert lm.macs == 35 * 2 * (4 * 200 * (200 + 200)) + 35 * 200 * 10000
+
+
+def test_patchgans_have_the_published_sizes(breadth_zoo):
+    # the parameter counts pytorch-CycleGAN-and-pix2pix prints for its "basic" discriminator:
+    # 2.769 M for pix2pix (6 channels, batch norm), 2.765 M for CycleGAN (3 channels, instance norm)
+    models = {m.name: m for m in breadth_zoo if m.source == "classics" and m.family == "patchgan"}
+    assert round(models["pix2pix_patchgan_70"].params / 1e6, 3) == 2.769
+    assert round(models["cyclegan_patchgan_70"].params / 1e6, 3) == 2.765
+    # a 4x4 convolution costs 16 multiply-adds per weight per output position: the 70x70 one's
+    # first layer alone (6 -> 64 channels onto 128x128) is 6*64*16*128*128
+    assert models["pix2pix_patchgan_70"].macs > 6 * 64 * 16 * 128 * 128
+
+
+def test_vnet_and_attention_unet_keep_the_volume(breadth_zoo):
+    import torch
+
+    from nar_classics import imaging
+
+    for module in (imaging.VNet(base=4), imaging.AttentionUNet(base=4, depth=3)):
+        with torch.no_grad():
+            out = module.eval()(torch.randn(1, 1, 16, 32, 32))
+        assert out.shape == (1, 2, 16, 32, 32)
+    vnets = {m.name: m for m in breadth_zoo if m.source == "classics" and m.family == "vnet"}
+    assert set(vnets) == {"vnet_prostate", "vnet_small", "vnet_bn_elu"} and all(m.status == "ok" for m in vnets.values())
+
+
+def test_resize_convolution_variants_keep_the_image_size():
+    import torch
+    from torch import nn
+
+    from nar_classics import vision
+
+    for size in (32, 64):
+        plain, resize = vision.DCGANGenerator(size=size), vision.DCGANGenerator(size=size, resize=True)
+        z = torch.randn(2, 100, 1, 1)
+        with torch.no_grad():
+            assert plain.eval()(z).shape == resize.eval()(z).shape == (2, 3, size, size)
+        # only the projection of the 1x1 latent stays transposed; every upsampling step is resized
+        assert sum(isinstance(m, nn.ConvTranspose2d) for m in resize.modules()) == 1
+        assert sum(isinstance(m, nn.Upsample) for m in resize.modules()) == {32: 3, 64: 4}[size]
+    autoencoder = vision.PoolingAutoencoder(channels=3, widths=(8, 16, 32)).eval()
+    image = torch.rand(1, 3, 32, 32)
+    with torch.no_grad():
+        out = autoencoder(image)
+    assert out.shape == image.shape and float(out.min()) >= 0 and float(out.max()) <= 1
 
 
 def test_pyg_models_trace_except_what_needs_missing_libraries(breadth_zoo):

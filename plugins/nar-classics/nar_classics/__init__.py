@@ -15,7 +15,7 @@ TOKENS, VECTOR = "long", "float"
 
 
 def _catalogue() -> dict[str, tuple]:
-    from nar_classics import cifar, other, sequence, vision
+    from nar_classics import cifar, imaging, other, sequence, vision
 
     out: dict[str, tuple] = {}
     for cell in ("lstm", "gru", "rnn"):
@@ -52,6 +52,13 @@ def _catalogue() -> dict[str, tuple]:
                                                   {"ngf": ngf, "size": size}, [((1, 100, 1, 1), VECTOR)])
         out[f"dcgan_discriminator_{size}px_{ngf}"] = ("dcgan", "image-discrimination", vision.DCGANDiscriminator,
                                                       {"ndf": ngf, "size": size}, [((1, 3, size, size), VECTOR)])
+    for size in (32, 64):  # resize-convolutions in place of the transposed ones (Odena et al. 2016)
+        out[f"dcgan_generator_{size}px_64_resize"] = ("dcgan", "image-generation", vision.DCGANGenerator,
+                                                      {"size": size, "resize": True}, [((1, 100, 1, 1), VECTOR)])
+    for name, kwargs, shape in (("mnist28", {}, (1, 1, 28, 28)), ("cifar32", {"channels": 3, "widths": (32, 64, 128)},
+                                                                   (1, 3, 32, 32))):
+        out[f"autoencoder_pool_{name}"] = ("autoencoder", "representation-learning", vision.PoolingAutoencoder, kwargs,
+                                           [(shape, VECTOR)])
     for size in (32, 64):
         out[f"wgan_critic_{size}px"] = ("dcgan", "image-discrimination", vision.DCGANDiscriminator,
                                         {"size": size, "critic": True}, [((1, 3, size, size), VECTOR)])
@@ -106,13 +113,25 @@ def _catalogue() -> dict[str, tuple]:
     for name, kwargs in {"actor_critic_lunar": {}, "actor_critic_bipedal": {"state": 24, "actions": 4, "hidden": (256, 256)},
                          "actor_critic_cartpole": {"state": 4, "actions": 2, "hidden": (32,)}}.items():
         out[name] = ("actor-critic", "reinforcement-learning", other.MLPPolicy, kwargs, [((1, kwargs.get("state", 8)), VECTOR)])
+    for name, kwargs in {"pix2pix_patchgan_70": {}, "pix2pix_patchgan_16": {"layers": 1},
+                         "pix2pix_patchgan_286": {"layers": 5}, "pix2pix_pixelgan": {"layers": 0},
+                         "cyclegan_patchgan_70": {"channels": 3, "norm": "instance"}}.items():
+        out[name] = ("patchgan", "image-discrimination", imaging.PatchGAN, kwargs,
+                     [((1, kwargs.get("channels", 6), 256, 256), VECTOR)])
+    for name, kwargs, side in (("vnet_prostate", {}, (64, 128, 128)), ("vnet_small", {"base": 8}, (64, 64, 64)),
+                               ("vnet_bn_elu", {"act": "elu", "norm": True}, (64, 128, 128))):
+        out[name] = ("vnet", "image-segmentation", imaging.VNet, kwargs, [((1, 1, *side), VECTOR)])
+    for name, kwargs, shape in (("attention_unet_ct", {}, (1, 1, 64, 128, 128)),
+                                ("attention_unet_2d", {"dims": 2, "base": 64, "channels": 3}, (1, 3, 256, 256))):
+        out[name] = ("attention-unet", "image-segmentation", imaging.AttentionUNet, kwargs, [(shape, VECTOR)])
     return out | cifar.catalogue(VECTOR)
 
 
 class ClassicsSource(ZooSource):
     name = "classics"
     description = ("textbook designs written from their papers: RNNs, seq2seq, TCN, WaveNet, GANs, VAEs, U-Net, "
-                   "PointNet, NeRF, SR, RL, and CIFAR classifiers (ResNet-20..110, WRN, ResNeXt-29, DenseNet-BC)")
+                   "PointNet, NeRF, SR, RL, PatchGAN, V-Net, Attention U-Net, and CIFAR classifiers "
+                   "(ResNet-20..110, WRN, ResNeXt-29, DenseNet-BC)")
     rank = 40
 
     def list_models(self) -> list[ZooEntry]:

@@ -8,18 +8,27 @@ from torch import nn
 from torch.nn import functional as F
 
 
-class DCGANGenerator(nn.Module):
-    """Radford et al. 2016: a projected noise vector upsampled by stride-2 transposed convolutions."""
+def _upsampling(cin, cout, resize, bias=False):
+    """A stride-2 4x4 transposed convolution, or (`resize`) the resize-convolution Odena et al. 2016
+    put in its place against checkerboard artifacts: nearest-neighbour x2, then a 3x3 convolution."""
+    if resize:
+        return [nn.Upsample(scale_factor=2, mode="nearest"), nn.Conv2d(cin, cout, 3, 1, 1, bias=bias)]
+    return [nn.ConvTranspose2d(cin, cout, 4, 2, 1, bias=bias)]
 
-    def __init__(self, nz=100, ngf=64, channels=3, size=64):
+
+class DCGANGenerator(nn.Module):
+    """Radford et al. 2016: a projected noise vector upsampled by stride-2 transposed convolutions
+    (`resize`: by resize-convolutions)."""
+
+    def __init__(self, nz=100, ngf=64, channels=3, size=64, resize=False):
         super().__init__()
         steps = {32: 3, 64: 4, 128: 5}[size]
         width = ngf * 2 ** (steps - 1)
         layers = [nn.ConvTranspose2d(nz, width, 4, 1, 0, bias=False), nn.BatchNorm2d(width), nn.ReLU(True)]
         for _ in range(steps - 1):
-            layers += [nn.ConvTranspose2d(width, width // 2, 4, 2, 1, bias=False), nn.BatchNorm2d(width // 2), nn.ReLU(True)]
+            layers += [*_upsampling(width, width // 2, resize), nn.BatchNorm2d(width // 2), nn.ReLU(True)]
             width //= 2
-        layers += [nn.ConvTranspose2d(width, channels, 4, 2, 1, bias=False), nn.Tanh()]
+        layers += [*_upsampling(width, channels, resize), nn.Tanh()]
         self.main = nn.Sequential(*layers)
 
     def forward(self, z):
@@ -98,6 +107,26 @@ class ConvVAE(nn.Module):
         if self.variational:
             z = z + torch.randn_like(z) * torch.exp(0.5 * self.logvar(h))
         return self.decoder(self.project(z).view(-1, self.widths[-1], self.side, self.side))
+
+
+class PoolingAutoencoder(nn.Module):
+    """The convolutional autoencoder of Masci et al. 2011: 3x3 convolutions and 2x2 max pools down,
+    nearest-neighbour upsampling and 3x3 convolutions back up, a sigmoid on the reconstruction."""
+
+    def __init__(self, channels=1, widths=(32, 64)):
+        super().__init__()
+        down, cin = [], channels
+        for w in widths:
+            down += [nn.Conv2d(cin, w, 3, padding=1), nn.ReLU(True), nn.MaxPool2d(2)]
+            cin = w
+        up = []
+        for w in [*reversed(widths[:-1]), channels]:
+            up += [nn.Upsample(scale_factor=2, mode="nearest"), nn.Conv2d(cin, w, 3, padding=1), nn.ReLU(True)]
+            cin = w
+        self.encoder, self.decoder = nn.Sequential(*down), nn.Sequential(*up[:-1], nn.Sigmoid())
+
+    def forward(self, x):
+        return self.decoder(self.encoder(x))
 
 
 def _double_conv(cin, cout, batch_norm):
