@@ -92,10 +92,10 @@ def run_one(nar: list[str], row: dict, env: dict, timeout: float, order: str | N
         cmd += ["--order", order]
     if row.get("model"):
         cmd += ["--model", row["model"]]
-    if row.get("input_shape"):
-        cmd += ["--input-shape", row["input_shape"]]
-    if row.get("input_dtype"):
-        cmd += ["--input-dtype", row["input_dtype"]]
+    # several inputs are separated by ";" in the manifest: "1,4,32,32;1;1" with "float32;long;long"
+    for key, flag in (("input_shape", "--input-shape"), ("input_dtype", "--input-dtype")):
+        for value in filter(None, (row.get(key) or "").split(";")):
+            cmd += [flag, value.strip()]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout + 60)
     if done.returncode == 2 and "--input-dtype" in done.stderr:
         # a nar from before `similar --input-dtype`: let it guess the inputs (token ids for a model

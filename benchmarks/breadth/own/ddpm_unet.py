@@ -1,8 +1,9 @@
 """The DDPM noise-prediction U-Net (Ho et al., arXiv:2006.11239), written for nar's breadth set.
 
 Wide ResNet blocks with GroupNorm and SiLU, a sinusoidal timestep embedding added in every block,
-self-attention at 16x16, two blocks per level. The manifest gives one input, so the timestep is a
-fixed buffer read inside `forward`.
+self-attention at 16x16, two blocks per level. `forward(x, t)`: the noisy image and its timestep.
+(Until 2026-12-05 the manifest gave one input and the timestep was a fixed buffer, which the
+canonical graph folded into constants.)
 """
 import math
 
@@ -51,7 +52,6 @@ class DDPMUNet(nn.Module):
     def __init__(self, ch=128, mult=(1, 2, 2, 2), blocks=2, attn_res=(16,), resolution=32):
         super().__init__()
         self.ch, tdim = ch, ch * 4
-        self.register_buffer("t", torch.tensor([500]))
         self.time = nn.Sequential(nn.Linear(ch, tdim), nn.SiLU(), nn.Linear(tdim, tdim))
         self.stem = nn.Conv2d(3, ch, 3, padding=1)
         self.down, chans, cur, res = nn.ModuleList(), [ch], ch, resolution
@@ -77,8 +77,8 @@ class DDPMUNet(nn.Module):
                 res *= 2
         self.out = nn.Sequential(nn.GroupNorm(32, cur), nn.SiLU(), nn.Conv2d(cur, 3, 3, padding=1))
 
-    def forward(self, x):
-        temb = self.time(timestep_embedding(self.t.expand(x.shape[0]), self.ch))
+    def forward(self, x, t):
+        temb = self.time(timestep_embedding(t, self.ch))
         h = self.stem(x)
         skips = [h]
         for layer in self.down:

@@ -1,6 +1,7 @@
 """DiT-S/2 (Peebles & Xie, arXiv:2212.09748), written for nar's breadth set: a latent-diffusion
 transformer over 2x2 patches of a 32x32x4 latent, adaLN-Zero conditioning on the timestep and the
-class label (both fixed buffers here: the manifest gives one input)."""
+class label: `forward(x, t, y)`. (Until 2026-12-05 both were fixed buffers, since the manifest gave
+one input, and the canonical graph folded the conditioning into constants.)"""
 import math
 
 import torch
@@ -34,8 +35,6 @@ class DiT(nn.Module):
         self.patch, self.channels = patch, channels
         self.embed = nn.Conv2d(channels, dim, patch, stride=patch)
         self.register_buffer("pos", torch.zeros(1, (size // patch) ** 2, dim))
-        self.register_buffer("t", torch.tensor([250]))
-        self.register_buffer("y", torch.tensor([207]))
         self.t_mlp = nn.Sequential(nn.Linear(256, dim), nn.SiLU(), nn.Linear(dim, dim))
         self.y_embed = nn.Embedding(classes + 1, dim)
         self.blocks = nn.ModuleList([Block(dim, heads) for _ in range(depth)])
@@ -49,10 +48,10 @@ class DiT(nn.Module):
         args = t.float()[:, None] * freqs[None]
         return torch.cat([torch.cos(args), torch.sin(args)], dim=-1)
 
-    def forward(self, x):
+    def forward(self, x, t, y):
         b, _, h, w = x.shape
         tokens = self.embed(x).flatten(2).transpose(1, 2) + self.pos
-        c = self.t_mlp(self.timestep(self.t.expand(b))) + self.y_embed(self.y.expand(b))
+        c = self.t_mlp(self.timestep(t)) + self.y_embed(y)
         for block in self.blocks:
             tokens = block(tokens, c)
         shift, scale = self.final_ada(c).chunk(2, dim=1)
