@@ -59,6 +59,18 @@ def test_search_filters_the_table():
     assert all("resnet50" in e.haystack for e in shown)
 
 
+def test_a_slash_typed_into_the_search_box_is_not_part_of_the_query():
+    # the box has focus from the start, so "/" (the footer's key for search) is typed into it
+    async def script(app, pilot):
+        await pilot.press("slash", *"patchgan")
+        await pilot.pause(0.4)
+        return app.query_one("#search").value, [app.by_key[k] for k in app.shown]
+
+    value, shown = run_app(script)
+    assert value == "/patchgan"
+    assert shown and all("patchgan" in e.haystack for e in shown)
+
+
 def test_a_filter_narrows_to_one_source():
     async def script(app, pilot):
         app.query_one("#filter-source").value = "torchvision"

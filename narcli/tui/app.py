@@ -157,8 +157,13 @@ class NarApp(FileActions, App):
                 out[column] = value
         return out
 
+    def search_text(self) -> str:
+        """The query without leading slashes: the search box has focus from the start, so the "/"
+        the footer offers for search lands in it ("/patchgan"); a zoo key never starts with one."""
+        return self.query_one("#search", Input).value.lstrip("/")
+
     def wanted(self) -> list[str]:
-        text = self.query_one("#search", Input).value
+        text = self.search_text()
         filters = self.filters()
         found = [e for e in self.entries if data.matches(e, text, filters)]
         numeric = self.sort_column in ("params", "MACs", "nodes")
@@ -192,7 +197,7 @@ class NarApp(FileActions, App):
     def update_status(self) -> None:
         """How many rows and their order (a search puts the best match first, as `wanted` sorts); the
         marked models on a line of their own, never cut off."""
-        searching = bool(self.query_one("#search", Input).value.strip())
+        searching = bool(self.search_text().strip())
         counts = f"{len(self.shown):,}/{len(self.entries):,} · " if self.narrow else \
             f"{len(self.shown):,} of {len(self.entries):,} models · "
         order = ("best match first" if self.narrow else f"best match first, then {self.sort_column}") if searching \
