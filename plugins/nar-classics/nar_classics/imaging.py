@@ -95,6 +95,11 @@ class VNet(nn.Module):
         return F.softmax(self.head(x), dim=1)
 
 
+# per dimensionality: convolution, batch norm, max pool, interpolation mode
+_LAYERS = {2: (nn.Conv2d, nn.BatchNorm2d, F.max_pool2d, "bilinear"),
+           3: (nn.Conv3d, nn.BatchNorm3d, F.max_pool3d, "trilinear")}
+
+
 class AttentionGate(nn.Module):
     """Oktay et al. 2018: the skip features `x` and the coarser gating signal `g` projected to
     `inter` channels and added, ReLU, a 1x1 projection to one coefficient per position, sigmoid;
@@ -103,12 +108,11 @@ class AttentionGate(nn.Module):
 
     def __init__(self, skip, gate, inter, dims=2):
         super().__init__()
-        conv = nn.Conv2d if dims == 2 else nn.Conv3d
+        conv, norm, _, self.mode = _LAYERS[dims]
         self.theta = conv(skip, inter, 2, 2, bias=False)
         self.phi = conv(gate, inter, 1)
         self.psi = conv(inter, 1, 1)
-        self.out = nn.Sequential(conv(skip, skip, 1), nn.BatchNorm2d(skip) if dims == 2 else nn.BatchNorm3d(skip))
-        self.mode = "bilinear" if dims == 2 else "trilinear"
+        self.out = nn.Sequential(conv(skip, skip, 1), norm(skip))
 
     def forward(self, x, g):
         a = torch.sigmoid(self.psi(F.relu(self.theta(x) + self.phi(g))))
@@ -116,7 +120,7 @@ class AttentionGate(nn.Module):
 
 
 def _conv_block(cin, cout, dims):
-    conv, norm = (nn.Conv2d, nn.BatchNorm2d) if dims == 2 else (nn.Conv3d, nn.BatchNorm3d)
+    conv, norm, _, _ = _LAYERS[dims]
     return nn.Sequential(conv(cin, cout, 3, padding=1), norm(cout), nn.ReLU(True),
                          conv(cout, cout, 3, padding=1), norm(cout), nn.ReLU(True))
 
@@ -132,11 +136,10 @@ class AttentionUNet(nn.Module):
         self.encoder = nn.ModuleList(_conv_block(a, b, dims) for a, b in zip([channels, *widths], widths))
         self.gates = nn.ModuleList(AttentionGate(a, b, a, dims) for a, b in zip(widths, widths[1:]))
         self.fuse = nn.ModuleList(_conv_block(a + b, a, dims) for a, b in zip(widths, widths[1:]))
-        self.head = (nn.Conv2d if dims == 2 else nn.Conv3d)(widths[0], classes, 1)
+        self.head = _LAYERS[dims][0](widths[0], classes, 1)
 
     def forward(self, x):
-        pool = F.max_pool2d if self.dims == 2 else F.max_pool3d
-        mode = "bilinear" if self.dims == 2 else "trilinear"
+        _, _, pool, mode = _LAYERS[self.dims]
         skips = []
         for i, block in enumerate(self.encoder):
             x = block(x if i == 0 else pool(x, 2))
