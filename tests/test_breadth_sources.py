@@ -15,7 +15,8 @@ EXPECTED_COARSE = {"lstm": "recurrent", "gru": "recurrent", "elman-rnn": "recurr
                    "unet": "convolutional", "edsr": "convolutional", "espcn": "convolutional",
                    "lenet": "convolutional", "nerf": "mlp", "mlp": "mlp", "actor-critic": "mlp",
                    "gcn": "graph", "graphsage": "graph", "gin": "graph", "gat": "graph",
-                   "patchgan": "convolutional", "vnet": "convolutional", "attention-unet": "convolutional"}
+                   "patchgan": "convolutional", "vnet": "convolutional", "attention-unet": "convolutional",
+                   "dit": "transformer", "vq-vae": "convolutional"}
 
 
 @pytest.fixture(scope="module")
@@ -89,6 +90,55 @@ def test_resize_convolution_variants_keep_the_image_size():
     with torch.no_grad():
         out = autoencoder(image)
     assert out.shape == image.shape and float(out.min()) >= 0 and float(out.max()) <= 1
+
+
+def test_dits_have_the_published_sizes(breadth_zoo):
+    # Peebles & Xie 2023, table 1 and 4: parameters (M) and Gflops (multiply-adds) of a 256-pixel image
+    published = {"dit_s_2": (33, 6.06), "dit_b_4": (130, 5.56), "dit_xl_2": (675, 118.6)}
+    models = {m.name: m for m in breadth_zoo if m.source == "classics" and m.family == "dit"}
+    for name, (params, gmacs) in published.items():
+        assert round(models[name].params / 1e6) == params
+        assert abs(models[name].macs / 1e9 - gmacs) / gmacs < 0.01
+
+
+def test_dit_is_conditioned_on_timestep_and_class():
+    import torch
+
+    from nar_classics import generative
+
+    torch.manual_seed(0)
+    dit = generative.DiT(width=64, depth=2, heads=4, patch=4, classes=10).eval()
+    x = torch.randn(1, 4, 32, 32)
+    with torch.no_grad():
+        base = dit(x, torch.tensor([10.0]), torch.tensor([3]))
+        other_t = dit(x, torch.tensor([500.0]), torch.tensor([3]))
+        other_y = dit(x, torch.tensor([10.0]), torch.tensor([7]))
+    assert base.shape == (1, 8, 32, 32)  # noise and variance for each latent channel
+    assert not torch.allclose(base, other_t) and not torch.allclose(base, other_y)
+
+
+def test_vq_vae_decodes_from_codebook_entries_and_context_encoder_paints_the_centre():
+    import torch
+
+    from nar_classics import generative
+
+    vq = generative.VQVAE(hidden=32, codes=16, dim=8).eval()
+    image = torch.randn(2, 3, 32, 32)
+    with torch.no_grad():
+        z = vq.to_codes(vq.encoder(image))
+        quantized = vq.quantize(z)
+        assert vq(image).shape == image.shape and z.shape == (2, 8, 8, 8)
+        rows = quantized.permute(0, 2, 3, 1).reshape(-1, 8)
+        # every latent vector is one of the 16 codes, the nearest one
+        distance = torch.cdist(rows, vq.quantize.codebook.weight)
+        assert torch.allclose(distance.min(1).values, torch.zeros(len(rows)), atol=1e-4)
+        nearest = torch.cdist(z.permute(0, 2, 3, 1).reshape(-1, 8), vq.quantize.codebook.weight).argmin(1)
+        assert torch.equal(distance.argmin(1), nearest)
+    for side in (64, 128):
+        encoder = generative.ContextEncoder(side=side, bottleneck=32, widths=(8, 8, 16, 16, 32)).eval()
+        with torch.no_grad():
+            out = encoder(torch.randn(1, 3, side, side))
+        assert out.shape == (1, 3, side // 2, side // 2) and float(out.abs().max()) <= 1
 
 
 def test_pyg_models_trace_except_what_needs_missing_libraries(breadth_zoo):

@@ -15,7 +15,7 @@ TOKENS, VECTOR = "long", "float"
 
 
 def _catalogue() -> dict[str, tuple]:
-    from nar_classics import cifar, imaging, other, sequence, vision
+    from nar_classics import cifar, generative, imaging, other, sequence, vision
 
     out: dict[str, tuple] = {}
     for cell in ("lstm", "gru", "rnn"):
@@ -124,13 +124,26 @@ def _catalogue() -> dict[str, tuple]:
     for name, kwargs, shape in (("attention_unet_ct", {}, (1, 1, 64, 128, 128)),
                                 ("attention_unet_2d", {"dims": 2, "base": 64, "channels": 3}, (1, 3, 256, 256))):
         out[name] = ("attention-unet", "image-segmentation", imaging.AttentionUNet, kwargs, [(shape, VECTOR)])
+    for name, (width, depth, heads, patch) in {"dit_s_2": (384, 12, 6, 2), "dit_s_8": (384, 12, 6, 8),
+                                               "dit_b_4": (768, 12, 12, 4), "dit_xl_2": (1152, 28, 16, 2)}.items():
+        # the latent of a 256-pixel image, a float timestep and a class label
+        out[name] = ("dit", "image-generation", generative.DiT,
+                     {"width": width, "depth": depth, "heads": heads, "patch": patch},
+                     [((1, 4, 32, 32), VECTOR), ((1,), VECTOR), ((1,), TOKENS)])
+    for name, kwargs, shape in (("vqvae_imagenet128", {}, (1, 3, 128, 128)),
+                                ("vqvae_cifar32", {"dim": 10}, (1, 3, 32, 32)),
+                                ("vqvae_cifar32_small", {"hidden": 128, "residual_hidden": 32}, (1, 3, 32, 32))):
+        out[name] = ("vq-vae", "image-generation", generative.VQVAE, kwargs, [(shape, VECTOR)])
+    for side in (128, 64):  # an encoder-decoder with a bottleneck: the autoencoder family, trained to inpaint
+        out[f"context_encoder_{side}"] = ("autoencoder", "image-inpainting", generative.ContextEncoder,
+                                          {"side": side}, [((1, 3, side, side), VECTOR)])
     return out | cifar.catalogue(VECTOR)
 
 
 class ClassicsSource(ZooSource):
     name = "classics"
     description = ("textbook designs written from their papers: RNNs, seq2seq, TCN, WaveNet, GANs, VAEs, U-Net, "
-                   "PointNet, NeRF, SR, RL, PatchGAN, V-Net, Attention U-Net, and CIFAR classifiers "
+                   "PointNet, NeRF, SR, RL, PatchGAN, V-Net, Attention U-Net, DiT, VQ-VAE, Context Encoder, and CIFAR classifiers "
                    "(ResNet-20..110, WRN, ResNeXt-29, DenseNet-BC)")
     rank = 40
 
