@@ -11,6 +11,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from nar_classics.vision import DCGANGenerator
+
 
 def _timestep_frequencies(t, dim=256, max_period=10000):
     """The sinusoidal embedding of a (float) diffusion timestep, as in the Transformer's positions."""
@@ -153,8 +155,9 @@ class VQVAE(nn.Module):
 class ContextEncoder(nn.Module):
     """Pathak et al. 2016, the inpainting network: an encoder of 4x4 stride-2 convolutions (64, 64,
     128, 256, 512; batch norm and leaky ReLU 0.2 after all but the first's norm) down to a 4000-unit
-    bottleneck, and a decoder of 4x4 transposed convolutions (batch norm, ReLU) that paints the
-    missing centre, half the input's side, through a tanh."""
+    bottleneck, and DCGAN's generator with the bottleneck as its noise (4x4 transposed convolutions,
+    batch norm, ReLU, halving the widths from the encoder's last) painting the missing centre, half
+    the input's side (64 or 128), through a tanh."""
 
     def __init__(self, channels=3, side=128, bottleneck=4000, widths=(64, 64, 128, 256, 512)):
         super().__init__()
@@ -167,13 +170,9 @@ class ContextEncoder(nn.Module):
             width = out
         layers += [nn.Conv2d(width, bottleneck, 4, bias=False), nn.BatchNorm2d(bottleneck), nn.LeakyReLU(0.2, True)]
         self.encoder = nn.Sequential(*layers)
-        up, width = [], bottleneck
-        for i, out in enumerate(reversed(widths[1:])):
-            up += [nn.ConvTranspose2d(width, out, 4, 1 if i == 0 else 2, 0 if i == 0 else 1, bias=False),
-                   nn.BatchNorm2d(out), nn.ReLU(True)]
-            width = out
-        up += [nn.ConvTranspose2d(width, channels, 4, 2, 1, bias=False), nn.Tanh()]
-        self.decoder = nn.Sequential(*up)
+        # DCGAN starts at ngf x 2^(its steps - 1) and has one step fewer than the encoder: start at its last width
+        ngf = widths[-1] // 2 ** (steps - 2)
+        self.decoder = DCGANGenerator(nz=bottleneck, ngf=ngf, channels=channels, size=side // 2).main
 
     def forward(self, x):
         return self.decoder(self.encoder(x))
