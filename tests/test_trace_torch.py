@@ -142,6 +142,44 @@ def test_a_layer_owns_the_parameters_its_weight_is_computed_from(tracer):
         assert normed.attrs["reparam_elements"] >= 2 * 8 * 8 * 9
 
 
+class _Codebook(nn.Module):
+    """A VQ-VAE's quantiser, its nearest codebook rows found with `torch.cdist` (diffusers' VQModel)."""
+
+    def __init__(self):
+        super().__init__()
+        self.encoder, self.codebook = nn.Conv2d(3, 16, 4, stride=4), nn.Embedding(64, 16)
+
+    def forward(self, x):
+        z = self.encoder(x)
+        b, c, h, w = z.shape
+        distances = torch.cdist(z.permute(0, 2, 3, 1).reshape(-1, c), self.codebook.weight)
+        q = self.codebook(distances.argmin(1)).view(b, h, w, c).permute(0, 3, 1, 2)
+        return z + (q - z).detach()
+
+
+class _Distances(nn.Module):
+    def forward(self, x, y):
+        return torch.cdist(x, y)
+
+
+@pytest.mark.parametrize("tracer", TRACERS)
+def test_pairwise_distances_are_a_product_with_its_macs(tracer):
+    """`cdist` was `unknown:cdist`: no latency for a model using it, and a VQ-VAE written with it sat
+    apart from one that writes the distance out. Against a codebook parameter it is a linear layer
+    from the code width to the codebook size (the codebook's rows are its outputs)."""
+    with torch.device("meta"):
+        model, x = _Codebook(), torch.empty(1, 3, 32, 32)
+    graph, _ = traced(model, x, tracers=(tracer,))
+    assert not [op for op in graph.op_histogram() if op.startswith("unknown")]
+    (search,) = [n for n in graph.nodes if n.op == "linear"]
+    assert (search.attrs["in_features"], search.attrs["out_features"]) == (16, 64)
+    positions = 8 * 8
+    assert graph.macs == positions * 16 * (3 * 4 * 4) + positions * 64 * 16  # the encoder, then the search
+    pairs, _ = traced(_Distances(), torch.empty(2, 10, 8, device="meta"), torch.empty(2, 7, 8, device="meta"),
+                      tracers=(tracer,))
+    assert pairs.op_histogram()["matmul"] == 1 and pairs.macs == 2 * 10 * 7 * 8
+
+
 def test_only_indices_that_add_unit_dimensions_are_views():
     from narcli.trace.torch_ops import only_adds_unit_dims
 

@@ -187,6 +187,11 @@ TORCH_ALIASES: dict[str, str] = {
     "dot": "matmul",
     "vdot": "matmul",
     "mv": "matmul",
+    # pairwise distances (a VQ-VAE's codebook search): the product x·yᵀ and two norms, as code that
+    # writes the distance out spells it; its MACs are the product's
+    "cdist": "matmul",
+    "_cdist_forward": "matmul",
+    "_euclidean_dist": "matmul",
     "pixel_shuffle": "pixel_shuffle",
     "channel_shuffle": "channel_shuffle",
 }
