@@ -223,11 +223,10 @@ def _fuse_weight_matmuls(work: list[_Work], param_shapes: dict[str, Shape]) -> N
                 node.op = "linear"
                 # `x @ W` maps weight[0] features to weight[1]; `W @ x` (the weight first) the reverse
                 # and `cdist(x, W)` (a codebook's rows are its outputs, as in F.linear) the reverse too
-                first = node.in_shapes[0] if node.in_shapes else None
-                weight_first = first is not None and tuple(first) == tuple(weight) and len(node.in_shapes) > 1 \
+                first, out = (node.in_shapes[0] if node.in_shapes else None) or (), node.shape or ()
+                weight_first = tuple(first) == tuple(weight) and len(node.in_shapes) > 1 \
                     and tuple(node.in_shapes[1] or ()) != tuple(weight)
-                rows_out = first is not None and len(first) > 0 and node.shape is not None and len(node.shape) > 0 \
-                    and weight[0] != weight[1] and first[-1] == weight[1] and node.shape[-1] == weight[0]
+                rows_out = first and out and weight[0] != weight[1] and (first[-1], out[-1]) == (weight[1], weight[0])
                 in_at = 1 if weight_first or rows_out else 0
                 node.attrs.setdefault("in_features", int(weight[in_at]))
                 node.attrs.setdefault("out_features", int(weight[1 - in_at]))

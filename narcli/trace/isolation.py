@@ -224,10 +224,17 @@ def _work(conn: Any, fn: Callable[..., Any], args: tuple) -> None:
 
         warnings.simplefilter("ignore")
     try:
-        conn.send(("ok", fn(*args)))
+        message: tuple = ("ok", fn(*args))
     except NarError as exc:
-        conn.send(("error", type(exc).__name__, str(exc), ""))
+        message = ("error", type(exc).__name__, str(exc), "")
     except BaseException as exc:  # report anything the user's code raised, with its traceback
+        message = ("error", "NarError", f"{type(exc).__name__}: {exc}", traceback.format_exc())
+    # released before the parent hears back: hearing, it kills this tree at once, and on a busy
+    # machine that came before the release, so the tracker still printed "leaked semaphore"
+    _release_semaphores()
+    try:
+        conn.send(message)
+    except BaseException as exc:  # a result that cannot be sent (pickled)
         conn.send(("error", "NarError", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
     finally:
         conn.close()
