@@ -69,6 +69,7 @@ safe on stored graphs as well as inside the canonicaliser (it is idempotent).
 | causal trim | a convolution padded both sides, cut back to its input's length (`Chomp1d`) | the convolution at that length (as after a left pad) |
 | graph structure | degrees, `deg ** -0.5`, self loops, per-edge weights computed from an integer `edge_index` input alone | folded (as when the graph is built inside `forward`) |
 | fused layer, split | one conv/`Linear` of k×C outputs, split into k parts each read once (WaveNet gates, `gate_up_proj`) | k layers of C outputs |
+| parameter-free loop | ≥ 32 copies of a parameter-free step in one scope (farthest-point sampling, a sequential selective scan), `loop_idioms.py` | one step, its copies counted in `repeats` |
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ from narcli.graph.arch_graph import ArchGraph, Node
 from narcli.graph.attention_idioms import attention_projections, fuse_attention, merge_heads, rotary_rotate_half
 from narcli.graph.attention_idioms import fold as _fold
 from narcli.graph.gate_idioms import fold_causal_trim, split_fused_layer
+from narcli.graph.loop_idioms import fold_loops
 from narcli.graph.structure_idioms import fold_graph_structure
 from narcli.graph.vocab import OPS
 
@@ -152,12 +154,16 @@ def normalise_idioms(graph: ArchGraph) -> ArchGraph:
     else in canonical node order), passes repeated until one changes nothing, so that the result is
     a fixed point: a stored graph upgraded and a fresh trace of its model agree."""
     graph = fold_graph_structure(graph)  # reads the input dtypes in meta; once is enough
-    for _ in range(MAX_PASSES):
-        normal = _normalise_once(graph)
-        if normal is graph:
-            break
-        graph = normal.canonicalize()  # the rules read nodes in order: the next pass sees the canonical one
-    return graph
+    while True:
+        for _ in range(MAX_PASSES):
+            normal = _normalise_once(graph)
+            if normal is graph:
+                break
+            graph = normal.canonicalize()  # the rules read nodes in order: the next pass sees the canonical one
+        rolled = fold_loops(graph)  # after the rules, which read each step as written
+        if rolled is graph:
+            return graph
+        graph = rolled
 
 
 def _normalise_once(graph: ArchGraph) -> ArchGraph:

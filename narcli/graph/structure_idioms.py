@@ -102,8 +102,11 @@ def fold_graph_structure(graph: ArchGraph) -> ArchGraph:
 
 
 def as_run(graph: ArchGraph) -> ArchGraph:
-    """`graph` with the folded graph-structure work back in (what forward runs, for costing it);
-    `graph` itself when nothing was folded."""
+    """`graph` with the folded graph-structure work and loop steps back in (what forward runs, for
+    costing it); `graph` itself when nothing was folded."""
+    from narcli.graph.loop_idioms import expand_loops
+
+    graph = expand_loops(graph)
     structure = graph.meta.get("structure")
     if not structure:
         return graph

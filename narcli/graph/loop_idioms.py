@@ -1,0 +1,142 @@
+"""A Python loop of parameter-free steps is one step that repeats, not hundreds of operations.
+
+Run-time tracing unrolls every Python loop. A loop over layers or over a recurrent cell has rules of
+its own (each layer is a scope of its own; a cell called per step folds into one recurrence node),
+but a loop of parameter-free arithmetic stays unrolled: PointNet++'s farthest-point sampling (512
+steps of subtract, square, sum, compare, gather) or Mamba's sequential selective scan (a multiply
+and an add per token). Such a loop then makes 90-99 % of the graph, and the search compares the
+sampling code instead of the network around it. The loop's length is the data's (points sampled,
+tokens), not the architecture's, so the canonical graph keeps one step of it.
+
+A step's copies are found as classes of parameter-free nodes of one scope that agree on operation,
+shape, attributes and their neighbours' classes (two rounds of refinement); a class with at least
+`MIN_COPIES` members is one node of the loop. The first and last steps differ from the others by
+their neighbours and stay, which keeps where the loop starts and ends. A scope whose parametrised
+layers also run `MIN_COPIES` times or more is a decoder unrolled step by step (a GRU cell and its
+attention at every output token): its parameter-free parts are left with the layers they serve.
+
+The folded node keeps the whole loop's MACs and counts its copies in `attrs["repeats"]`;
+`expand_loops` gives the copies back (for the latency head: every step costs a call). The content
+hash reads neither, so a loop over 512 points and one over 128 are one architecture.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter, defaultdict
+from dataclasses import replace
+
+from narcli.graph.arch_graph import ArchGraph, Node
+
+MIN_COPIES = 32  # steps a loop needs before it folds: far above any block repeated by hand
+REFINE_ROUNDS = 2
+REPEATS = "repeats"  # a folded node's attribute: the copies it stands for
+JOINS = frozenset({"concat", "stack"})  # a reader of a loop's steps that reads every one of them
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+def _loop_classes(graph: ArchGraph) -> list[list[int]]:
+    """The classes of parameter-free nodes that are copies of one loop step, each in node order."""
+    nodes = graph.nodes
+    parents, children = graph.parents(), graph.children()
+    free = [n.params == 0 and n.op not in ("input", "output") and REPEATS not in n.attrs for n in nodes]
+    labels = [_digest(f"{n.op}|{n.shape}|{sorted(n.attrs.items())!r}|{n.scope}") if free[i] else f"#{i}"
+              for i, n in enumerate(nodes)]
+    for _ in range(REFINE_ROUNDS):
+        labels = [labels[i] if not free[i] else
+                  _digest(labels[i] + "<" + ",".join(sorted(labels[p] for p in parents[i]))
+                          + ">" + ",".join(sorted(labels[c] for c in children[i])))
+                  for i in range(len(nodes))]
+    layers = Counter((n.scope, n.label()) for n in nodes if n.params)
+    unrolled_decoders = {scope for (scope, _), count in layers.items() if count >= MIN_COPIES}
+    classes: dict[str, list[int]] = defaultdict(list)
+    for i, node in enumerate(nodes):
+        if free[i] and node.scope not in unrolled_decoders:
+            classes[labels[i]].append(i)
+    return [members for members in classes.values() if len(members) >= MIN_COPIES]
+
+
+def fold_loops(graph: ArchGraph) -> ArchGraph:
+    """`graph` with each parameter-free loop kept as one step (the same object if there is none)."""
+    classes = _loop_classes(graph)
+    if not classes:
+        return graph
+    stands_for = {i: members[0] for members in classes for i in members}
+    heads = {members[0]: members for members in classes}
+    keep = [i for i in range(len(graph.nodes)) if stands_for.get(i, i) == i]
+    index = {old: new for new, old in enumerate(keep)}
+    nodes = []
+    for i in keep:
+        node = graph.nodes[i]
+        if i in heads:
+            members = heads[i]
+            node = replace(node, attrs={**node.attrs, REPEATS: len(members)},
+                           macs=sum(graph.nodes[j].macs for j in members))
+        nodes.append(node)
+    edges = set()
+    for s, d in graph.edges:
+        a, b = index[stands_for.get(s, s)], index[stands_for.get(d, d)]
+        if a < b:  # a step reading the one before it is the loop itself, not an edge
+            edges.add((a, b))
+    return ArchGraph(nodes, sorted(edges), dict(graph.meta)).canonicalize()
+
+
+def expand_loops(graph: ArchGraph) -> ArchGraph:
+    """`graph` with each folded loop step back as its copies, each reading and feeding what the
+    step does, the MACs shared out (what forward runs, for costing it); `graph` itself if none."""
+    if not any(REPEATS in n.attrs for n in graph.nodes):
+        return graph
+    nodes: list[Node] = []
+    copies: dict[int, list[int]] = {}
+    for i, node in enumerate(graph.nodes):
+        count = int(node.attrs.get(REPEATS, 1))
+        if count <= 1:
+            copies[i] = [len(nodes)]
+            nodes.append(node)
+            continue
+        attrs = {k: v for k, v in node.attrs.items() if k != REPEATS}
+        share, left = divmod(node.macs, count)
+        copies[i] = list(range(len(nodes), len(nodes) + count))
+        nodes += [replace(node, attrs=attrs, macs=share + (left if k == 0 else 0)) for k in range(count)]
+    joins = [node.op in JOINS for node in graph.nodes]
+    edges = _spread(graph.edges, copies, joins)
+    # a loop runs its steps one after another: step k's last operation feeds step k + 1's first
+    loops: dict[tuple[str, int], list[int]] = defaultdict(list)
+    for i, node in enumerate(graph.nodes):
+        if len(copies[i]) > 1:
+            loops[(node.scope, len(copies[i]))].append(i)
+    for members in loops.values():
+        first, last = copies[members[0]], copies[members[-1]]
+        edges.update(zip(last[:-1], first[1:]))
+    # in the order forward ran them (each loop's steps in turn), an edge that points back is one the
+    # guesses above got wrong (a node between two steps' operations): dropping it keeps a DAG
+    position: dict[int, int] = {}
+    for i in range(len(graph.nodes)):
+        if len(copies[i]) == 1:
+            position[copies[i][0]] = len(position)
+            continue
+        members = loops[(graph.nodes[i].scope, len(copies[i]))]
+        if i == members[0]:
+            for k in range(len(copies[i])):
+                for j in members:
+                    position[copies[j][k]] = len(position)
+    edges = sorted((a, b) for a, b in edges if position[a] < position[b])
+    return ArchGraph(nodes, edges, dict(graph.meta)).canonicalize()
+
+
+def _spread(edges: list[tuple[int, int]], copies: dict[int, list[int]], joins: list[bool]) -> set[tuple[int, int]]:
+    """Edges between copies: step k of one folded node feeds step k of the next; a node outside the
+    loop feeds every step and reads the last (a join such as `stack` reads every one)."""
+    out = set()
+    for s, d in edges:
+        left, right = copies[s], copies[d]
+        if len(right) == 1:  # a loop's result is its last step's, or what a join of every step reads
+            out.update((a, right[0]) for a in (left if joins[d] else left[-1:]))
+        elif len(left) == 1:  # what the loop reads from outside, every step reads
+            out.update((left[0], b) for b in right)
+        else:  # two folded steps: copy k to copy k (loops of two lengths wrap round the shorter)
+            out.update((left[k % len(left)], right[k % len(right)]) for k in range(max(len(left), len(right))))
+    return out
