@@ -123,3 +123,12 @@ def test_the_latency_prediction_of_a_folded_loop_is_the_unrolled_ones():
     unrolled, rolled = head.predict(graph), head.predict(folded)
     assert not isinstance(unrolled, str) and not isinstance(rolled, str), (unrolled, rolled)
     assert abs(rolled[0] / unrolled[0] - 1) < 0.02
+
+
+def test_an_exported_graph_shows_a_folded_step_with_its_count():
+    from narcli.graph.dot import graph_dot
+
+    folded = fold_loops(_chain(MIN_COPIES + 8))
+    steps = [n.attrs[REPEATS] for n in folded.nodes if REPEATS in n.attrs]
+    assert f"loop step ×{steps[0]}" in graph_dot(folded, "chain")
+    assert "loop step" not in graph_dot(_chain(4), "chain")

@@ -22,7 +22,7 @@ def _dot_string(text: str) -> str:
 
 
 def graph_dot(graph: Any, name: str) -> str:
-    """Graphviz DOT of a canonical graph: one box per node (op, kernel, output shape)."""
+    """Graphviz DOT of a canonical graph: one box per node (op, kernel, output shape, loop steps)."""
     lines = [f"digraph {_dot_string(name)} {{", "  rankdir=TB;", "  node [shape=box, fontname=Helvetica];"]
     for i, node in enumerate(graph.nodes):
         label = node.op
@@ -30,6 +30,8 @@ def graph_dot(graph: Any, name: str) -> str:
             label += f" {'x'.join(str(k) for k in node.attrs['kernel'])}"
         if node.shape:
             label += "\n" + "×".join(str(d) for d in node.shape)
+        if node.attrs.get("repeats"):  # one step of a loop (`loop_idioms.py`)
+            label += f"\nloop step ×{node.attrs['repeats']}"
         lines.append(f"  n{i} [label={_dot_string(label)}];")
     lines += [f"  n{s} -> n{d};" for s, d in graph.edges]
     lines.append("}")
