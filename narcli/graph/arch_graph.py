@@ -132,14 +132,7 @@ class ArchGraph:
         parents, children = self.parents(), self.children()
         distinct = len(set(labels))
         for _ in range(min(WL_ROUNDS, len(self.nodes))):
-            labels = [
-                _digest(
-                    labels[i]
-                    + "<" + ",".join(sorted(labels[p] for p in parents[i]))
-                    + ">" + ",".join(sorted(labels[c] for c in children[i]))
-                )
-                for i in range(len(self.nodes))
-            ]
+            labels = refine_labels(labels, parents, children)
             now = len(set(labels))
             if now == distinct:
                 break
@@ -213,3 +206,10 @@ class ArchGraph:
 
 def _digest(text: str) -> str:
     return hashlib.blake2b(text.encode(), digest_size=10).hexdigest()
+
+
+def refine_labels(labels: list[str], parents: list[list[int]], children: list[list[int]]) -> list[str]:
+    """One Weisfeiler-Lehman round: each node's label with its parents' and children's, digested."""
+    return [_digest(labels[i] + "<" + ",".join(sorted(labels[p] for p in parents[i]))
+                    + ">" + ",".join(sorted(labels[c] for c in children[i])))
+            for i in range(len(labels))]

@@ -22,11 +22,10 @@ hash reads neither, so a loop over 512 points and one over 128 are one architect
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter, defaultdict
 from dataclasses import replace
 
-from narcli.graph.arch_graph import ArchGraph, Node
+from narcli.graph.arch_graph import ArchGraph, Node, refine_labels
 
 MIN_COPIES = 32  # steps a loop needs before it folds: far above any block repeated by hand
 REFINE_ROUNDS = 2
@@ -34,22 +33,16 @@ REPEATS = "repeats"  # a folded node's attribute: the copies it stands for
 JOINS = frozenset({"concat", "stack"})  # a reader of a loop's steps that reads every one of them
 
 
-def _digest(text: str) -> str:
-    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
-
-
 def _loop_classes(graph: ArchGraph) -> list[list[int]]:
     """The classes of parameter-free nodes that are copies of one loop step, each in node order."""
     nodes = graph.nodes
     parents, children = graph.parents(), graph.children()
     free = [n.params == 0 and n.op not in ("input", "output") and REPEATS not in n.attrs for n in nodes]
-    labels = [_digest(f"{n.op}|{n.shape}|{sorted(n.attrs.items())!r}|{n.scope}") if free[i] else f"#{i}"
+    # any other node is its own class: a label no other node has stays one through refinement
+    labels = [f"{n.op}|{n.shape}|{sorted(n.attrs.items())!r}|{n.scope}" if free[i] else f"#{i}"
               for i, n in enumerate(nodes)]
     for _ in range(REFINE_ROUNDS):
-        labels = [labels[i] if not free[i] else
-                  _digest(labels[i] + "<" + ",".join(sorted(labels[p] for p in parents[i]))
-                          + ">" + ",".join(sorted(labels[c] for c in children[i])))
-                  for i in range(len(nodes))]
+        labels = refine_labels(labels, parents, children)
     layers = Counter((n.scope, n.label()) for n in nodes if n.params)
     unrolled_decoders = {scope for (scope, _), count in layers.items() if count >= MIN_COPIES}
     classes: dict[str, list[int]] = defaultdict(list)

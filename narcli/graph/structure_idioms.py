@@ -20,6 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from narcli.graph.arch_graph import ArchGraph, Node
+from narcli.graph.loop_idioms import expand_loops
 
 INTEGER_DTYPES = frozenset("int8 int16 int32 int64 uint8 bool long int".split())
 
@@ -104,8 +105,6 @@ def fold_graph_structure(graph: ArchGraph) -> ArchGraph:
 def as_run(graph: ArchGraph) -> ArchGraph:
     """`graph` with the folded graph-structure work and loop steps back in (what forward runs, for
     costing it); `graph` itself when nothing was folded."""
-    from narcli.graph.loop_idioms import expand_loops
-
     graph = expand_loops(graph)
     structure = graph.meta.get("structure")
     if not structure:
