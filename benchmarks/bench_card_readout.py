@@ -118,23 +118,24 @@ def learned_baseline(name: str, items: list, train: list[int], card: dict):
     return embed_items(trained.model, [item.encoded for item in items])
 
 
-def query_reads(items: list, queries: list[int], known: list[int]) -> tuple[list[dict], dict]:
+def query_reads(items: list, queries: list[int], known: list[int]) -> tuple[list[dict], tuple[dict, dict]]:
     """What each query's graph says of it, as the embedder records it for a scanned file (a zoo
     model's own label votes first instead): how its blocks rename a ResNet family
     (`zoo.labels.block_names`) and its decoder signature; with the decoders of the `known` rows
-    (the training part) to compare them with."""
+    (the training part) to compare them with: the decoder families' and every other family's
+    (`zoo.composite.split_decoder_prototypes`)."""
     from narcli.search.query import graph_reads
-    from narcli.zoo.composite import decoder_prototypes
+    from narcli.zoo.composite import split_decoder_prototypes
     from narcli.zoo.store import Zoo
 
     hashes = {items[row].graph_hash for row in known}
     with Zoo() as zoo:
-        decoders = decoder_prototypes(zoo, keep=lambda model: model.graph_hash in hashes)
+        decoders = split_decoder_prototypes(zoo, keep=lambda model: model.graph_hash in hashes)
         reads = [graph_reads(zoo.graph(zoo.resolve(items[q].name))) for q in queries]
     return reads, decoders
 
 
-def renamings(vectors, labels: list[str], queries: list[int], reads: list[dict], decoders: dict) -> list[dict[str, str]]:
+def renamings(vectors, labels: list[str], queries: list[int], reads: list[dict], decoders: tuple[dict, dict]) -> list[dict[str, str]]:
     """Each query's renamings as `nar similar` applies them (`search.family.query_names`): the
     decoder's only where the vote of its nearest VOTERS (by this method's cosine, itself left out)
     leads with a decoder family."""
@@ -150,7 +151,7 @@ def renamings(vectors, labels: list[str], queries: list[int], reads: list[dict],
         cosines[q] = -np.inf
         top = np.argsort(-cosines)[:VOTERS]
         voted = combine(None, vote([labels[i] for i in top], [float(cosines[i]) for i in top]))
-        out.append(query_names(read, decoders, voted))
+        out.append(query_names(read, decoders[0], voted, decoders[1]))
     return out
 
 

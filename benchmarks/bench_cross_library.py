@@ -46,7 +46,7 @@ def queries(db: Path) -> list[dict]:
     from narcli.graph.idioms import normalise_idioms
     from narcli.search import neighbours
     from narcli.search.family import VOTERS, independent_groups, predict_family
-    from narcli.zoo.composite import decoder_prototypes
+    from narcli.zoo.composite import split_decoder_prototypes
     from narcli.zoo.labels import block_names
     from narcli.zoo.store import Zoo
 
@@ -69,7 +69,7 @@ def queries(db: Path) -> list[dict]:
             others = np.flatnonzero(mask)
             searchable = {items[i].graph_hash for i in others}
             # the decoders a search of these rows could be compared with: other libraries' only
-            prototypes = decoder_prototypes(graphs, keep=lambda m: m.graph_hash in searchable)
+            prototypes, other_prototypes = split_decoder_prototypes(graphs, keep=lambda m: m.graph_hash in searchable)
             scores = matrix[rows] @ matrix[others].T
             order = np.argsort(-scores, axis=1)[:, :max(VOTERS, TOP)]
             for k, row in enumerate(rows):
@@ -77,7 +77,8 @@ def queries(db: Path) -> list[dict]:
                 query = {"refined": block_names(graph), "decoder": decoder_signature(graph)}
                 nearest = others[order[k]]
                 vote_on = [(families[i], "", float(c)) for i, c in zip(nearest[:VOTERS], scores[k, order[k, :VOTERS]])]
-                predicted = predict_family(query, vote_on, threshold=-1.0, decoders=prototypes)
+                predicted = predict_family(query, vote_on, threshold=-1.0, decoders=prototypes,
+                                           other_decoders=other_prototypes)
                 by_blocks = predict_family({"refined": query["refined"]}, vote_on, threshold=-1.0).family
                 out.append({"model": items[row].name, "family": families[row], "sources": sorted(sources[row]),
                             "nearest": [families[i] for i in nearest[:TOP]], "voted": predicted.family,

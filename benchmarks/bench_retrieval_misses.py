@@ -68,7 +68,7 @@ def main() -> None:
                        "own_family_rank": int(hits[0]) + 1 if hits.size else None,
                        "first": items[first].name, "first_family": str(labels[first]),
                        "first_cosine": round(float(sims[row, first]), 4),
-                       "renamed": blocks[row] or None, **decoder_distances(reads[row]["decoder"], decoders,
+                       "renamed": blocks[row] or None, **decoder_distances(reads[row]["decoder"], {**decoders[1], **decoders[0]},
                                                                            (labels[query], labels[first]))})
     twins = {f">= {c}": sum(m["first_cosine"] >= c for m in misses) for c in (0.95, 0.99)}
     summary = {"queries": metrics["queries"], "MRR@20": metrics["MRR@20"], "MAP@20": metrics["MAP@20"],

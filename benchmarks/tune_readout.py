@@ -362,12 +362,12 @@ def query_renamings(pool: list, fit: list[int], known: list[int], unseen: list[i
     from narcli.encode.family_rank import VOTERS, vote
     from narcli.search.family import combine, query_names
     from narcli.search.query import graph_reads
-    from narcli.zoo.composite import decoder_prototypes
+    from narcli.zoo.composite import split_decoder_prototypes
     from narcli.zoo.store import Zoo
 
     fitted = {pool[row].graph_hash for row in fit}
     with Zoo() as zoo:
-        decoders = decoder_prototypes(zoo, keep=lambda model: model.graph_hash in fitted)
+        decoders, other_decoders = split_decoder_prototypes(zoo, keep=lambda model: model.graph_hash in fitted)
         read = {row: graph_reads(zoo.graph(zoo.resolve(pool[row].name)))
                 for row in sorted(set(known) | set(unseen) | set(originals))}
     shipped = shipped_mix()
@@ -378,7 +378,7 @@ def query_renamings(pool: list, fit: list[int], known: list[int], unseen: list[i
         cosines[origin] = -np.inf  # itself, or the architecture an edited copy was made from
         top = np.argsort(-cosines)[:VOTERS]
         voted = combine(None, vote([family[i] for i in top], [float(cosines[i]) for i in top]))
-        out[query] = query_names(read[origin], decoders, voted)
+        out[query] = query_names(read[origin], decoders, voted, other_decoders)
     return out
 
 

@@ -1,6 +1,8 @@
 """Composite designs: a decoder over a backbone. The decoder part of a graph, the decoder sketch of
 the retrieval vector, and the "unet over resnet34" labels."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -165,10 +167,11 @@ def test_similar_names_a_composite_zoo_model_by_decoder_and_backbone(tmp_path, m
     assert timm.prediction.backbone == "" and all(not n.backbone for n in timm.neighbours if n.source == "timm")
 
 
-def nested(decoder, backbone):
+def nested(decoder, backbone, gated=False):
     """A U-Net ("unet": each level joins one skip) or a U-Net++ ("unet++": each level joins every
     earlier node of its row, concatenations of three and more) over one of two encoders, written
-    with canonical operations as a trace gives them."""
+    with canonical operations as a trace gives them. `gated`: each skip passes an additive attention
+    gate first (an Attention U-Net: 1x1 convolutions, add, sigmoid, multiply)."""
     b = Builder()
     features = encoder(b, backbone)
     rows = {level: [x] for level, (x, _, _) in enumerate(features)}
@@ -179,6 +182,11 @@ def nested(decoder, backbone):
             below = rows[level + 1][-1]
             up = b.add("upsample_nearest", (1, channels, size, size), below)
             joined = rows[level] if decoder == "unet++" else rows[level][:1]
+            if gated:
+                shape = (1, channels, size, size)
+                mixed = b.add("add", shape, b.add("conv2d", shape, up, kernel=[1, 1], stride=[1, 1]),
+                              b.add("conv2d", shape, joined[0], kernel=[1, 1], stride=[1, 1]))
+                joined = [b.add("mul", shape, b.add("sigmoid", shape, mixed), joined[0])]
             x = b.add("concat", (1, channels * (len(joined) + 1), size, size), up, *joined)
             for _ in range(2):
                 x = b.add("relu", (1, channels, size, size), b.add("conv2d", (1, channels, size, size), x,
@@ -296,3 +304,126 @@ def test_decoder_prototypes_come_from_every_member_of_a_family_some_source_build
     assert decoder_prototypes(Zoo()) == {"unet": [unet, nested_skips]}  # smp's two encoders: one decoder
     assert decoder_prototypes(Zoo(), keep=lambda m: m.source != "smp") == {"unet": [nested_skips]}
     assert decoder_prototypes(Zoo(), keep=lambda m: m.source == "monai") == {}
+
+
+def test_a_family_the_vote_names_competes_for_the_decoder_only_when_voted():
+    """An Attention U-Net votes U-Net first: its gated skips are nearer MAnet's gates than a U-Net's
+    plain ones, but the family it is has decoders of its own and is in its vote, so that is the name."""
+    from narcli.graph.decoder import decoder_signature
+    from narcli.search.family import predict_family, query_names
+
+    unet, attention = decoder_signature(nested("unet", "plain")), decoder_signature(nested("unet", "plain", gated=True))
+    manet = dict(attention, linear=4, pool=4)  # gated too, with its squeeze-excitation layers
+    composite, others = {"unet": [unet], "manet": [manet]}, {"attention-unet": [attention], "vae": [{"up": 3}]}
+    query = {"decoder": decoder_signature(nested("unet", "residual", gated=True))}
+    voters = [("unet", "convolutional", 0.70), ("unet", "convolutional", 0.69), ("attention-unet", "convolutional", 0.69)]
+    voted = [("unet", 0.9), ("attention-unet", 0.1)]
+    assert query_names(query, composite, voted) == {"unet": "manet"}  # without the others: the nearest gates win
+    assert query_names(query, composite, voted, others) == {"unet": "attention-unet", "manet": "attention-unet"}
+    named = predict_family(query, voters, threshold=0.5, decoders=composite, other_decoders=others)
+    assert named.family == "attention-unet"
+    # a family with decoders that no voter names is no candidate: the vote's decoder families only
+    assert query_names(query, composite, [("unet", 1.0)], others)["unet"] == "manet"
+    # and a vote that leads with a family no source builds over a backbone is renamed by nothing
+    assert query_names(query, composite, [("attention-unet", 0.9), ("unet", 0.1)], others) == {}
+
+
+def test_split_decoder_prototypes_keeps_other_families_that_upsample_apart():
+    from types import SimpleNamespace
+
+    from narcli.graph.decoder import decoder_signature, known_decoders
+    from narcli.graph.synthetic import residual_stack
+    from narcli.zoo.composite import decoder_prototypes, split_decoder_prototypes
+
+    graphs = {"u1": nested("unet", "plain"), "g": nested("unet", "plain", gated=True), "cls": residual_stack(4)}
+
+    class Zoo:
+        def models(self):
+            return [SimpleNamespace(id="smp/unet_resnet34", family="unet", graph_hash="u1", status="ok"),
+                    SimpleNamespace(id="monai/attention_unet_2d", family="attention-unet", graph_hash="g", status="ok"),
+                    SimpleNamespace(id="timm/resnet34", family="resnet", graph_hash="cls", status="ok")]
+
+        def graph(self, m):
+            return graphs[m.graph_hash]
+
+    composite, others = split_decoder_prototypes(Zoo())
+    assert composite == decoder_prototypes(Zoo()) == {"unet": [decoder_signature(graphs["u1"])]}
+    assert others == {"attention-unet": [decoder_signature(graphs["g"])]}  # a classifier never upsamples
+    meta = {"decoders": composite, "other_decoders": others}
+    assert known_decoders(meta, "other_decoders") == others and known_decoders({"decoders": composite}, "other_decoders") == {}
+
+
+GATED_UNET = '''
+    import torch
+    from torch import nn
+
+
+    def block(cin, cout):
+        return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU(),
+                             nn.Conv2d(cout, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU())
+
+
+    class Gate(nn.Module):  # additive attention on a skip (Oktay et al. 2018)
+        def __init__(self, channels):
+            super().__init__()
+            self.skip, self.up = nn.Conv2d(channels, channels // 2, 1), nn.Conv2d(channels, channels // 2, 1)
+            self.score = nn.Sequential(nn.Conv2d(channels // 2, 1, 1), nn.Sigmoid())
+
+        def forward(self, skip, up):
+            return skip * self.score(torch.relu(self.skip(skip) + self.up(up)))
+
+
+    class GatedUNet(nn.Module):
+        def __init__(self, widths=(32, 64, 128, 256)):
+            super().__init__()
+            self.down = nn.ModuleList(block(a, b) for a, b in zip((3,) + widths[:-1], widths))
+            rising = widths[::-1]
+            self.up = nn.ModuleList(nn.ConvTranspose2d(a, b, 2, stride=2) for a, b in zip(rising, rising[1:]))
+            self.gates = nn.ModuleList(Gate(b) for b in rising[1:])
+            self.merge = nn.ModuleList(block(2 * b, b) for b in rising[1:])
+            self.head = nn.Conv2d(widths[0], 2, 1)
+
+        def forward(self, x):
+            skips = []
+            for i, down in enumerate(self.down):
+                x = down(nn.functional.max_pool2d(x, 2) if i else x)
+                skips.append(x)
+            x = skips.pop()
+            for up, gate, merge in zip(self.up, self.gates, self.merge):
+                x = up(x)
+                x = merge(torch.cat([gate(skips.pop(), x), x], 1))
+            return self.head(x)
+'''
+
+
+def test_a_traced_attention_unet_voted_unet_first_is_named_attention_unet_with_the_zoo_decoders(write):
+    """A written Attention U-Net whose whole graph sits nearest U-Nets: with only the decoder
+    families as candidates its gated skips are about as near smp's MAnet's gates as a U-Net's plain
+    skips (a deeper one, with more upsamplings, was renamed MAnet), so the vote stays U-Net. With
+    the bundled index's other families' decoders, the Attention U-Net the vote also names is
+    clearly the nearest, and the vote goes to it."""
+    import importlib.util
+
+    import torch
+
+    from narcli.graph.canonical import build_graph
+    from narcli.graph.decoder import known_decoders
+    from narcli.search.family import predict_family
+    from narcli.search.neighbours import BUNDLED_INDEX
+    from narcli.search.query import graph_reads
+    from narcli.search.index import VectorIndex
+    from narcli.trace.torch_tracer import trace_module
+
+    spec = importlib.util.spec_from_file_location("gated_unet", write("gated_unet.py", GATED_UNET))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    raw, _ = trace_module(module.GatedUNet().to("meta"), [torch.empty(1, 3, 128, 128, device="meta")])
+    read = graph_reads(build_graph(raw))
+    meta = VectorIndex(BUNDLED_INDEX).meta
+    voters = [("unet", "convolutional", 0.70), ("unet", "convolutional", 0.69),
+              ("attention-unet", "convolutional", 0.67), ("unet", "convolutional", 0.66)]
+    before = predict_family(read, voters, threshold=0.5, decoders=known_decoders(meta))
+    assert before.family == "unet" and not before.names  # before the other families competed
+    named = predict_family(read, voters, threshold=0.5, decoders=known_decoders(meta),
+                           other_decoders=known_decoders(meta, "other_decoders"))
+    assert named.family == "attention-unet" and named.names.get("unet") == "attention-unet"

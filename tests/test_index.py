@@ -79,6 +79,12 @@ def test_the_bundled_index_knows_the_zoo_decoder_families():
     assert {"unet", "unet++", "fpn", "deeplabv3", "linknet"} <= set(meta["decoders"])
     assert any(s.get("cat3") for s in meta["decoders"]["unet++"])  # nested skips
     assert not any(s.get("cat3") for s in meta["decoders"]["linknet"])  # LinkNet adds its skips
+    # families no source builds over a backbone keep their decoders apart: an Attention U-Net's skips
+    # pass gates (sigmoid, multiply); a classifier never upsamples, so it has none
+    others = known_decoders(meta, "other_decoders")
+    assert others == meta["other_decoders"] and not set(others) & set(meta["decoders"])
+    assert all(s.get("gate") and s.get("mul") for s in others["attention-unet"])
+    assert {"vnet", "vae"} <= set(others) and "resnet" not in others
 
 
 def test_a_rebuild_replaces_the_index_and_removes_the_old_file(tmp_path):

@@ -80,10 +80,11 @@ def decoder_names(signature: dict[str, int] | None, prototypes: dict[str, list[d
     return {family: best for _, family in nearest[1:]}
 
 
-def known_decoders(meta: Any) -> dict[str, list[dict[str, int]]]:
-    """The decoders an index stores (`decoders` in its meta), or {} where they are missing or not
-    of that form (an index from before decoders, or one edited by hand): nothing is renamed then."""
-    decoders = meta.get("decoders") if isinstance(meta, dict) else None
+def known_decoders(meta: Any, key: str = "decoders") -> dict[str, list[dict[str, int]]]:
+    """The decoders an index stores (`decoders` in its meta; `other_decoders`: those of families no
+    source builds over a backbone), or {} where they are missing or not of that form (an index from
+    before decoders, or one edited by hand): nothing is renamed by them then."""
+    decoders = meta.get(key) if isinstance(meta, dict) else None
     if not isinstance(decoders, dict):
         return {}
 

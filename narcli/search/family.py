@@ -61,32 +61,39 @@ def combine(head: list[list[Any]] | None, voted: dict[str, float], head_weight: 
 
 
 def query_names(prediction: dict[str, Any] | None, decoders: dict[str, list[dict[str, int]]] | None,
-                families: list[tuple[str, float]]) -> dict[str, str]:
+                families: list[tuple[str, float]],
+                other_decoders: dict[str, list[dict[str, int]]] | None = None) -> dict[str, str]:
     """How the query's own graph renames the families its neighbours vote for (`families`, best
     first): its blocks (grouped bottlenecks make a ResNet a ResNeXt, `zoo.labels.block_names`) and,
     when the vote leads with a decoder family, its decoder (nested skips make a U-Net a U-Net++,
     `graph.decoder.decoder_names` against the index's `decoders`). A detector whose neck upsamples
-    keeps its vote."""
+    keeps its vote. `other_decoders` (families no source builds over a backbone, whose models
+    upsample) compete too, but only those the vote names: an Attention U-Net votes U-Net first and
+    Attention U-Net after it, and its gated skips must not make it the decoder family whose gates
+    are nearest (MAnet) when the family it is has decoders of its own."""
     from narcli.graph.decoder import decoder_names
 
     prediction = prediction or {}
     blocks = prediction.get("refined") or {}
     if not families or not decoders or renamed(families, blocks)[0][0] not in decoders:
         return blocks
-    return {**decoder_names(prediction.get("decoder"), decoders), **blocks}
+    voted = {family for family, _ in families}
+    candidates = {**{f: known for f, known in (other_decoders or {}).items() if f in voted}, **decoders}
+    return {**decoder_names(prediction.get("decoder"), candidates), **blocks}
 
 
 def predict_family(prediction: dict[str, Any] | None, neighbours: list[tuple[str, str, float]],
-                   threshold: float, decoders: dict[str, list[dict[str, int]]] | None = None) -> FamilyPrediction:
+                   threshold: float, decoders: dict[str, list[dict[str, int]]] | None = None,
+                   other_decoders: dict[str, list[dict[str, int]]] | None = None) -> FamilyPrediction:
     """`prediction`: the head's {"family": [[name, p]...], "coarse": [...]}, or None;
     `neighbours`: (family, coarse, cosine) of the nearest zoo architectures, best first;
-    `decoders`: the decoder families' known decoders (`query_names`)."""
+    `decoders`: the decoder families' known decoders, `other_decoders` other families' (`query_names`)."""
     # a query's own zoo graph votes a hair above 1 so that it leads the vote (`similar._ahead_of`);
     # the cosine said is at most 1 (on 2026-12-04 `--json` said 1.001)
     nearest = min(neighbours[0][2], 1.0) if neighbours else -1.0
     voters = neighbours[:VOTERS]
     voted = combine((prediction or {}).get("family"), vote([f for f, _, _ in voters], [c for _, _, c in voters]))
-    names = query_names(prediction, decoders, voted)
+    names = query_names(prediction, decoders, voted, other_decoders)
     families = renamed(voted, names)
     coarse = combine((prediction or {}).get("coarse"), vote([k for _, k, _ in voters], [c for _, _, c in voters]))
     possible = (prediction or {}).get("coarse_possible")

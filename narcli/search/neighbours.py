@@ -128,15 +128,15 @@ def build_zoo_index(db: Path, path: Path, report: Callable[[str], None] = lambda
     except (KeyError, ValueError, OSError):  # a zoo without the card's families: use the default threshold
         pass
     from narcli.errors import ZooError
-    from narcli.zoo.composite import decoder_prototypes
+    from narcli.zoo.composite import split_decoder_prototypes
     from narcli.zoo.store import Zoo
 
     try:
-        with Zoo([db]) as zoo:
-            meta["decoders"] = decoder_prototypes(zoo)  # what a query's decoder is named by (`search.family`)
+        with Zoo([db]) as zoo:  # what a query's decoder is named by (`search.family.query_names`)
+            meta["decoders"], meta["other_decoders"] = split_decoder_prototypes(zoo)
     except ZooError as exc:  # a graph missing or damaged: search without renaming by decoders
         report(f"decoders not read ({exc}); searches will not rename a family by its decoder")
-        meta["decoders"] = {}
+        meta["decoders"], meta["other_decoders"] = {}, {}
     return build_index(path, hashes, vectors, meta)
 
 
@@ -152,7 +152,8 @@ def zoo_index(db: Path | None = None, report: Callable[[str], None] = lambda lin
     for path in [*candidates, built]:
         try:
             index = VectorIndex(path)
-            if index.meta.get("fingerprint") == fingerprint and "decoders" in index.meta:  # else from before decoders
+            # else from before decoders, or before other families' decoders (2026-12-06)
+            if index.meta.get("fingerprint") == fingerprint and "other_decoders" in index.meta:
                 index.verify()
                 return index
         except IndexError_ as exc:

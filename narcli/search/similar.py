@@ -129,7 +129,7 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
     queries = resolve_queries(target, options, zoo)
     index = zoo_index(report=report)
     threshold = index.meta.get("calibration", {}).get("novelty_threshold", DEFAULT_NOVELTY_COSINE)
-    decoders = known_decoders(index.meta)
+    decoders, other_decoders = known_decoders(index.meta), known_decoders(index.meta, "other_decoders")
     only_cache = bool(source and source.lower() == "cache")
     zoo_filtered = bool(family or task or (source and not only_cache))
     encoder = None if zoo_filtered else current_encoder()
@@ -172,7 +172,7 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
         vote_on = votes(voters, models, same_graph)
         if query.zoo_model is not None:  # its own label votes first: a twin of another family must not outvote it
             vote_on.insert(0, (query.zoo_model.family, query.zoo_model.coarse, _ahead_of(vote_on)))
-        prediction = predict_family(query.prediction, vote_on, threshold, decoders)
+        prediction = predict_family(query.prediction, vote_on, threshold, decoders, other_decoders)
         names = prediction.names  # the query's blocks and decoder name it as the zoo would
         own_label = query.zoo_model is not None and prediction.family == query.zoo_model.family
         prediction.backbone = backbone_of(query.zoo_model.id) if own_label else \
@@ -335,7 +335,8 @@ def _cached_prediction(key: str, users: Any, index: Any, zoo: Any, entry: dict, 
     voters = same_graph_first(index, vectors, nearest, same_graph)
     models = zoo.models_by_hash([h for h, _ in voters])
     prediction = with_decoder(entry.get("prediction"), entry.get("graph_key"), cache, encoder)  # as a query reads it
-    return predict_family(prediction, votes(voters, models, same_graph), threshold, known_decoders(index.meta))
+    return predict_family(prediction, votes(voters, models, same_graph), threshold, known_decoders(index.meta),
+                          known_decoders(index.meta, "other_decoders"))
 
 
 def query_task(query: Query) -> str | None:
