@@ -6,7 +6,7 @@ import pytest
 
 from narcli.graph.arch_graph import ArchGraph, Node
 from narcli.graph.idioms import normalise_idioms
-from narcli.graph.loop_idioms import MIN_COPIES, REPEATS, expand_loops, fold_loops
+from narcli.graph.loop_idioms import MIN_CHAIN, MIN_COPIES, REPEATS, expand_loops, fold_loops
 from narcli.graph.structure_idioms import as_run
 
 SAMPLED_POINTS = '''
@@ -53,6 +53,7 @@ def scan(cli, write, name: str, count: int) -> dict:
 def test_a_sampling_loop_keeps_one_step_whatever_its_length(cli, write):
     long, short = scan(cli, write, "long.py", 96), scan(cli, write, "short.py", 48)
     assert long["graph_hash"] == short["graph_hash"]  # how many points it samples is data, not design
+    assert scan(cli, write, "few.py", 16)["graph_hash"] == long["graph_hash"]  # 14 steps: a recurrence
     nodes = long["graph"]["nodes"]
     assert len(nodes) < 40  # unrolled, 96 steps made over 500 nodes
     def repeats(record):
@@ -95,11 +96,42 @@ def test_a_long_parameter_free_loop_folds_and_keeps_its_macs():
     assert fold_loops(folded) is folded and normalise_idioms(folded).content_hash() == folded.content_hash()
 
 
-def test_short_loops_and_decoders_unrolled_with_their_layers_stay_as_written():
-    short = _chain(MIN_COPIES - 8)
-    assert fold_loops(short) is short  # a few copies: a block repeated by hand, not a loop
-    decoder = _chain(MIN_COPIES + 8, layer_params=4160)
-    assert fold_loops(decoder) is decoder  # a step with its own layer: the step is the architecture
+def _side_by_side(copies: int) -> ArchGraph:
+    """input -> conv -> `copies` × (sub, pow, compare), each reading the features only, -> stack ->
+    linear -> output: copies next to one another (a tensor split into parts), not one after another."""
+    nodes = [Node("input", [2, 3, 64]), Node("conv1d", [2, 8, 64], params=32, macs=3072, scope="mlp")]
+    edges, ends = [(0, 1)], []
+    for _ in range(copies):
+        first = len(nodes)
+        nodes += [Node("sub", [2, 64], scope="sample"), Node("pow", [2, 64], macs=128, scope="sample"),
+                  Node("compare", [2, 64], scope="sample")]
+        edges += [(1, first), (first, first + 1), (first + 1, first + 2)]
+        ends.append(first + 2)
+    nodes.append(Node("stack", [2, copies, 64], scope="sample"))
+    edges += [(end, len(nodes) - 1) for end in ends]
+    nodes += [Node("linear", [2, 10], params=650, macs=1280, scope="head"), Node("output", [2, 10])]
+    edges += [(len(nodes) - 3, len(nodes) - 2), (len(nodes) - 2, len(nodes) - 1)]
+    return ArchGraph(nodes, edges, {}).canonicalize()
+
+
+def test_a_recurrence_folds_from_fewer_steps_than_copies_side_by_side():
+    """Each step of a recurrence reads the one before (a scan over 24 tokens): it folds from
+    MIN_CHAIN steps, so a model traced at 24 tokens and at 128 is one architecture. The same number
+    of copies side by side, or fewer steps, is written as it is."""
+    recurrence = fold_loops(_chain(MIN_COPIES - 8))
+    assert recurrence.num_nodes < 25 and recurrence.content_hash() == fold_loops(_chain(MIN_COPIES + 8)).content_hash()
+    assert fold_loops(_chain(MIN_CHAIN + 2)).content_hash() == recurrence.content_hash()
+    short = _chain(MIN_CHAIN - 1)
+    assert fold_loops(short) is short
+    parts = _side_by_side(MIN_COPIES - 8)
+    assert fold_loops(parts) is parts
+    assert fold_loops(_side_by_side(MIN_COPIES + 8)).num_nodes < 20  # so many copies are a loop either way
+
+
+def test_decoders_unrolled_with_their_layers_stay_as_written():
+    for steps in (MIN_CHAIN + 4, MIN_COPIES + 8):
+        decoder = _chain(steps, layer_params=4160)
+        assert fold_loops(decoder) is decoder  # a step with its own layer: the step is the architecture
 
 
 def test_the_latency_head_costs_every_step_of_a_folded_loop():
@@ -132,3 +164,47 @@ def test_an_exported_graph_shows_a_folded_step_with_its_count():
     steps = [n.attrs[REPEATS] for n in folded.nodes if REPEATS in n.attrs]
     assert f"loop step ×{steps[0]}" in graph_dot(folded, "chain")
     assert "loop step" not in graph_dot(_chain(4), "chain")
+
+
+SELECTIVE_SCAN = '''
+import torch
+from torch import nn
+
+class ScanLM(nn.Module):
+    """A state-space language model's core: a gated projection, then a sequential scan over tokens
+    (h = a_t * h + b_t * x_t, y_t = <h, c_t>) written as a Python loop."""
+    def __init__(self, vocab=100, dim=32, state=8):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.project = nn.Linear(dim, 3 * state)
+        self.mix = nn.Linear(dim, dim)
+        self.head = nn.Linear(dim, vocab)
+        self.state = state
+
+    def forward(self, tokens):
+        x = self.embed(tokens)
+        a, b, c = torch.sigmoid(self.project(x)).chunk(3, -1)
+        h = torch.zeros(x.shape[0], x.shape[-1], self.state)
+        ys = []
+        for t in range(tokens.shape[1]):
+            h = a[:, t, None, :] * h + b[:, t, None, :] * x[:, t, :, None]
+            ys.append((h * c[:, t, None, :]).sum(-1))
+        return self.head(self.mix(torch.stack(ys, 1)))
+'''
+
+
+def test_a_scan_over_tokens_is_one_architecture_at_any_traced_length(cli, write):
+    """How many tokens a model is traced at is the input's, not the design's: a scan over 16
+    tokens (14 steps between the first and the last, fewer than MIN_COPIES), one over 24 and one
+    over 128 fold to the same graph. Which of a step's independent operations comes first in the
+    trace's order moves with the length; where the folded recurrence is cut must not (at 16 and 128
+    tokens it once kept one edge more)."""
+    path = write("scan_lm.py", SELECTIVE_SCAN)
+    hashes, sizes = [], []
+    for tokens in (16, 24, 128):
+        result = cli("scan", path, "-i", f"1,{tokens}", "--input-dtype", "long", "--json", "--graph")
+        assert result.exit_code == 0, result.output
+        [record] = json.loads(result.stdout)["models"]
+        hashes.append(record["graph_hash"])
+        sizes.append(len(record["graph"]["nodes"]))
+    assert len(set(hashes)) == 1 and max(sizes) < 60, (hashes, sizes)

@@ -10,10 +10,16 @@ tokens), not the architecture's, so the canonical graph keeps one step of it.
 
 A step's copies are found as classes of parameter-free nodes of one scope that agree on operation,
 shape, attributes and their neighbours' classes (two rounds of refinement); a class with at least
-`MIN_COPIES` members is one node of the loop. The first and last steps differ from the others by
-their neighbours and stay, which keeps where the loop starts and ends. A scope whose parametrised
-layers also run `MIN_COPIES` times or more is a decoder unrolled step by step (a GRU cell and its
-attention at every output token): its parameter-free parts are left with the layers they serve.
+`MIN_COPIES` members is one node of the loop. So is a class of `MIN_CHAIN` or more in a scope where
+some such class reads itself copy after copy (`_chained`; the scan's other parts, such as each
+step's output, go with it): a recurrence such as a scan over 32 tokens,
+which would otherwise fold at 128 tokens and stay unrolled at 32, so that one model traced at two
+lengths were two architectures. Copies side by side (a tensor split into heads, a hand-written sum
+of four embeddings) do not read one another and need `MIN_COPIES`. The first and last steps differ
+from the others by their neighbours and stay, which keeps where the loop starts and ends. A scope
+whose parametrised layers also run as many times (`MIN_COPIES`, or `MIN_CHAIN` for a recurrence) is
+a decoder unrolled step by step (a GRU cell and its attention at every output token): its
+parameter-free parts are left with the layers they serve.
 
 The folded node keeps the whole loop's MACs and counts its copies in `attrs["repeats"]`;
 `expand_loops` gives the copies back (for the latency head: every step costs a call). The content
@@ -28,6 +34,12 @@ from dataclasses import replace
 from narcli.graph.arch_graph import ArchGraph, Node, refine_labels
 
 MIN_COPIES = 32  # steps a loop needs before it folds: far above any block repeated by hand
+# steps a recurrence needs (each copy reads the one before): in the bundled zoo, chained classes of
+# 4-6 copies include sequences written out by hand or layer by layer (LayoutLM's four position
+# embeddings added one after another; PP-DocLayout's box update between its six decoder layers), and
+# every one of 8 or more is a Python loop of its own (DeepSeek-V4's and GLM-5-Next's ~20 normalising
+# iterations, XCodec's residual quantiser over eight codebooks)
+MIN_CHAIN = 8
 REFINE_ROUNDS = 2
 REPEATS = "repeats"  # a folded node's attribute: the copies it stands for
 JOINS = frozenset({"concat", "stack"})  # a reader of a loop's steps that reads every one of them
@@ -43,13 +55,39 @@ def _loop_classes(graph: ArchGraph) -> list[list[int]]:
               for i, n in enumerate(nodes)]
     for _ in range(REFINE_ROUNDS):
         labels = refine_labels(labels, parents, children)
-    layers = Counter((n.scope, n.label()) for n in nodes if n.params)
-    unrolled_decoders = {scope for (scope, _), count in layers.items() if count >= MIN_COPIES}
+    # how often a scope's most repeated parametrised layer runs: as often as a loop, it is a decoder
+    # unrolled step by step
+    layer_runs: Counter[str] = Counter()
+    for (scope, _), count in Counter((n.scope, n.label()) for n in nodes if n.params).items():
+        layer_runs[scope] = max(layer_runs[scope], count)
     classes: dict[str, list[int]] = defaultdict(list)
     for i, node in enumerate(nodes):
-        if free[i] and node.scope not in unrolled_decoders:
+        if free[i] and layer_runs[node.scope] < MIN_COPIES:
             classes[labels[i]].append(i)
-    return [members for members in classes.values() if len(members) >= MIN_COPIES]
+    # a scope where one class of copies reads itself step after step runs a recurrence: its other
+    # classes of as many copies are that loop's too (a scan's outputs, read by no later step)
+    short = [m for m in classes.values() if MIN_CHAIN <= len(m) < MIN_COPIES and layer_runs[nodes[m[0]].scope] < MIN_CHAIN]
+    recurrent = {nodes[m[0]].scope for m in short if _chained(m, children)}
+    return [members for members in classes.values() if len(members) >= MIN_COPIES] + \
+        [members for members in short if nodes[members[0]].scope in recurrent]
+
+
+def _chained(members: list[int], children: list[list[int]]) -> bool:
+    """Whether each copy (in node order, which is topological) reads the one before it, directly or
+    through other nodes: the steps of a recurrence, not copies side by side."""
+    for before, after in zip(members, members[1:]):
+        stack, seen = [before], {before}
+        while stack:
+            node = stack.pop()
+            if after in children[node]:
+                break
+            for child in children[node]:
+                if child < after and child not in seen:  # nothing past `after` can lead back to it
+                    seen.add(child)
+                    stack.append(child)
+        else:
+            return False
+    return True
 
 
 def fold_loops(graph: ArchGraph) -> ArchGraph:
@@ -72,9 +110,87 @@ def fold_loops(graph: ArchGraph) -> ArchGraph:
     edges = set()
     for s, d in graph.edges:
         a, b = index[stands_for.get(s, s)], index[stands_for.get(d, d)]
-        if a < b:  # a step reading the one before it is the loop itself, not an edge
+        if a != b:  # a step reading the one before it is the loop itself, not an edge
             edges.add((a, b))
-    return ArchGraph(nodes, sorted(edges), dict(graph.meta)).canonicalize()
+    return ArchGraph(nodes, sorted(_cut_cycles(nodes, edges)), dict(graph.meta)).canonicalize()
+
+
+def _cut_cycles(nodes: list[Node], edges: set[tuple[int, int]]) -> set[tuple[int, int]]:
+    """The folded steps' edges without cycles. A recurrence folded to one step reads itself: the
+    multiply that reads the state feeds the add that writes it, which feeds the next step's multiply.
+    Where to cut that cycle must not depend on the traced order, in which a step's independent
+    operations fall as the sequence's length has them (a scan at 24 and at 96 tokens would be two
+    graphs). Inside each cycle (a strongly connected set of nodes) a step starts where the cycle is
+    read from outside it (the step's inputs, the loop's first step): edges are kept from the node
+    nearer those entries to the one farther, ties broken by a label read from the folded graph
+    itself (operation, attributes and module, then three rounds of its neighbours' labels, edges
+    either way). Both are the same at any length. Edges between cycles keep their direction."""
+    component = _components(len(nodes), edges)
+    if len(set(component)) == len(nodes):
+        return edges
+    adjacent: list[list[int]] = [[] for _ in nodes]
+    inside: list[list[int]] = [[] for _ in nodes]
+    entries = set()
+    for a, b in edges:
+        adjacent[a].append(b)
+        adjacent[b].append(a)
+        if component[a] == component[b]:
+            inside[a].append(b)
+        else:
+            entries.add(b)
+    labels = [f"{n.op}|{sorted((k, v) for k, v in n.attrs.items() if k != REPEATS)!r}|{n.scope}|{n.params > 0}"
+              for n in nodes]
+    for _ in range(3):
+        labels = refine_labels(labels, adjacent, adjacent)
+    distance = dict.fromkeys(entries, 0)  # breadth-first from the entries, along the cycles' own edges
+    frontier = sorted(entries)
+    while frontier:
+        reached = []
+        for node in frontier:
+            for child in inside[node]:
+                if child not in distance:
+                    distance[child] = distance[node] + 1
+                    reached.append(child)
+        frontier = reached
+    key = [(distance.get(i, 0), labels[i]) for i in range(len(nodes))]
+    return {(a, b) for a, b in edges if component[a] != component[b] or key[a] < key[b]}
+
+
+def _components(count: int, edges: set[tuple[int, int]]) -> list[int]:
+    """Each node's strongly connected component (Kosaraju's two passes, without recursion)."""
+    forward: list[list[int]] = [[] for _ in range(count)]
+    backward: list[list[int]] = [[] for _ in range(count)]
+    for a, b in edges:
+        forward[a].append(b)
+        backward[b].append(a)
+    finished, seen = [], [False] * count
+    for start in range(count):
+        if seen[start]:
+            continue
+        seen[start] = True
+        stack = [(start, iter(forward[start]))]
+        while stack:
+            node, children = stack[-1]
+            for child in children:
+                if not seen[child]:
+                    seen[child] = True
+                    stack.append((child, iter(forward[child])))
+                    break
+            else:
+                stack.pop()
+                finished.append(node)
+    component = [-1] * count
+    for root in reversed(finished):
+        if component[root] >= 0:
+            continue
+        component[root] = root
+        stack = [root]
+        while stack:
+            for parent in backward[stack.pop()]:
+                if component[parent] < 0:
+                    component[parent] = root
+                    stack.append(parent)
+    return component
 
 
 def expand_loops(graph: ArchGraph) -> ArchGraph:
