@@ -39,7 +39,7 @@ def decoder_prototypes(zoo: Any, keep: Callable[[Any], bool] = lambda model: Tru
     one that some source builds over named backbones (smp's, MONAI's FlexibleUNet's). `keep`: which
     models may serve (a benchmark leaves a query's own sources out). `every_family`: the signatures
     of every family whose models upsample (an Attention U-Net, a V-Net, a VAE), composite or not."""
-    from narcli.graph.decoder import decoder_signature
+    from narcli.graph.decoder import UPSAMPLING, decoder_signature
     from narcli.graph.idioms import normalise_idioms
 
     models = [m for m in zoo.models() if m.status == "ok" and m.family]
@@ -50,7 +50,10 @@ def decoder_prototypes(zoo: Any, keep: Callable[[Any], bool] = lambda model: Tru
         if (m.family not in decoders and not every_family) or not keep(m) or (m.family, m.graph_hash) in seen:
             continue
         seen.add((m.family, m.graph_hash))
-        signature = decoder_signature(normalise_idioms(zoo.graph(m)))  # as the embedder reads a query
+        graph = zoo.graph(m)
+        if not any(node.op in UPSAMPLING for node in graph.nodes):
+            continue  # no decoder (most of the zoo), and normalising every graph took half a minute
+        signature = decoder_signature(normalise_idioms(graph))  # as the embedder reads a query
         if signature and signature not in out.setdefault(m.family, []):
             out[m.family].append(signature)
     return {family: known for family, known in sorted(out.items()) if known}
