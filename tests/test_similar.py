@@ -157,7 +157,7 @@ def test_a_file_that_fails_to_scan_reports_the_scan_error(cli, write):
     assert result.exit_code != 0 and "boom at import" in result.output and "Traceback" not in result.output
 
 
-@pytest.mark.slow  # ~20 s (the whole zoo's index rebuilt); damaged index files: test_cache.py's stores
+@pytest.mark.slow  # ~100 s here (the whole zoo's index built three times); damaged index files: test_cache.py's stores
 def test_a_damaged_index_is_rebuilt(cli, tmp_path, monkeypatch):
     import shutil
 
