@@ -32,22 +32,49 @@ def design_label(family: str, backbone: str) -> str:
     return f"{family} over {backbone}" if family and backbone else family
 
 
-def decoder_prototypes(zoo: Any, keep: Callable[[Any], bool] = lambda model: True,
-                       every_family: bool = False) -> dict[str, list[dict[str, int]]]:
+Signatures = dict[str, list[dict[str, int]]]
+
+
+def decoder_prototypes(zoo: Any, keep: Callable[[Any], bool] = lambda model: True) -> Signatures:
     """Each decoder family's distinct decoder signatures (`graph.decoder`), from every zoo model of
     it (any source, composite or not): what a query's decoder is compared with. A decoder family is
     one that some source builds over named backbones (smp's, MONAI's FlexibleUNet's). `keep`: which
-    models may serve (a benchmark leaves a query's own sources out). `every_family`: the signatures
-    of every family whose models upsample (an Attention U-Net, a V-Net, a VAE), composite or not."""
+    models may serve (a benchmark leaves a query's own sources out)."""
+    models = _named_models(zoo)
+    return _signatures(zoo, models, _decoder_families(models), keep)
+
+
+def split_decoder_prototypes(zoo: Any, keep: Callable[[Any], bool] = lambda model: True
+                             ) -> tuple[Signatures, Signatures]:
+    """(the decoder families' signatures, as `decoder_prototypes`; those of every other family whose
+    models upsample: an Attention U-Net, a V-Net, a VAE), read in one pass: the second are rename
+    targets only for a family the query's own vote names (`search.family.query_names`)."""
+    models = _named_models(zoo)
+    composite = _decoder_families(models)
+    every = _signatures(zoo, models, None, keep)
+    return ({f: known for f, known in every.items() if f in composite},
+            {f: known for f, known in every.items() if f not in composite})
+
+
+def _named_models(zoo: Any) -> list[Any]:
+    return [m for m in zoo.models() if m.status == "ok" and m.family]
+
+
+def _decoder_families(models: list[Any]) -> set[str]:
+    """The families some source builds over a named backbone."""
+    return {m.family for m in models if backbone_of(m.id)}
+
+
+def _signatures(zoo: Any, models: list[Any], families: set[str] | None, keep: Callable[[Any], bool]) -> Signatures:
+    """The distinct decoder signatures of `models` of `families` (None: every family) that `keep`
+    lets serve, by family; a family with none is left out."""
     from narcli.graph.decoder import UPSAMPLING, decoder_signature
     from narcli.graph.idioms import normalise_idioms
 
-    models = [m for m in zoo.models() if m.status == "ok" and m.family]
-    decoders = {m.family for m in models if backbone_of(m.id)}
-    out: dict[str, list[dict[str, int]]] = {}
+    out: Signatures = {}
     seen: set[tuple[str, str]] = set()
     for m in models:
-        if (m.family not in decoders and not every_family) or not keep(m) or (m.family, m.graph_hash) in seen:
+        if (families is not None and m.family not in families) or not keep(m) or (m.family, m.graph_hash) in seen:
             continue
         seen.add((m.family, m.graph_hash))
         graph = zoo.graph(m)
@@ -57,14 +84,3 @@ def decoder_prototypes(zoo: Any, keep: Callable[[Any], bool] = lambda model: Tru
         if signature and signature not in out.setdefault(m.family, []):
             out[m.family].append(signature)
     return {family: known for family, known in sorted(out.items()) if known}
-
-
-def split_decoder_prototypes(zoo: Any, keep: Callable[[Any], bool] = lambda model: True
-                             ) -> tuple[dict[str, list[dict[str, int]]], dict[str, list[dict[str, int]]]]:
-    """(the decoder families' signatures, as `decoder_prototypes`; every other family's that
-    upsamples), read in one pass: the second are rename targets only for a family the query's own
-    vote names (`search.family.query_names`)."""
-    every = decoder_prototypes(zoo, keep, every_family=True)
-    composite = {m.family for m in zoo.models() if m.status == "ok" and m.family and backbone_of(m.id)}
-    return ({f: known for f, known in every.items() if f in composite},
-            {f: known for f, known in every.items() if f not in composite})
