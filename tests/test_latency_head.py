@@ -115,6 +115,35 @@ def test_family_split_holds_out_whole_families_of_the_asked_share():
     assert len(test) >= lt.TEST_SHARE * 70
 
 
+def test_family_folds_keep_each_family_whole_and_the_folds_about_even():
+    samples, _ = synthetic_samples(140)
+    for i, sample in enumerate(samples):  # 14 families of 10
+        sample.row = sample.row | {"family": f"g{i % 14}"}
+    rows = list(range(0, 140, 1))
+    folds = lt.family_folds(samples, rows, 5, seed=2)
+    assert sorted(i for fold in folds for i in fold) == rows
+    families = [{lt._family(samples[i]) for i in fold} for fold in folds]
+    assert all(not (a & b) for k, a in enumerate(families) for b in families[k + 1:])
+    assert max(map(len, folds)) - min(map(len, folds)) <= 10  # one family's rows at most
+    assert folds == lt.family_folds(samples, rows, 5, seed=2) != lt.family_folds(samples, rows, 5, seed=3)
+
+
+def test_out_of_fold_errors_come_from_fits_that_never_saw_the_family(monkeypatch):
+    samples, _ = synthetic_samples(60)
+    folds = lt.family_folds(samples, list(range(60)), 3, seed=0)
+    fitted: list[set[str]] = []
+    scored: list[set[str]] = []
+    real_fit, real_predict = lt.fit, lt.predict_samples
+    monkeypatch.setattr(lt, "fit", lambda s, rows, config, report=None: (
+        fitted.append({lt._family(s[i]) for i in rows}), real_fit(s, rows, config))[1])
+    monkeypatch.setattr(lt, "predict_samples", lambda w, s, rows: (
+        scored.append({lt._family(s[i]) for i in rows}), real_predict(w, s, rows))[1])
+    residuals = lt.out_of_fold_residuals(samples, folds, lt.Config(epochs=1, hidden=8, embed=4))
+    assert len(residuals) == 60 and np.isfinite(residuals).all()
+    assert len(fitted) == len(scored) == 3
+    assert all(not (seen & judged) for seen, judged in zip(fitted, scored))
+
+
 def test_conformal_half_width_covers_the_level():
     residuals = np.linspace(-1, 1, 101)
     half = lt.conformal_half(residuals, 0.9)
@@ -375,10 +404,13 @@ def test_the_shipped_head_fits_every_family_and_keeps_the_held_out_fit_beside_it
     families = sorted({lt._family(samples[i]) for i in calibration})
     assert held_out.metrics["held_out_families"] == shipped.metrics["held_out_families"] == families
     assert "gelu" in shipped.seen_ops and "gelu" not in held_out.seen_ops
-    assert shipped.half == held_out.half  # the held-out fit's errors set both intervals
+    assert shipped.half == held_out.half  # every family's out-of-fold error sets both intervals
     assert shipped.trained_on.startswith(f"{len(samples)} reference-CPU measurements of 7 families")
     assert held_out.trained_on.startswith(f"{len(samples) - len(calibration)} reference-CPU measurements")
-    assert "held out of a second fit" in shipped.trained_on and "held out of this fit" in held_out.trained_on
+    out_of_fold = shipped.metrics["out_of_fold"]
+    assert len(calibration) < out_of_fold["models"] <= len(samples)
+    assert f"interval from the errors of {out_of_fold['models']} models" in shipped.trained_on
+    assert 90 <= out_of_fold["coverage90"] <= 100
     assert shipped.fingerprint != held_out.fingerprint
 
 
