@@ -1,12 +1,14 @@
-"""A Python loop of parameter-free steps keeps one step (`graph/loop_idioms.py`)."""
+"""A Python loop of parameter-free steps keeps one step, and so does a loop of layers that runs once
+per position of an input's axis (`graph/loop_idioms.py`)."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from narcli.graph.arch_graph import ArchGraph, Node
 from narcli.graph.idioms import normalise_idioms
-from narcli.graph.loop_idioms import MIN_CHAIN, MIN_COPIES, REPEATS, expand_loops, fold_loops
+from narcli.graph.loop_idioms import LOOP_READS, MIN_CHAIN, MIN_COPIES, REPEATS, expand_loops, fold_loops
 from narcli.graph.structure_idioms import as_run
 
 SAMPLED_POINTS = '''
@@ -128,10 +130,30 @@ def test_a_recurrence_folds_from_fewer_steps_than_copies_side_by_side():
     assert fold_loops(_side_by_side(MIN_COPIES + 8)).num_nodes < 20  # so many copies are a loop either way
 
 
-def test_decoders_unrolled_with_their_layers_stay_as_written():
+def test_a_loop_of_shared_layers_as_long_as_its_configuration_stays_as_written():
+    """ALBERT's one layer run twelve times: the count is the design's (no input is that long)."""
     for steps in (MIN_CHAIN + 4, MIN_COPIES + 8):
         decoder = _chain(steps, layer_params=4160)
-        assert fold_loops(decoder) is decoder  # a step with its own layer: the step is the architecture
+        assert fold_loops(decoder) is decoder
+
+
+def _with_input_length(graph: ArchGraph, length: int) -> ArchGraph:
+    nodes = [replace(graph.nodes[0], shape=[1, length])] + list(graph.nodes[1:])
+    return ArchGraph(nodes, list(graph.edges), dict(graph.meta)).canonicalize()
+
+
+def test_a_loop_of_layers_once_per_input_position_keeps_one_step():
+    """The same loop run once per token of the input it reads (a decoder's step at every position):
+    the data's length, so one step of it, with every step's MACs; one graph at any length."""
+    folded = {}
+    for steps in (MIN_CHAIN + 4, MIN_COPIES + 8):
+        decoder = _with_input_length(_chain(steps, layer_params=4160), steps)
+        folded[steps] = fold_loops(decoder)
+        assert folded[steps].num_nodes < 30 and folded[steps].macs == decoder.macs, folded[steps].num_nodes
+        assert any(n.params and n.attrs.get(REPEATS) for n in folded[steps].nodes)
+    assert len({g.content_hash() for g in folded.values()}) == 1
+    short = _with_input_length(_chain(MIN_CHAIN + 4, layer_params=4160), MIN_CHAIN + 30)
+    assert fold_loops(short) is short  # twelve steps over forty-two tokens: not once per position
 
 
 def test_the_latency_head_costs_every_step_of_a_folded_loop():
@@ -155,6 +177,26 @@ def test_the_latency_prediction_of_a_folded_loop_is_the_unrolled_ones():
     unrolled, rolled = head.predict(graph), head.predict(folded)
     assert not isinstance(unrolled, str) and not isinstance(rolled, str), (unrolled, rolled)
     assert abs(rolled[0] / unrolled[0] - 1) < 0.02
+
+
+def test_a_folded_loop_of_layers_runs_as_its_unrolled_form_for_the_latency_head():
+    """Expanded for costing, a folded decoder gets back its steps in turn, each reading the one before
+    (the edges the cycle's cut dropped as well), so its prediction is the unrolled graph's."""
+    from narcli import DATA_DIR
+    from narcli.predict.latency import load_head
+
+    decoder = _with_input_length(_chain(MIN_CHAIN + 8, layer_params=4160), MIN_CHAIN + 8)
+    folded = fold_loops(decoder)
+    back = expand_loops(folded)
+    assert back.num_nodes == decoder.num_nodes and back.macs == decoder.macs
+    assert back.depth == decoder.depth and len(back.edges) == len(decoder.edges)
+    reads = [n.attrs[LOOP_READS] for n in folded.nodes if LOOP_READS in n.attrs]
+    assert reads and all(isinstance(lag, int) for r in reads for lag in r.values())
+    head = load_head(DATA_DIR)
+    if head is None:
+        pytest.skip("no bundled latency head")
+    unrolled, rolled = head.predict(decoder), head.predict(folded)
+    assert abs(rolled[0] / unrolled[0] - 1) < 0.02, (unrolled, rolled)
 
 
 def test_an_exported_graph_shows_a_folded_step_with_its_count():
@@ -208,3 +250,45 @@ def test_a_scan_over_tokens_is_one_architecture_at_any_traced_length(cli, write)
         hashes.append(record["graph_hash"])
         sizes.append(len(record["graph"]["nodes"]))
     assert len(set(hashes)) == 1 and max(sizes) < 60, (hashes, sizes)
+
+
+ATTENTION_DECODER = '''
+import torch
+from torch import nn
+
+
+class Decoder(nn.Module):
+    """A GRU encoder, then at every target position additive attention over its states, a GRU cell
+    and an output layer (Bahdanau et al.'s decoder, teacher-forced on the same tokens)."""
+
+    def __init__(self, vocab=100, dim=32):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.encoder = nn.GRU(dim, dim, batch_first=True)
+        self.keys, self.query, self.score = nn.Linear(dim, dim), nn.Linear(dim, dim), nn.Linear(dim, 1)
+        self.cell = nn.GRUCell(2 * dim, dim)
+        self.out = nn.Linear(2 * dim, vocab)
+
+    def forward(self, tokens):
+        x = self.embed(tokens)
+        memory, last = self.encoder(x)
+        state, logits = last[0], []
+        for t in range(tokens.shape[1]):
+            weights = self.score(torch.tanh(self.keys(memory) + self.query(state)[:, None])).softmax(1)
+            context = (weights * memory).sum(1)
+            state = self.cell(torch.cat([x[:, t], context], -1), state)
+            logits.append(self.out(torch.cat([state, context], -1)))
+        return torch.stack(logits, 1)
+'''
+
+
+def test_a_decoder_stepping_over_its_tokens_is_one_architecture_at_any_traced_length(cli, write):
+    path = write("attention_decoder.py", ATTENTION_DECODER)
+    records = []
+    for tokens in (12, 40):
+        result = cli("scan", path, "-i", f"1,{tokens}", "--input-dtype", "long", "--json", "--graph")
+        assert result.exit_code == 0, result.output
+        [record] = json.loads(result.stdout)["models"]
+        records.append(record)
+    assert records[0]["graph_hash"] == records[1]["graph_hash"]
+    assert len(records[1]["graph"]["nodes"]) < 40 and records[1]["macs"] > 3 * records[0]["macs"]

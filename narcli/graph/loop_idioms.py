@@ -1,4 +1,4 @@
-"""A Python loop of parameter-free steps is one step that repeats, not hundreds of operations.
+"""A Python loop over the data is one step that repeats, not hundreds of operations.
 
 Run-time tracing unrolls every Python loop. A loop over layers or over a recurrent cell has rules of
 its own (each layer is a scope of its own; a cell called per step folds into one recurrence node),
@@ -19,7 +19,9 @@ of four embeddings) do not read one another and need `MIN_COPIES`. The first and
 from the others by their neighbours and stay, which keeps where the loop starts and ends. A scope
 whose parametrised layers also run as many times (`MIN_COPIES`, or `MIN_CHAIN` for a recurrence) is
 a decoder unrolled step by step (a GRU cell and its attention at every output token): its
-parameter-free parts are left with the layers they serve.
+parameter-free parts are left with the layers they serve, unless the loop runs once per position
+of an input's axis (`_stepped_classes`): then the whole step, layers and all, keeps one copy, since
+its count is the data's length (a decoder teacher-forced on 12 tokens and on 40 is one design).
 
 The folded node keeps the whole loop's MACs and counts its copies in `attrs["repeats"]`;
 `expand_loops` gives the copies back (for the latency head: every step costs a call). The content
@@ -42,6 +44,11 @@ MIN_COPIES = 32  # steps a loop needs before it folds: far above any block repea
 MIN_CHAIN = 8
 REFINE_ROUNDS = 2
 REPEATS = "repeats"  # a folded node's attribute: the copies it stands for
+# a folded node's attribute: the folded steps it reads, each with the lag between the copies (copy x
+# of the one read feeds copy x + lag of this one; a cell reading its own state has itself at lag 1).
+# Neither the hash nor the encoder reads it; `expand_loops` gives every step back its inputs from it.
+LOOP_READS = "loop_reads"
+LOOP_ID = "loop_id"  # a folded node's number among the graph's folded nodes, in node order (for LOOP_READS)
 JOINS = frozenset({"concat", "stack"})  # a reader of a loop's steps that reads every one of them
 
 
@@ -72,6 +79,36 @@ def _loop_classes(graph: ArchGraph) -> list[list[int]]:
         [members for members in short if nodes[members[0]].scope in recurrent]
 
 
+def _stepped_classes(graph: ArchGraph) -> list[list[int]]:
+    """The classes of a loop whose steps call layers, when it runs once per position of an input's
+    axis: a decoder's attention, cell and output layer at every token of the sequence it reads.
+    Such a loop's length is the data's, as a scan's is, so one step of it is the architecture. A
+    loop of shared layers that runs as often as its configuration says (ALBERT's one layer twelve
+    times) is the design's and stays: its count is no input's length (a model traced with as many
+    tokens as it has layers is the exception this rule gets wrong)."""
+    nodes = graph.nodes
+    lengths = {d for n in nodes if n.op == "input" for d in (n.shape or ()) if isinstance(d, int) and d >= MIN_CHAIN}
+    if not lengths:
+        return []
+    parents, children = graph.parents(), graph.children()
+    labels = [f"{n.op}|{n.shape}|{sorted(n.attrs.items())!r}|{n.scope}"
+              if n.op not in ("input", "output") and REPEATS not in n.attrs else f"#{i}" for i, n in enumerate(nodes)]
+    for _ in range(REFINE_ROUNDS):
+        labels = refine_labels(labels, parents, children)
+    classes: dict[str, list[int]] = defaultdict(list)
+    for i, label in enumerate(labels):
+        classes[label].append(i)
+    out: list[list[int]] = []
+    for length in sorted(lengths):
+        # the first and last steps differ from the others by their neighbours, and so, through the
+        # rounds of refinement, do one or two more at each end: a class holds the steps between
+        fewest = max(MIN_CHAIN // 2, length - 2 * (REFINE_ROUNDS + 1))
+        loop = [m for m in classes.values() if fewest <= len(m) <= length]
+        if any(nodes[m[0]].params and _chained(m, children) for m in loop):
+            out += [m for m in loop if not any(set(m) & set(taken) for taken in out)]
+    return out
+
+
 def _chained(members: list[int], children: list[list[int]]) -> bool:
     """Whether each copy (in node order, which is topological) reads the one before it, directly or
     through other nodes: the steps of a recurrence, not copies side by side."""
@@ -92,7 +129,9 @@ def _chained(members: list[int], children: list[list[int]]) -> bool:
 
 def fold_loops(graph: ArchGraph) -> ArchGraph:
     """`graph` with each parameter-free loop kept as one step (the same object if there is none)."""
-    classes = _loop_classes(graph)
+    stepped = _stepped_classes(graph)
+    taken = {i for members in stepped for i in members}
+    classes = stepped + [m for m in _loop_classes(graph) if not taken & set(m)]
     if not classes:
         return graph
     stands_for = {i: members[0] for members in classes for i in members}
@@ -112,7 +151,48 @@ def fold_loops(graph: ArchGraph) -> ArchGraph:
         a, b = index[stands_for.get(s, s)], index[stands_for.get(d, d)]
         if a != b:  # a step reading the one before it is the loop itself, not an edge
             edges.add((a, b))
-    return ArchGraph(nodes, sorted(_cut_cycles(nodes, edges)), dict(graph.meta)).canonicalize()
+    folded = ArchGraph(nodes, sorted(_cut_cycles(nodes, edges)), dict(graph.meta)).canonicalize()
+    node_of = {head: id(nodes[index[head]]) for head in heads}  # canonicalize keeps the node objects
+    lags = {node_of[reader]: {node_of[read]: lag for read, lag in reads.items()}
+            for reader, reads in _step_lags(graph, classes).items()}
+    return _number_steps(folded, lags)
+
+
+def _step_lags(graph: ArchGraph, classes: list[list[int]]) -> dict[int, dict[int, int]]:
+    """For each class (by its first member), the classes it reads (by theirs) and at what lag: copy x
+    of the one read feeds copy x + lag (the most common offset of their edges; a class holds a run
+    of steps)."""
+    where = {j: (members[0], x) for members in classes for x, j in enumerate(members)}
+    offsets: dict[tuple[int, int], Counter[int]] = defaultdict(Counter)
+    for s, d in graph.edges:
+        if s in where and d in where:
+            (read, x), (reader, y) = where[s], where[d]
+            offsets[(read, reader)][y - x] += 1
+    out: dict[int, dict[int, int]] = defaultdict(dict)
+    for (read, reader), counts in sorted(offsets.items()):
+        out[reader][read] = counts.most_common(1)[0][0]
+    return out
+
+
+def _number_steps(graph: ArchGraph, lags: dict[int, dict[int, int]]) -> ArchGraph:
+    """`graph` with its folded nodes numbered in node order (LOOP_ID) and each one's LOOP_READS by
+    those numbers: this fold's (`lags`, by the `id` of the node objects reading and read) and an
+    earlier fold's, renumbered."""
+    old_ids = {n.attrs[LOOP_ID]: id(n) for n in graph.nodes if LOOP_ID in n.attrs}
+    number = {id(n): k for k, n in enumerate(n for n in graph.nodes if REPEATS in n.attrs)}
+    nodes = []
+    for node in graph.nodes:
+        if REPEATS in node.attrs:
+            attrs = {k: v for k, v in node.attrs.items() if k != LOOP_READS}
+            attrs[LOOP_ID] = number[id(node)]
+            reads = {number[old_ids[int(k)]]: lag for k, lag in node.attrs.get(LOOP_READS, {}).items()
+                     if int(k) in old_ids and old_ids[int(k)] in number}
+            reads |= {number[read]: lag for read, lag in lags.get(id(node), {}).items() if read in number}
+            if reads:
+                attrs[LOOP_READS] = {str(k): reads[k] for k in sorted(reads)}
+            node = replace(node, attrs=attrs)
+        nodes.append(node)
+    return ArchGraph(nodes, list(graph.edges), dict(graph.meta))
 
 
 def _cut_cycles(nodes: list[Node], edges: set[tuple[int, int]]) -> set[tuple[int, int]]:
@@ -138,7 +218,8 @@ def _cut_cycles(nodes: list[Node], edges: set[tuple[int, int]]) -> set[tuple[int
             inside[a].append(b)
         else:
             entries.add(b)
-    labels = [f"{n.op}|{sorted((k, v) for k, v in n.attrs.items() if k != REPEATS)!r}|{n.scope}|{n.params > 0}"
+    labels = [f"{n.op}|{sorted((k, v) for k, v in n.attrs.items() if k not in (REPEATS, LOOP_ID, LOOP_READS))!r}"
+              f"|{n.scope}|{n.params > 0}"
               for n in nodes]
     for _ in range(3):
         labels = refine_labels(labels, adjacent, adjacent)
@@ -206,10 +287,60 @@ def expand_loops(graph: ArchGraph) -> ArchGraph:
             copies[i] = [len(nodes)]
             nodes.append(node)
             continue
-        attrs = {k: v for k, v in node.attrs.items() if k != REPEATS}
+        attrs = {k: v for k, v in node.attrs.items() if k not in (REPEATS, LOOP_READS, LOOP_ID)}
         share, left = divmod(node.macs, count)
         copies[i] = list(range(len(nodes), len(nodes) + count))
         nodes += [replace(node, attrs=attrs, macs=share + (left if k == 0 else 0)) for k in range(count)]
+    if not any(LOOP_READS in n.attrs for n in graph.nodes):
+        return _expand_without_lags(graph, nodes, copies)
+    # between folded steps, the edges the fold recorded, copy by copy (those the cycle's cut
+    # dropped too); the rest as `_spread` guesses them
+    folded = {int(n.attrs[LOOP_ID]): i for i, n in enumerate(graph.nodes) if LOOP_ID in n.attrs and len(copies[i]) > 1}
+    exact, known = set(), set()
+    for i, node in enumerate(graph.nodes):
+        for key, lag in node.attrs.get(LOOP_READS, {}).items():
+            if int(key) in folded:
+                j = folded[int(key)]
+                known.add((j, i))
+                exact.update((a, copies[i][x + lag]) for x, a in enumerate(copies[j]) if 0 <= x + lag < len(copies[i]))
+    stepped = {(n.scope, n.op) for i, n in enumerate(graph.nodes) if len(copies[i]) > 1}
+    before = [len(copies[i]) == 1 and (n.scope, n.op) in stepped for i, n in enumerate(graph.nodes)]
+    guessed = _spread([e for e in graph.edges if e not in known], copies,
+                      [n.op in JOINS for n in graph.nodes], before) - exact
+    return ArchGraph(nodes, sorted(exact | _acyclic(len(nodes), exact, guessed)), dict(graph.meta)).canonicalize()
+
+
+def _acyclic(count: int, trusted: set[tuple[int, int]], guessed: set[tuple[int, int]]) -> set[tuple[int, int]]:
+    """`guessed` less the edges that close a cycle with the others and `trusted` (which is acyclic):
+    sorted topologically, whichever guessed edges leave nodes unsorted are dropped, and again."""
+    guessed = set(guessed)
+    while True:
+        edges = trusted | guessed
+        waiting = [0] * count
+        children: list[list[int]] = [[] for _ in range(count)]
+        for a, b in edges:
+            waiting[b] += 1
+            children[a].append(b)
+        ready = [i for i in range(count) if waiting[i] == 0]
+        done = set(ready)
+        while ready:
+            node = ready.pop()
+            for child in children[node]:
+                waiting[child] -= 1
+                if waiting[child] == 0:
+                    done.add(child)
+                    ready.append(child)
+        if len(done) == count:
+            return guessed
+        left = {(a, b) for a, b in guessed if a in done or b in done}
+        if left == guessed:  # the cycle is the trusted edges' own: nothing guessed to drop
+            raise ValueError("a folded loop's recorded steps form a cycle")
+        guessed = left
+
+
+def _expand_without_lags(graph: ArchGraph, nodes: list[Node], copies: dict[int, list[int]]) -> ArchGraph:
+    """The expansion of a graph folded before the fold recorded its steps' lags (IR 11-12): step k
+    feeds step k; a loop's steps run one after another in node order."""
     joins = [node.op in JOINS for node in graph.nodes]
     edges = _spread(graph.edges, copies, joins)
     # a loop runs its steps one after another: step k's last operation feeds step k + 1's first
@@ -236,16 +367,23 @@ def expand_loops(graph: ArchGraph) -> ArchGraph:
     return ArchGraph(nodes, edges, dict(graph.meta)).canonicalize()
 
 
-def _spread(edges: list[tuple[int, int]], copies: dict[int, list[int]], joins: list[bool]) -> set[tuple[int, int]]:
+def _spread(edges: list[tuple[int, int]], copies: dict[int, list[int]], joins: list[bool],
+            before: list[bool] | None = None) -> set[tuple[int, int]]:
     """Edges between copies: step k of one folded node feeds step k of the next; a node outside the
-    loop feeds every step and reads the last (a join such as `stack` reads every one)."""
+    loop feeds every step (one of the loop's first steps, `before`, the first only) and reads the
+    last (a join such as `stack` reads every one). Without `before` (graphs folded before IR 13),
+    folded steps of two lengths wrap round the shorter."""
     out = set()
     for s, d in edges:
         left, right = copies[s], copies[d]
         if len(right) == 1:  # a loop's result is its last step's, or what a join of every step reads
             out.update((a, right[0]) for a in (left if joins[d] else left[-1:]))
         elif len(left) == 1:  # what the loop reads from outside, every step reads
-            out.update((left[0], b) for b in right)
-        else:  # two folded steps: copy k to copy k (loops of two lengths wrap round the shorter)
+            out.update((left[0], b) for b in (right[:1] if before and before[s] else right))
+        elif len(left) == len(right) or before is None:  # two folded steps: copy k to copy k
             out.update((left[k % len(left)], right[k % len(right)]) for k in range(max(len(left), len(right))))
+        else:  # one loop's classes of two lengths (its ends fell unlike): copy to the copy as far along
+            longer, shorter = (left, right) if len(left) > len(right) else (right, left)
+            pairs = [(a, shorter[round(k * (len(shorter) - 1) / (len(longer) - 1))]) for k, a in enumerate(longer)]
+            out.update(pairs if longer is left else [(b, a) for a, b in pairs])
     return out

@@ -3,19 +3,15 @@
 Data: a reference dataset folder (`reference-latency.csv` + card, written by `nar bench --zoo
 --export`; the bundled one by default) joined to the bundled zoo's graphs by hash.
 
-Splits are by family, never by row: families are shuffled with a seed and dealt out until the test
-families hold `TEST_SHARE` of the rows and the calibration families `CALIBRATION_SHARE`; the rest
-train. `evaluate` trains on the training families, sets the interval from their out-of-fold errors
-(`FOLDS` folds by family: each family scored by a head that never saw it), checks that interval and
-the training choices on the calibration families, and scores the test families, beside two
-baselines fitted on the same training rows: log latency linear in log MACs, and scikit-learn's
-HistGradientBoostingRegressor on whole-model figures and per-kind MACs/node counts. `train` fits the
-shipped head on every family, beside a head without the calibration families; the interval comes
-from every family's out-of-fold error, the calibration families one fold.
-
-Why folds: one calibration split holds 17-60 families, and whichever few hard families it draws
-set the width. The interval moved between 0.20 and 0.52 (log) across three splits, covering 89-99 %
-of the test families' models where 90 % is asked.
+Splits are by family, never by row: shuffled families are dealt out until the test families hold
+`TEST_SHARE` of the rows and the calibration families `CALIBRATION_SHARE`; the rest train. `evaluate`
+trains on the training families, sets the interval from their out-of-fold errors (`FOLDS` folds by
+family), checks training choices and that interval on the calibration families, and scores the test
+families beside two baselines on the same rows: log latency linear in log MACs, and scikit-learn's
+HistGradientBoostingRegressor on whole-model figures. `train` fits the shipped head on every family
+beside one without the calibration families; every family's out-of-fold error sets the interval.
+Folds, because one calibration split's 17-60 families let a few hard ones set the width (0.20-0.52
+in log over three splits, covering 89-99 % of the test families' models where 90 % is asked).
 """
 
 from __future__ import annotations
@@ -181,8 +177,7 @@ def fold_residuals(samples: list[Sample], rows: list[int], fold: list[int], conf
 def out_of_fold_residuals(samples: list[Sample], folds: list[list[int]], config: Config,
                           report: Callable[[str], None] = lambda line: None) -> np.ndarray:
     """Every fold's residuals under a head fitted on the other folds."""
-    rows = [i for fold in folds for i in fold]
-    return np.concatenate([fold_residuals(samples, rows, fold, config, report) for fold in folds])
+    return np.concatenate([fold_residuals(samples, sum(folds, []), fold, config, report) for fold in folds])
 
 
 def _batch(samples: list[Sample], ids: list[int]) -> tuple[Any, ...]:
@@ -212,9 +207,8 @@ def fit(samples: list[Sample], rows: list[int], config: Config,
         net.global_std.copy_(torch.from_numpy(figures.std(0) + 1e-3).float())
     net = net.to(config.device)
     optimiser = torch.optim.AdamW(net.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    steps = config.epochs * math.ceil(len(rows) / config.batch)
     # a warm-up of at least two steps: OneCycleLR divides by the warm-up's length (tiny fits, tests)
-    steps = max(steps, 4)
+    steps = max(config.epochs * math.ceil(len(rows) / config.batch), 4)
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimiser, config.lr, total_steps=steps,
                                                    pct_start=max(0.1, 2 / steps))
     rng = random.Random(config.seed)
@@ -328,9 +322,8 @@ def _tables(samples: list[Sample], test: list[int], columns: dict[str, np.ndarra
 
 
 def answerable(samples: list[Sample], train: list[int], rows: list[int]) -> np.ndarray:
-    """Which of `rows` a head trained on `train` answers for (the rules of `LatencyHead.why_not`:
-    sizes within SIZE_MARGIN of the training range, operations never trained on at most
-    UNSEEN_SHARE of nodes and MACs)."""
+    """Which of `rows` a head trained on `train` answers for (`LatencyHead.why_not`'s rules: sizes
+    within SIZE_MARGIN of the training range, unseen operations at most UNSEEN_SHARE of nodes, MACs)."""
     from narcli.predict.latency import SIZE_MARGIN, UNSEEN_SHARE
 
     seen = np.zeros(max(int(s.ops.max()) for s in samples) + 1, dtype=bool)
@@ -392,9 +385,8 @@ def evaluate(folder: Path | None = None, config: Config | None = None, seed: int
 def train(folder: Path | None = None, out: Path | None = None, config: Config | None = None, seed: int = 0,
           report: Callable[[str], None] = lambda line: None, resplit: bool = False) -> Path:
     """Fit the shipped head on every family, and beside it (in `HELD_OUT_FOLDER`) the head fitted
-    without the calibration families. Both heads' interval comes from every family's out-of-fold
-    error: the held-out fit's on the calibration families, and `FOLDS` - 1 more fits, each without
-    a fold of the other families. The calibration
+    without the calibration families. Every family's out-of-fold error (that fit's on the
+    calibration families, `FOLDS` - 1 more fits for the others) sets both intervals. The calibration
     families are those the held-out head already in `out` left out (unless `resplit`, or there is
     none): a split drawn afresh from `seed`.
 
@@ -426,8 +418,7 @@ def train(folder: Path | None = None, out: Path | None = None, config: Config | 
     held_out_weights = fit(samples, fitted, config, report)
     true = np.array([samples[i].log_ms for i in calibration])
     residuals = predict_samples(held_out_weights, samples, calibration) - true
-    # the calibration families are one fold (the held-out fit's); the other families' folds each
-    # need a fit of their own
+    # the calibration families are one fold (the held-out fit's); the others need fits of their own
     every = list(range(len(samples)))
     pooled = np.concatenate([residuals] + [fold_residuals(samples, every, fold, config, report)
                                            for fold in family_folds(samples, fitted, FOLDS - 1, seed)])
