@@ -81,7 +81,7 @@ from narcli.graph.arch_graph import ArchGraph, Node
 from narcli.graph.attention_idioms import attention_projections, fuse_attention, merge_heads, rotary_rotate_half
 from narcli.graph.attention_idioms import fold as _fold
 from narcli.graph.gate_idioms import fold_causal_trim, split_fused_layer
-from narcli.graph.loop_idioms import fold_loops
+from narcli.graph.loop_idioms import LOOP_READS, fold_loops
 from narcli.graph.structure_idioms import fold_graph_structure
 from narcli.graph.vocab import OPS
 
@@ -191,7 +191,10 @@ def _normalise_once(graph: ArchGraph) -> ArchGraph:
     for i in range(len(nodes)):
         if not alive[i]:
             continue
-        if nodes[i].op == "concat" and len(parents[i]) == 1 or _is_probability_head(i, nodes, parents, children):
+        # a folded loop step may read the step before on an edge its cycle's cut dropped
+        # (`loop_reads`): a concat left with one parent there still joins two tensors
+        if nodes[i].op == "concat" and len(parents[i]) == 1 and LOOP_READS not in nodes[i].attrs \
+                or _is_probability_head(i, nodes, parents, children):
             _fold(i, parents, children, alive)
             changed = True
         elif _is_relu_cap(i, nodes, parents, children):
