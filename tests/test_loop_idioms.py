@@ -199,6 +199,19 @@ def test_a_folded_loop_of_layers_runs_as_its_unrolled_form_for_the_latency_head(
     assert abs(rolled[0] / unrolled[0] - 1) < 0.02, (unrolled, rolled)
 
 
+def test_recorded_steps_that_contradict_one_another_are_guessed_instead():
+    """A stored graph whose `loop_reads` close a cycle (edited by hand) still expands: every copy is
+    there, and the edges form a DAG."""
+    folded = fold_loops(_with_input_length(_chain(MIN_CHAIN + 8, layer_params=4160), MIN_CHAIN + 8))
+    ids = [n.attrs["loop_id"] for n in folded.nodes if "loop_id" in n.attrs]
+    # lag 0 from itself: each copy would read itself
+    nodes = [replace(n, attrs={**n.attrs, LOOP_READS: {str(k): 0 for k in ids}}) if "loop_id" in n.attrs else n
+             for n in folded.nodes]
+    broken = ArchGraph(nodes, list(folded.edges), dict(folded.meta))
+    back = expand_loops(broken)
+    assert back.num_nodes == expand_loops(folded).num_nodes and back.macs == folded.macs
+
+
 def test_an_exported_graph_shows_a_folded_step_with_its_count():
     from narcli.graph.dot import graph_dot
 

@@ -128,7 +128,8 @@ def _chained(members: list[int], children: list[list[int]]) -> bool:
 
 
 def fold_loops(graph: ArchGraph) -> ArchGraph:
-    """`graph` with each parameter-free loop kept as one step (the same object if there is none)."""
+    """`graph` with each loop over the data kept as one step (the same object if there is none): a
+    parameter-free loop or recurrence, or a loop of layers once per position of an input's axis."""
     stepped = _stepped_classes(graph)
     taken = {i for members in stepped for i in members}
     classes = stepped + [m for m in _loop_classes(graph) if not taken & set(m)]
@@ -307,12 +308,16 @@ def expand_loops(graph: ArchGraph) -> ArchGraph:
     before = [len(copies[i]) == 1 and (n.scope, n.op) in stepped for i, n in enumerate(graph.nodes)]
     guessed = _spread([e for e in graph.edges if e not in known], copies,
                       [n.op in JOINS for n in graph.nodes], before) - exact
-    return ArchGraph(nodes, sorted(exact | _acyclic(len(nodes), exact, guessed)), dict(graph.meta)).canonicalize()
+    kept = _acyclic(len(nodes), exact, guessed)
+    if kept is None:  # recorded steps that contradict one another (a hand-edited graph): guess them all
+        return _expand_without_lags(graph, nodes, copies)
+    return ArchGraph(nodes, sorted(exact | kept), dict(graph.meta)).canonicalize()
 
 
-def _acyclic(count: int, trusted: set[tuple[int, int]], guessed: set[tuple[int, int]]) -> set[tuple[int, int]]:
-    """`guessed` less the edges that close a cycle with the others and `trusted` (which is acyclic):
-    sorted topologically, whichever guessed edges leave nodes unsorted are dropped, and again."""
+def _acyclic(count: int, trusted: set[tuple[int, int]], guessed: set[tuple[int, int]]) -> set[tuple[int, int]] | None:
+    """`guessed` less the edges that close a cycle with the others and `trusted`: sorted
+    topologically, whichever guessed edges leave nodes unsorted are dropped, and again. None when
+    `trusted` closes a cycle by itself."""
     guessed = set(guessed)
     while True:
         edges = trusted | guessed
@@ -334,7 +339,7 @@ def _acyclic(count: int, trusted: set[tuple[int, int]], guessed: set[tuple[int, 
             return guessed
         left = {(a, b) for a, b in guessed if a in done or b in done}
         if left == guessed:  # the cycle is the trusted edges' own: nothing guessed to drop
-            raise ValueError("a folded loop's recorded steps form a cycle")
+            return None
         guessed = left
 
 
