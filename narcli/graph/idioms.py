@@ -188,13 +188,9 @@ def _normalise_once(graph: ArchGraph) -> ArchGraph:
     for i in range(len(nodes)):
         if nodes[i].op == "softmax" and alive[i]:
             changed |= fuse_attention(i, nodes, parents, children, alive)
-    for i in range(len(nodes)):
-        if not alive[i]:
-            continue
-        # a folded loop step may read the step before on an edge its cycle's cut dropped
-        # (`loop_reads`): a concat left with one parent there still joins two tensors
-        if nodes[i].op == "concat" and len(parents[i]) == 1 and LOOP_READS not in nodes[i].attrs \
-                or _is_probability_head(i, nodes, parents, children):
+    for i in (i for i in range(len(nodes)) if alive[i]):
+        single = len(parents[i]) == 1 and LOOP_READS not in nodes[i].attrs  # a folded step's cut input still joins
+        if nodes[i].op == "concat" and single or _is_probability_head(i, nodes, parents, children):
             _fold(i, parents, children, alive)
             changed = True
         elif _is_relu_cap(i, nodes, parents, children):
