@@ -141,6 +141,46 @@ def test_vq_vae_decodes_from_codebook_entries_and_context_encoder_paints_the_cen
         assert out.shape == (1, 3, side // 2, side // 2) and float(out.abs().max()) <= 1
 
 
+def test_stepped_attention_decoders_are_one_step_with_every_steps_macs(breadth_zoo):
+    models = {m.name: m for m in breadth_zoo if m.source == "classics" and m.family == "seq2seq"}
+    small = models["seq2seq_bahdanau_small"]
+    assert small.nodes < 60  # 24 decoder steps folded to one (IR 13), not 24 copies
+    # RNNsearch at vocabulary 8,000, embeddings 256, states 512, 24 source and 24 target tokens:
+    # the bidirectional GRU encoder, s0, the keys once, then per target step the query, the
+    # energies, the maxout layer, the output projection and the GRU cell
+    encoder = 2 * 24 * 3 * 512 * (256 + 512)
+    step = 512 * 512 + 24 * 512 + (512 + 256 + 1024) * 512 + 256 * 8000 + 3 * 512 * (256 + 1024 + 512)
+    assert small.macs == encoder + 512 * 512 + 24 * 1024 * 512 + 24 * step
+    assert models["seq2seq_luong_small"].nodes < 60 and models["seq2seq_luong_wmt"].params > 200e6
+
+
+def test_pointnet2_samples_the_farthest_points_and_groups_within_the_radius():
+    import torch
+
+    from nar_classics import points
+
+    line = torch.tensor([[[float(i), 0.0, 0.0] for i in range(11)]])
+    # from the first point: the far end, then the middle
+    assert points.farthest_points(line, 3).tolist() == [[0, 10, 5]]
+    centres = torch.tensor([[[0.0, 0.0, 0.0], [10.0, 0.0, 0.0]]])
+    index = points.ball_query(line, centres, radius=2.5, limit=4)
+    # at most 4 points within 2.5, in index order, padded with the first found
+    assert index.tolist() == [[[0, 1, 2, 0], [8, 9, 10, 8]]]
+    torch.manual_seed(0)
+    cloud = torch.rand(2, 3, 256)
+    with torch.no_grad():
+        assert points.PointNet2(classes=10).eval()(cloud).shape == (2, 10)
+        assert points.PointNet2(classes=5, grouping="msg", segment=True).eval()(cloud).shape == (2, 5, 256)
+
+
+def test_pointnet2_sampling_loop_is_folded_in_the_zoo(breadth_zoo):
+    models = {m.name: m for m in breadth_zoo if m.source == "classics" and m.name.startswith("pointnet2")}
+    assert set(models) == {"pointnet2_cls_ssg", "pointnet2_cls_msg", "pointnet2_partseg_ssg"}
+    # two levels of 512 and 128 farthest-point steps would be thousands of nodes written out
+    assert all(m.nodes < 300 for m in models.values())
+    assert all(m.coarse == "convolutional" for m in models.values())
+
+
 def test_pyg_models_trace_except_what_needs_missing_libraries(breadth_zoo):
     mine = [m for m in breadth_zoo if m.source == "pyg"]
     if not mine:

@@ -15,7 +15,7 @@ TOKENS, VECTOR = "long", "float"
 
 
 def _catalogue() -> dict[str, tuple]:
-    from nar_classics import cifar, generative, imaging, other, sequence, vision
+    from nar_classics import cifar, generative, imaging, other, points, sequence, translation, vision
 
     out: dict[str, tuple] = {}
     for cell in ("lstm", "gru", "rnn"):
@@ -38,6 +38,13 @@ def _catalogue() -> dict[str, tuple]:
                 name = f"seq2seq_{cell}{'_attention' if attention else ''}_{size}"
                 out[name] = ("seq2seq", "translation", sequence.Seq2Seq, {"cell": cell, "attention": attention, **kwargs},
                              [((1, 24), TOKENS), ((1, 24), TOKENS)])
+    # decoders stepped token by token with attention at every step, as the papers define them
+    for name, kwargs in {"seq2seq_bahdanau_rnnsearch": {}, "seq2seq_bahdanau_small": {"vocab": 8000, "embed": 256,
+                         "hidden": 512, "align": 512, "maxout": 256}}.items():
+        out[name] = ("seq2seq", "translation", translation.BahdanauSeq2Seq, kwargs, [((1, 24), TOKENS), ((1, 24), TOKENS)])
+    for name, kwargs in {"seq2seq_luong_wmt": {}, "seq2seq_luong_small": {"vocab": 8000, "embed": 512, "hidden": 512,
+                                                                           "layers": 2}}.items():
+        out[name] = ("seq2seq", "translation", translation.LuongSeq2Seq, kwargs, [((1, 24), TOKENS), ((1, 24), TOKENS)])
     for name, kwargs, shape in (("tcn_seq_mnist", {"inputs": 1, "channels": 25, "levels": 8, "kernel": 7}, (1, 1, 784)),
                                 ("tcn_char_lm", {"inputs": 100, "channels": 450, "levels": 3, "kernel": 3, "outputs": 100}, (1, 100, 400)),
                                 ("tcn_forecast", {"inputs": 8, "channels": 64, "levels": 5, "kernel": 3, "outputs": 12}, (1, 8, 168))):
@@ -84,6 +91,10 @@ def _catalogue() -> dict[str, tuple]:
                          "pointnet_seg": {"segment": True, "classes": 50}, "pointnet_seg_vanilla": {"segment": True, "classes": 13, "transforms": False}}.items():
         out[name] = ("pointnet", "point-cloud-segmentation" if "seg" in name else "point-cloud-classification",
                      other.PointNet, kwargs, [((2, 3, 1024), VECTOR)])
+    for name, kwargs in {"pointnet2_cls_ssg": {}, "pointnet2_cls_msg": {"grouping": "msg"},
+                         "pointnet2_partseg_ssg": {"segment": True, "classes": 50}}.items():
+        out[name] = ("pointnet", "point-cloud-segmentation" if "seg" in name else "point-cloud-classification",
+                     points.PointNet2, kwargs, [((2, 3, 1024), VECTOR)])
     for name, kwargs in {"nerf": {}, "nerf_small": {"depth": 4, "width": 128, "skip": 2}, "nerf_wide": {"width": 512}}.items():
         out[name] = ("nerf", "novel-view-synthesis", other.NeRF, kwargs, [((4096, 3), VECTOR), ((4096, 3), VECTOR)])
     for name, kwargs in {"srcnn_915": {}, "srcnn_955": {"kernels": (9, 5, 5)}, "srcnn_rgb": {"channels": 3}}.items():
@@ -142,8 +153,8 @@ def _catalogue() -> dict[str, tuple]:
 
 class ClassicsSource(ZooSource):
     name = "classics"
-    description = ("textbook designs written from their papers: RNNs, seq2seq, TCN, WaveNet, GANs, VAEs, U-Net, "
-                   "PointNet, NeRF, SR, RL, PatchGAN, V-Net, Attention U-Net, DiT, VQ-VAE, Context Encoder, and CIFAR classifiers "
+    description = ("textbook designs written from their papers: RNNs, seq2seq (Bahdanau, Luong), TCN, WaveNet, GANs, VAEs, U-Net, "
+                   "PointNet, PointNet++, NeRF, SR, RL, PatchGAN, V-Net, Attention U-Net, DiT, VQ-VAE, Context Encoder, and CIFAR classifiers "
                    "(ResNet-20..110, WRN, ResNeXt-29, DenseNet-BC)")
     rank = 40
 
