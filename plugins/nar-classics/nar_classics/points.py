@@ -81,8 +81,9 @@ class SetAbstraction(nn.Module):
 
 
 class FeaturePropagation(nn.Module):
-    """Features of the coarse level interpolated to the fine level's points (inverse distance, three
-    nearest), concatenated with the fine level's own, through a unit PointNet."""
+    """Features of the coarse level interpolated to the fine level's points (weights 1 / d², the
+    paper's p = 2, over the three nearest), concatenated with the fine level's own, through a unit
+    PointNet."""
 
     def __init__(self, widths):
         super().__init__()
@@ -93,7 +94,7 @@ class FeaturePropagation(nn.Module):
             spread = coarse_features.expand(-1, fine_xyz.shape[1], -1)
         else:
             distance, index = torch.cdist(fine_xyz, coarse_xyz).topk(3, -1, largest=False)
-            weight = 1.0 / (distance + 1e-8)
+            weight = 1.0 / (distance ** 2 + 1e-8)
             weight = weight / weight.sum(-1, keepdim=True)
             spread = (gather_points(coarse_features, index) * weight.unsqueeze(-1)).sum(2)
         joined = torch.cat([fine_features, spread], -1) if fine_features is not None else spread
