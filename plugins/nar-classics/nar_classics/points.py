@@ -13,6 +13,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from nar_classics.other import _shared_mlp
+
 
 def farthest_points(xyz, count):
     """Indices (B, count) of `count` points of `xyz` (B, N, 3), each the farthest from those before."""
@@ -47,11 +49,8 @@ def ball_query(xyz, centres, radius, limit):
 
 
 def _mlp2d(widths):
+    """PointNet's shared MLP (`other._shared_mlp`) over groups of points: (B, C, K, groups)."""
     return nn.Sequential(*[m for a, b in zip(widths, widths[1:]) for m in (nn.Conv2d(a, b, 1), nn.BatchNorm2d(b), nn.ReLU())])
-
-
-def _mlp1d(widths):
-    return nn.Sequential(*[m for a, b in zip(widths, widths[1:]) for m in (nn.Conv1d(a, b, 1), nn.BatchNorm1d(b), nn.ReLU())])
 
 
 class SetAbstraction(nn.Module):
@@ -87,7 +86,7 @@ class FeaturePropagation(nn.Module):
 
     def __init__(self, widths):
         super().__init__()
-        self.mlp = _mlp1d(widths)
+        self.mlp = _shared_mlp(widths)
 
     def forward(self, fine_xyz, coarse_xyz, fine_features, coarse_features):
         if coarse_xyz.shape[1] == 1:
@@ -112,16 +111,15 @@ class PointNet2(nn.Module):
     def __init__(self, classes=40, grouping="ssg", segment=False):
         super().__init__()
         self.segment = segment
-        levels, features = [], 0
-        for centroids, scales, widths in (SSG if grouping == "ssg" else MSG):
-            levels.append(SetAbstraction(centroids, scales, features, widths))
-            features = sum(w[-1] for w in widths)
-        levels.append(SetAbstraction(None, None, features, [[256, 512, 1024]]))
+        levels, widths = [], [0]  # widths: the features each level hands on (the points themselves: none)
+        for centroids, scales, mlps in (SSG if grouping == "ssg" else MSG):
+            levels.append(SetAbstraction(centroids, scales, widths[-1], mlps))
+            widths.append(sum(w[-1] for w in mlps))
+        levels.append(SetAbstraction(None, None, widths[-1], [[256, 512, 1024]]))
         self.levels = nn.ModuleList(levels)
         if segment:
-            widths = [sum(w[-1] for w in ws) for _, _, ws in (SSG if grouping == "ssg" else MSG)]
-            self.propagate = nn.ModuleList([FeaturePropagation([1024 + widths[1], 256, 256]),
-                                            FeaturePropagation([256 + widths[0], 256, 128]),
+            self.propagate = nn.ModuleList([FeaturePropagation([1024 + widths[2], 256, 256]),
+                                            FeaturePropagation([256 + widths[1], 256, 128]),
                                             FeaturePropagation([128, 128, 128, 128])])
             self.head = nn.Sequential(nn.Conv1d(128, 128, 1), nn.BatchNorm1d(128), nn.ReLU(), nn.Dropout(0.5),
                                       nn.Conv1d(128, classes, 1))
