@@ -58,7 +58,7 @@ def main() -> None:
                embed_items(model, graphs, learned_only=True)}
     for name in filter(None, args.learned.split(",")):
         methods[name] = learned_baseline(name, items, train, card)
-    from narcli.encode.family_rank import FAMILY_RERANK_WEIGHT, KEEP_NEAREST
+    from narcli.encode.family_rank import FAMILY_RERANK_WEIGHT, KEEP_NEAREST, TIE_BAND
 
     # as `nar similar` reads a query's blocks and decoder (`family_rank.renamed_away`, `search.family.query_names`)
     reads, decoders = query_reads(items, test, train)
@@ -79,7 +79,7 @@ def main() -> None:
     out = {"split": f"random, seed {card['config']['seed']}: {len(train)} train, {len(test)} test",
            "split_from": "the card's test_models" if card.get("test_models") else "the card's seed on today's labels",
            "readout": readout, "rerank_weight": FAMILY_RERANK_WEIGHT,
-           "rerank_keep": KEEP_NEAREST, "methods": metrics, "machine": machine()}
+           "rerank_keep": KEEP_NEAREST, "rerank_tie_band": TIE_BAND, "methods": metrics, "machine": machine()}
     (ROOT / "benchmarks" / "results" / f"{args.out}.json").write_text(json.dumps(out, indent=2) + "\n")
     if args.write_card:
         card_path = path.with_suffix(".json")

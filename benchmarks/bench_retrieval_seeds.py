@@ -76,14 +76,15 @@ def main() -> None:
     methods = tuple(m.strip() for m in args.methods.split(","))
     from dataclasses import asdict
 
-    from narcli.encode.family_rank import FAMILY_RERANK_WEIGHT, KEEP_NEAREST
+    from narcli.encode.family_rank import FAMILY_RERANK_WEIGHT, KEEP_NEAREST, TIE_BAND
     from narcli.encode.training import TrainConfig
 
     # the whole recipe, read-out and second stage included: a seed measured under another one is
     # measured again
     recipe = {k: v for k, v in asdict(TrainConfig(epochs=args.epochs)).items() if k not in ("seed", "device")}
     settings = {"epochs": args.epochs, "methods": list(methods), "recipe": recipe,
-                "second_stage": {"weight": FAMILY_RERANK_WEIGHT, "keep": KEEP_NEAREST}}
+                "second_stage": {"weight": FAMILY_RERANK_WEIGHT, "keep": KEEP_NEAREST,
+                                 **({"tie_band": TIE_BAND} if TIE_BAND is not None else {})}}
     if args.split != "random":  # random-split files written before the option have no split
         settings["split"] = args.split
     settings = json.loads(json.dumps(settings))  # as read back: tuples become lists, or no seed would match

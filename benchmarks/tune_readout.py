@@ -37,6 +37,10 @@ one (2026-12-02, `readout-composite.json`: no setting beat the shipped read-out 
 as `nar similar` reads a scanned file's (`family_rank.family_order`'s `blocks`; an edited copy read
 as the architecture it was made from, whose blocks its edits keep), against the same with nothing
 read: how the second stage's handling of a renamed family does on validation queries.
+`--tie-only` scores the second stage's tie band (`family_rank.TIE_BAND`: candidates within it of the
+nearest's cosine are ordered by the family score, a near-tie broken by the vote) on the shipped mix,
+weight and front, with blocks and decoder read; the gentlest band within 0.001 of the best mean is
+chosen (2026-12-06, `readout-tie-band.json`).
 `--hard-families X` trains with that share of each batch's families drawn as near families
 (`TrainConfig.hard_families`; `readout-hard-families.json` at 0.5, against the run at 0 in
 `readout-composite.json`).
@@ -153,6 +157,8 @@ def main() -> None:
                         help="score only the composite queries' decoder weight, on the shipped mix and second stage")
     parser.add_argument("--blocks-only", action="store_true",
                         help="score only the second stage with each query's blocks and decoder read, on the shipped mix")
+    parser.add_argument("--tie-only", action="store_true",
+                        help="score only the second stage's tie band, on the shipped mix, blocks and decoder read")
     parser.add_argument("--kinds", type=int, choices=(3, 4), default=4,
                         help="query kinds in the criterion: 3 leaves out 'other library' (the choice before 2026-11-29)")
     args = parser.parse_args()
@@ -191,7 +197,8 @@ def main() -> None:
               composite_weights: dict[str, float] | None = None, only: np.ndarray | None = None,
               composite: np.ndarray | None = None, other_weights: dict[str, float] | None = None,
               vote_temperature: float | None = None,
-              blocks: dict[int, dict[str, str]] | None = None) -> dict[str, dict[str, float]]:
+              blocks: dict[int, dict[str, str]] | None = None,
+              tie_band: float | str | None = "shipped") -> dict[str, dict[str, float]]:
         vectors = np.concatenate([parts[p] * weights[p] ** 0.5 for p in PARTS], axis=1)
         searching = None
         # queries may read their parts with other weights than the rows they search (composite
@@ -214,7 +221,7 @@ def main() -> None:
                 queries, held = [queries[j] for j in kept], None if held is None else [held[j] for j in kept]
             metrics = retrieval_metrics(vectors, family, queries, (20,), pool_mask=searched, withheld=held,
                                         rerank=rerank, keep=keep, query_embeddings=searching,
-                                        vote_temperature=vote_temperature,
+                                        vote_temperature=vote_temperature, tie_band=tie_band,
                                         blocks=None if blocks is None else [blocks.get(q) for q in queries])
             out[kind] = {m: round(metrics[m], 4) for m in AT} | {"queries": metrics["queries"]}
         # each group of queries listed by the same sources searches the rows none of them lists
@@ -222,7 +229,7 @@ def main() -> None:
                                                        for queries, mask in other_library]
         scored = [(retrieval_metrics(vectors, family, queries, (20,), pool_mask=mask, rerank=rerank, keep=keep,
                                      query_embeddings=searching, vote_temperature=vote_temperature,
-                                     blocks=None if blocks is None else [blocks.get(q) for q in queries]))
+                                     tie_band=tie_band, blocks=None if blocks is None else [blocks.get(q) for q in queries]))
                   for queries, mask in groups if queries]
         counted = sum(m["queries"] for m in scored)
         out["other library"] = {m: round(sum(row[m] * row["queries"] for row in scored) / max(counted, 1), 4) for m in AT}
@@ -238,6 +245,10 @@ def main() -> None:
         reads = query_renamings(pool, fit, known, unseen, rewritten_queries, originals, parts, family, searched)
         blocks_step(args, score, mean, kinds, reads, {"known families": known, "unseen families": unseen,
                                                       "rewritten": rewritten_queries})
+        return
+    if args.tie_only:
+        reads = query_renamings(pool, fit, known, unseen, rewritten_queries, originals, parts, family, searched)
+        tie_step(args, score, mean, kinds, reads)
         return
     if args.composite_only:
         composite_step(args, score, mean, kinds, composite_rules(graphs), known, unseen, rewritten_queries)
@@ -399,6 +410,33 @@ def blocks_step(args, score, mean, kinds, reads: dict[int, dict[str, str]], by_k
     args.out.write_text(json.dumps({"shipped": shipped, "criterion": f"mean of MRR@20 and MAP@20 over {', '.join(kinds)}",
                                     "rerank_weight": FAMILY_RERANK_WEIGHT, "rerank_keep": KEEP_NEAREST,
                                     "queries_renamed": renamed, "queries": {kind: len(q) for kind, q in by_kind.items()}, "scores": rows,
+                                    "machine": machine()}, indent=2) + "\n")
+
+
+TIE_BANDS = (None, 0.0, 0.001, 0.002, 0.005, 0.01, 0.02)  # the second stage's tie bands tried
+TIE_TOLERANCE = 0.001  # a wider band is chosen only if its mean beats every gentler one's by more
+
+
+def tie_step(args, score, mean, kinds, reads: dict[int, dict[str, str]]) -> None:
+    """The second stage's tie band (`family_rank.TIE_BAND`) on the shipped mix, weight and front,
+    each query's blocks and decoder read as the search reads them. Chosen: the gentlest band (None,
+    then the narrowest) whose mean is within `TIE_TOLERANCE` of the best."""
+    from narcli.encode.family_rank import FAMILY_RERANK_WEIGHT, KEEP_NEAREST
+
+    shipped = shipped_mix()
+    rows = []
+    for band in TIE_BANDS:
+        row = score(shipped, FAMILY_RERANK_WEIGHT, KEEP_NEAREST, blocks=reads, tie_band=band)
+        rows.append({"tie_band": band, **row, "mean": round(mean(row), 4)})
+        print(f"tie band {band!s:<6} " + "  ".join(f"{kind}: {row[kind]['MRR@20']:.4f} / {row[kind]['MAP@20']:.4f}"
+                                                  for kind in QUERIES) + f"  mean {mean(row):.4f}", flush=True)
+    top = max(r["mean"] for r in rows)
+    chosen = next(r for r in rows if r["mean"] >= top - TIE_TOLERANCE)
+    print(f"chosen tie band: {chosen['tie_band']} (mean {chosen['mean']:.4f}; best {top:.4f})", flush=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"shipped": shipped, "criterion": f"mean of MRR@20 and MAP@20 over {', '.join(kinds)}",
+                                    "rerank_weight": FAMILY_RERANK_WEIGHT, "rerank_keep": KEEP_NEAREST,
+                                    "tolerance": TIE_TOLERANCE, "chosen_tie_band": chosen["tie_band"], "bands": rows,
                                     "machine": machine()}, indent=2) + "\n")
 
 

@@ -124,7 +124,8 @@ def test_the_second_stage_lifts_map_when_a_family_is_interleaved_with_another():
 
 def test_keeping_the_nearest_first_keeps_a_right_first_hit_the_vote_would_bury():
     # query 0 (family a): its nearest is a, but the next voters are b, which win the vote
-    angles = np.arccos([1.0, 0.99, 0.989, 0.988, 0.987, 0.5])  # three b voters a hair behind the nearest a
+    # three b voters a little behind the nearest a (further than the tie band: no tie)
+    angles = np.arccos([1.0, 0.99, 0.985, 0.984, 0.983, 0.5])
     z = np.stack([np.cos(angles), np.sin(angles)], axis=1).astype(np.float32)
     labels = ["a", "a", "b", "b", "b", "a"]
     voted = retrieval_metrics(z, labels, [0], ks=(2,), rerank=1.0, keep=0)
@@ -167,3 +168,31 @@ def test_the_vote_temperature_reaches_the_second_stage():
     names = ["b", "a", "b", "b"]  # the query is family b: only the warm vote puts a b first
     assert retrieval_metrics(z, names, [0], ks=(1,), rerank=1.0, keep=0, vote_temperature=1.0)["MRR@1"] == 1.0
     assert retrieval_metrics(z, names, [0], ks=(1,), rerank=1.0, keep=0, vote_temperature=0.005)["MRR@1"] == 0.0
+
+
+def test_a_near_tie_in_front_is_broken_by_the_vote_only_inside_the_band():
+    # a ViT whose nearest is a NaFlexViT a hair nearer than the ViTs the vote names
+    cosines, labels = [0.9984, 0.9982, 0.99, 0.5], ["naflexvit", "vit", "vit", "x"]
+    shares = {"vit": 0.8, "naflexvit": 0.2}
+    assert family_order(cosines, labels, shares, weight=0.5, keep=2, tie_band=None) == [0, 1, 2, 3]
+    assert family_order(cosines, labels, shares, weight=0.5, keep=2, tie_band=0.001) == [1, 0, 2, 3]
+    assert family_order(cosines, labels, shares, weight=0.5, keep=2, tie_band=0.0) == [0, 1, 2, 3]  # not a tie
+    # a candidate outside the front but inside the band joins the tie: it is as near as the nearest
+    assert family_order([0.9984, 0.9983, 0.9982, 0.9], ["naflexvit", "naflexvit", "vit", "vit"], shares,
+                        weight=0.5, keep=2, tie_band=0.001) == [2, 0, 1, 3]
+    # an exact tie (two names for one graph) is broken by the vote at band 0; weight 0 keeps cosine order
+    assert family_order([1.0, 1.0, 0.9], ["deit", "vit", "vit"], shares, weight=0.5, keep=2, tie_band=0.0) == [1, 0, 2]
+    assert family_order([1.0, 1.0, 0.9], ["deit", "vit", "vit"], shares, weight=0.0, keep=2, tie_band=0.0) == [0, 1, 2]
+
+
+def test_a_family_the_query_renames_takes_no_part_in_a_tie():
+    assert family_order([0.96, 0.9599, 0.95], ["resnet", "resnext", "resnext"], {"resnext": 1.0}, weight=0.5,
+                        keep=2, blocks=GROUPED, tie_band=0.01) == [1, 2, 0]
+
+
+@pytest.mark.parametrize("band", [-0.001, float("nan"), "0.1"])
+def test_a_bad_tie_band_is_refused(band):
+    with pytest.raises(ValueError, match="tie band"):
+        family_order([0.9], ["a"], {"a": 1.0}, weight=1.0, tie_band=band)
+    with pytest.raises(ValueError, match="tie band"):
+        retrieval_metrics(np.eye(2, dtype=np.float32), ["a", "a"], [0], ks=(1,), rerank=0.5, tie_band=band)

@@ -49,7 +49,7 @@ def test_cosine_order_is_plain_cosine_and_family_order_brings_the_family_forward
         same = [n["cosine"] for n in ranked["neighbours"] if n["family"] == fam]
         assert same == sorted(same, reverse=True)
     text = " ".join(cli("similar", "resnext50_32x4d").stdout.split())
-    assert "nearest 2 first unless your model's graph renames their family, then by family vote and cosine (--order cosine: cosine alone)" in text
+    assert "nearest 2 first (a near tie by family vote) unless your model's graph renames their family, then by family vote and cosine (--order cosine: cosine alone)" in text
     assert "family vote" not in " ".join(cli("similar", "resnext50_32x4d", "--order", "cosine").stdout.split())
 
 
@@ -883,3 +883,20 @@ def test_a_zoo_model_own_graph_leads_the_vote_but_its_cosine_is_said_as_at_most_
     assert out.exit_code == 0, out.output
     (result,) = json.loads(out.stdout)["results"]
     assert result["prediction"]["family"] == "resnet" and result["prediction"]["nearest_cosine"] == 1.0
+
+
+def test_the_query_own_graph_stays_first_whatever_the_second_stage_or_a_near_tie_says():
+    from narcli.search.similar import Neighbour, family_ordered
+
+    def row(name: str, family: str, cosine: float, graph_hash: str) -> Neighbour:
+        return Neighbour(name, "zoo", family, "transformer", "", "zoo", cosine, 1, 1, graph_hash)
+
+    # the file is the zoo's own graph traced at another length: its row sits first at a lower cosine,
+    # and two rows of a family the vote prefers are within the tie band of it
+    rows = [row("own", "deit", 0.9990, "h0"), row("twin", "vit", 0.9995, "h1"), row("other", "vit", 0.9992, "h2"),
+            row("far", "deit", 0.90, "h3")]
+    shares = {"vit": 0.9, "deit": 0.1}
+    assert [n.name for n in family_ordered(rows, shares, None, "h0")][0] == "own"
+    # without a graph of its own the same rows are the stage's to order: the tie goes to the vote
+    assert [n.name for n in family_ordered(rows[1:], shares, None, None)][:2] == ["twin", "other"]
+    assert [n.name for n in family_ordered(rows, shares, None, "elsewhere")][0] == "twin"

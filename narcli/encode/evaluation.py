@@ -18,7 +18,7 @@ def retrieval_metrics(embeddings: np.ndarray, labels: list[str], queries: list[i
                       vote_labels: list[str] | None = None, keep: int | None = None,
                       blocks: list[dict[str, str] | None] | None = None,
                       query_embeddings: np.ndarray | None = None,
-                      vote_temperature: float | None = None) -> dict[str, float]:
+                      vote_temperature: float | None = None, tie_band: float | str | None = "shipped") -> dict[str, float]:
     """MRR@k, MAP@k, NDCG@k for cosine retrieval over L2-normalised `embeddings`; `pool_mask`:
     only those rows are candidates (default: every row but the query); `withheld[j]`: one more row
     that is no candidate for `queries[j]` (the design an edited copy was made from); `rerank`: the
@@ -29,13 +29,16 @@ def retrieval_metrics(embeddings: np.ndarray, labels: list[str], queries: list[i
     already names its blocks); `query_embeddings[q]`: the vector row q searches with, when a query
     reads its parts with other weights than the rows it is compared with (benchmarks/tune_readout.py's
     composite read-out); `vote_temperature`: the second stage's vote temperature (default: the
-    shipped `VOTE_TEMPERATURE`)."""
-    from narcli.encode.family_rank import (KEEP_NEAREST, RERANK_CANDIDATES, VOTE_TEMPERATURE, check_keep,
-                                           check_weight, rerank_rows)
+    shipped `VOTE_TEMPERATURE`); `tie_band`: the second stage's (`family_rank.family_order`; default
+    "shipped": `TIE_BAND`)."""
+    from narcli.encode.family_rank import (KEEP_NEAREST, RERANK_CANDIDATES, TIE_BAND, VOTE_TEMPERATURE, check_keep,
+                                           check_tie_band, check_weight, rerank_rows)
 
     check_weight(rerank)
     keep = KEEP_NEAREST if keep is None else keep
     check_keep(keep)
+    tie_band = TIE_BAND if tie_band == "shipped" else tie_band
+    check_tie_band(tie_band)
     if blocks is not None and len(blocks) != len(queries):
         raise ValueError(f"{len(blocks)} block renamings for {len(queries)} queries")
     labels_arr = np.array(labels)
@@ -55,7 +58,8 @@ def retrieval_metrics(embeddings: np.ndarray, labels: list[str], queries: list[i
         if rerank:
             order = rerank_rows(order, np.take_along_axis(sims, order, axis=1), voting, rerank,
                                 keep=keep, blocks=None if blocks is None else blocks[start:start + 256],
-                                temperature=VOTE_TEMPERATURE if vote_temperature is None else vote_temperature)[:, :top]
+                                temperature=VOTE_TEMPERATURE if vote_temperature is None else vote_temperature,
+                                tie_band=tie_band)[:, :top]
         for row, q in enumerate(chunk):
             relevant_total = int(((labels_arr == labels_arr[q]) & candidate).sum()) - int(candidate[q])
             if withheld is not None:

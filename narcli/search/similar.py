@@ -32,7 +32,8 @@ LM_TASKS = ("causal-lm", "masked-lm", "pretraining")  # pretraining: BertForPreT
 ORDERS = ("family", "cosine")
 # shown (CLI and browser) when that is not cosine order; a row of a family the query's blocks or
 # decoder rename leaves the front (`family_rank.renamed_away`)
-ORDER_NOTE = f"nearest {KEEP_NEAREST} first unless your model's graph renames their family, then by family vote and cosine"
+ORDER_NOTE = (f"nearest {KEEP_NEAREST} first (a near tie by family vote) unless your model's graph renames their "
+              "family, then by family vote and cosine")
 STEM_NOTE = ("its 3×3 stride-1 stem was also searched as ImageNet code writes it (7×7 stride 2, then a max-pool); "
              "each cosine is the better of the two")
 
@@ -116,8 +117,9 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
                  report: Callable[[str], None] = lambda line: None, order: str = "family") -> list[SimilarResult]:
     """For each architecture `target` names: its `k` nearest neighbours (zoo and, without a zoo
     filter, the user's own scanned models) and its predicted family. `order` "family": the
-    `KEEP_NEAREST` nearest, then the neighbours of the family the nearest ten vote for
-    (`encode.family_rank`), each family's by cosine; "cosine": by cosine alone. Either way a zoo
+    `KEEP_NEAREST` nearest (any within `TIE_BAND` of the nearest's cosine ordered by the vote), then
+    the neighbours of the family the nearest ten vote for (`encode.family_rank`), each family's by
+    cosine; "cosine": by cosine alone. Either way a zoo
     architecture whose canonical graph is the query's own comes first (`same_graph_first`)."""
     from narcli.search.neighbours import user_index, zoo_index
     from narcli.zoo.store import Zoo
@@ -189,9 +191,7 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
         if order == "family":
             voted = vote_shares([f for f, _, _ in vote_on[:VOTERS]], [c for _, _, c in vote_on[:VOTERS]],
                                 names)  # the family named as predicted
-            ranked = family_order([n.cosine for n in by_cosine], [n.family for n in by_cosine], voted,
-                                  FAMILY_RERANK_WEIGHT, blocks=names)
-            neighbours = [by_cosine[i] for i in ranked]
+            neighbours = family_ordered(by_cosine, voted, names, same_graph)
         neighbours = neighbours[:k]
         reordered = [n.name for n in neighbours] != [n.name for n in by_cosine[:k]]
         identical = zoo.aliases(query.zoo_model) if query.zoo_model is not None else \
@@ -372,6 +372,19 @@ def _model_of(n: Neighbour) -> str:
     suffix = "/" + n.task
     name = n.name[: -len(suffix)] if n.kind == "zoo" and n.task and n.name.endswith(suffix) else n.name
     return f"{n.kind}:{name}"
+
+
+def family_ordered(by_cosine: list[Neighbour], shares: dict[str, float], names: dict[str, str] | None,
+                   same_graph: str | None) -> list[Neighbour]:
+    """`by_cosine` in the second stage's order (`family_order`); a zoo row whose graph is the query's
+    own (`fold_heads` put it first, at whatever cosine) stays first, out of the stage's reach: its
+    cosine may be below the rows after it, and no near tie may displace it."""
+    pinned = int(bool(by_cosine) and bool(same_graph) and by_cosine[0].kind == "zoo"
+                 and by_cosine[0].graph_hash == same_graph)
+    rest = by_cosine[pinned:]
+    ranked = family_order([n.cosine for n in rest], [n.family for n in rest], shares, FAMILY_RERANK_WEIGHT,
+                          keep=max(KEEP_NEAREST - pinned, 0), blocks=names)
+    return by_cosine[:pinned] + [rest[i] for i in ranked]
 
 
 def fold_heads(neighbours: list[Neighbour], wanted: str | None, first: str | None = None) -> list[Neighbour]:
