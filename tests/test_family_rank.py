@@ -196,3 +196,18 @@ def test_a_bad_tie_band_is_refused(band):
         family_order([0.9], ["a"], {"a": 1.0}, weight=1.0, tie_band=band)
     with pytest.raises(ValueError, match="tie band"):
         retrieval_metrics(np.eye(2, dtype=np.float32), ["a", "a"], [0], ks=(1,), rerank=0.5, tie_band=band)
+
+
+def test_rows_and_metrics_break_a_near_tie_by_the_vote_as_the_search_does():
+    # query 0 (family a): a b row a hair nearer than the a rows the vote names
+    angles = np.arccos([1.0, 0.9995, 0.9990, 0.98, 0.97, 0.2])
+    z = np.stack([np.cos(angles), np.sin(angles)], axis=1).astype(np.float32)
+    labels = ["a", "b", "a", "a", "a", "b"]
+    untied = retrieval_metrics(z, labels, [0], ks=(1,), rerank=0.5, keep=2, tie_band=None)
+    tied = retrieval_metrics(z, labels, [0], ks=(1,), rerank=0.5, keep=2, tie_band=0.001)
+    assert untied["MRR@1"] == 0.0 and tied["MRR@1"] == 1.0
+    order = np.array([[1, 2, 3, 4, 5]])
+    sims = (z[[0]] @ z[order[0]].T)
+    rows = rerank_rows(order, sims, np.array(labels), weight=0.5, keep=2, tie_band=0.001)
+    assert rows[0].tolist()[:2] == [2, 1]
+    assert rerank_rows(order, sims, np.array(labels), weight=0.5, keep=2, tie_band=None)[0].tolist()[:2] == [1, 2]
