@@ -414,7 +414,7 @@ def blocks_step(args, score, mean, kinds, reads: dict[int, dict[str, str]], by_k
 
 
 TIE_BANDS = (None, 0.0, 0.001, 0.002, 0.005, 0.01, 0.02)  # the second stage's tie bands tried
-TIE_TOLERANCE = 0.001  # a wider band is chosen only if its mean beats every gentler one's by more
+TIE_TOLERANCE = 0.001  # the gentlest band whose mean is within this of the best is chosen
 
 
 def tie_step(args, score, mean, kinds, reads: dict[int, dict[str, str]]) -> None:

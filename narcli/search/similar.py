@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from narcli.encode.family_rank import FAMILY_RERANK_WEIGHT, KEEP_NEAREST, RERANK_CANDIDATES, family_order, vote_shares
+from narcli.encode.family_rank import (FAMILY_RERANK_WEIGHT, KEEP_NEAREST, RERANK_CANDIDATES, TIE_BAND, family_order,
+                                       vote_shares)
 from narcli.errors import UsageError
 from narcli.graph.decoder import known_decoders
 from narcli.search.listing import filter_problem  # `nar zoo list` reads it without numpy
@@ -32,8 +33,8 @@ LM_TASKS = ("causal-lm", "masked-lm", "pretraining")  # pretraining: BertForPreT
 ORDERS = ("family", "cosine")
 # shown (CLI and browser) when that is not cosine order; a row of a family the query's blocks or
 # decoder rename leaves the front (`family_rank.renamed_away`)
-ORDER_NOTE = (f"nearest {KEEP_NEAREST} first (a near tie by family vote) unless your model's graph renames their "
-              "family, then by family vote and cosine")
+ORDER_NOTE = (f"nearest {KEEP_NEAREST} first{' (a near tie by family vote)' if TIE_BAND is not None else ''} unless "
+              "your model's graph renames their family, then by family vote and cosine")
 STEM_NOTE = ("its 3×3 stride-1 stem was also searched as ImageNet code writes it (7×7 stride 2, then a max-pool); "
              "each cosine is the better of the two")
 
@@ -186,12 +187,14 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
         wanted = query_task(query)
         neighbours = [n for n in (_neighbour(key, c, models, notes, details, query, family, task, source, wanted)
                                   for key, c in found) if n is not None]
+        # `fold_heads` puts the model with the query's own graph first, whichever of its heads it keeps
+        own_first = bool(same_graph) and any(n.kind == "zoo" and n.graph_hash == same_graph for n in neighbours)
         by_cosine = fold_heads(neighbours, wanted, same_graph)
         neighbours = by_cosine
         if order == "family":
             voted = vote_shares([f for f, _, _ in vote_on[:VOTERS]], [c for _, _, c in vote_on[:VOTERS]],
                                 names)  # the family named as predicted
-            neighbours = family_ordered(by_cosine, voted, names, same_graph)
+            neighbours = family_ordered(by_cosine, voted, names, own_first)
         neighbours = neighbours[:k]
         reordered = [n.name for n in neighbours] != [n.name for n in by_cosine[:k]]
         identical = zoo.aliases(query.zoo_model) if query.zoo_model is not None else \
@@ -375,12 +378,12 @@ def _model_of(n: Neighbour) -> str:
 
 
 def family_ordered(by_cosine: list[Neighbour], shares: dict[str, float], names: dict[str, str] | None,
-                   same_graph: str | None) -> list[Neighbour]:
-    """`by_cosine` in the second stage's order (`family_order`); a zoo row whose graph is the query's
-    own (`fold_heads` put it first, at whatever cosine) stays first, out of the stage's reach: its
-    cosine may be below the rows after it, and no near tie may displace it."""
-    pinned = int(bool(by_cosine) and bool(same_graph) and by_cosine[0].kind == "zoo"
-                 and by_cosine[0].graph_hash == same_graph)
+                   own_first: bool) -> list[Neighbour]:
+    """`by_cosine` in the second stage's order (`family_order`); with `own_first`, its first row (the
+    model whose graph is the query's own, put first by `fold_heads` at whatever cosine) stays first,
+    out of the stage's reach: its cosine may be below the rows after it, and neither a near tie nor a
+    family the query renames may displace it."""
+    pinned = int(bool(by_cosine) and own_first)
     rest = by_cosine[pinned:]
     ranked = family_order([n.cosine for n in rest], [n.family for n in rest], shares, FAMILY_RERANK_WEIGHT,
                           keep=max(KEEP_NEAREST - pinned, 0), blocks=names)
