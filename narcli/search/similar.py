@@ -188,7 +188,7 @@ def find_similar(target: str, k: int = 10, family: str | None = None, task: str 
         neighbours = [n for n in (_neighbour(key, c, models, notes, details, query, family, task, source, wanted)
                                   for key, c in found) if n is not None]
         # `fold_heads` puts the model with the query's own graph first, whichever of its heads it keeps
-        own_first = bool(same_graph) and any(n.kind == "zoo" and n.graph_hash == same_graph for n in neighbours)
+        own_first = any(has_graph(n, same_graph) for n in neighbours)
         by_cosine = fold_heads(neighbours, wanted, same_graph)
         neighbours = by_cosine
         if order == "family":
@@ -390,6 +390,12 @@ def family_ordered(by_cosine: list[Neighbour], shares: dict[str, float], names: 
     return by_cosine[:pinned] + [rest[i] for i in ranked]
 
 
+def has_graph(n: Neighbour, graph_hash: str | None) -> bool:
+    """Whether `n` is a zoo row of the graph `graph_hash` (the query's own: `fold_heads` puts its
+    model first and `family_ordered` keeps it there)."""
+    return bool(graph_hash) and n.kind == "zoo" and n.graph_hash == graph_hash
+
+
 def fold_heads(neighbours: list[Neighbour], wanted: str | None, first: str | None = None) -> list[Neighbour]:
     """One row per model: its task heads (one backbone, other last layers) fold into the row of the
     head whose task is the query's (else the nearest), so a GPT's nearest is a causal LM, not five
@@ -403,7 +409,7 @@ def fold_heads(neighbours: list[Neighbour], wanted: str | None, first: str | Non
         best = min(members, key=lambda n: (task_distance(n.task, wanted), -n.cosine))
         best.heads = [name for n in members if n is not best for name in [n.name, *n.aliases]]
         kept.append(best)
-        if first and any(n.kind == "zoo" and n.graph_hash == first for n in members):
+        if any(has_graph(n, first) for n in members):
             in_front.add(id(best))
     return sorted(kept, key=lambda n: (id(n) not in in_front, -n.cosine))
 
