@@ -42,8 +42,9 @@ def test_scan_summary_names_what_was_assumed(cli, write):
     result = cli("scan", path)
     assert result.exit_code == 0, result.output
     out = result.stdout
-    for expected in ("SmallCNN", "runtime", "float32[1,3,224,224]", "assumed", "image", "params", "MACs",
-                     "conv2d"):
+    # one unstrided convolution before a global pool: a design for small images, traced at 32 px
+    for expected in ("SmallCNN", "runtime", "float32[1,3,32,32]", "assumed", "image", "params", "MACs",
+                     "conv2d", "CIFAR-sized"):
         assert expected in out
 
 

@@ -414,22 +414,126 @@ class CifarNet(nn.Module):
 '''
 
 
-@pytest.mark.parametrize("smoke_test, shape", [
-    ("\ndef test():\n    print(CifarNet()(torch.randn(1, 3, 32, 32)).shape)\n", [1, 3, 32, 32]),
-    ("", [1, 3, 224, 224]),
-])
-def test_a_network_that_runs_at_any_size_is_traced_at_its_files_example_size(cli, write, smoke_test, shape):
+def _scanned(cli, path, *options) -> dict:
     import json
 
-    result = cli("scan", write("cifar_net.py", CIFAR_ADAPTIVE + smoke_test), "--json")
+    result = cli("scan", path, "--json", *options)
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     [record] = data["models"] if isinstance(data, dict) and "models" in data else data
+    return record
+
+
+@pytest.mark.parametrize("smoke_test, shape", [
+    ("\ndef test():\n    print(CifarNet()(torch.randn(1, 3, 32, 32)).shape)\n", [1, 3, 32, 32]),
+    # the example wins over the rule for CIFAR-sized designs
+    ("\ndef test():\n    print(CifarNet()(torch.randn(1, 3, 224, 224)).shape)\n", [1, 3, 224, 224]),
+    # no example: it pools a map downsampled only twice, so it was built for small images
+    ("", [1, 3, 32, 32]),
+])
+def test_a_network_that_runs_at_any_size_is_traced_at_its_files_example_size(cli, write, smoke_test, shape):
+    record = _scanned(cli, write("cifar_net.py", CIFAR_ADAPTIVE + smoke_test))
     assert record["inputs"][0]["shape"] == shape
     assert ("the size of the example input on line 17 of its file" in record["assumed"]) == bool(smoke_test)
+    assert ("as networks built for CIFAR-sized images do" in record["assumed"]) == (not smoke_test)
     # 16 and 32 channels at 32 px (the second convolution halves it): MACs follow the traced size
     side = shape[2]
     assert record["macs"] == 3 * 16 * 9 * side * side + 16 * 32 * 9 * (side // 2) ** 2 + 32 * 10
+
+
+IMAGENET_ADAPTIVE = '''
+import torch
+from torch import nn
+
+class Gate(nn.Module):
+    """A squeeze-excite gate: a global pool early in the network, on a barely downsampled map."""
+    def __init__(self, c):
+        super().__init__()
+        self.fc = nn.Conv2d(c, c, 1)
+
+    def forward(self, x):
+        return x * torch.sigmoid(self.fc(x.mean((2, 3), keepdim=True)))
+
+class ImagenetNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        layers, c = [nn.Conv2d(3, 8, 7, 2, 3), nn.MaxPool2d(3, 2, 1), Gate(8)], 8
+        for _ in range(3):
+            layers += [nn.Conv2d(c, 2 * c, 3, 2, 1), nn.ReLU()]
+            c *= 2
+        self.features = nn.Sequential(*layers)
+        self.fc = nn.Linear(c, 10)
+
+    def forward(self, x):
+        return self.fc(nn.functional.adaptive_avg_pool2d(self.features(x), 1).flatten(1))
+'''
+
+
+def test_a_network_that_downsamples_32_times_stays_at_224_px(cli, write):
+    """Its squeeze-excite gate pools a 56 px map, but the classifier's 7 px one decides."""
+    record = _scanned(cli, write("imagenet_net.py", IMAGENET_ADAPTIVE))
+    assert record["inputs"][0]["shape"] == [1, 3, 224, 224]
+    assert "CIFAR" not in record["assumed"]
+
+
+def test_a_given_input_shape_is_never_replaced_by_the_small_image_rule(cli, write):
+    record = _scanned(cli, write("cifar_net.py", CIFAR_ADAPTIVE), "--input-shape", "1,3,224,224")
+    assert record["inputs"][0]["shape"] == [1, 3, 224, 224]
+
+
+GUESS = "image (first layer conv: Conv2d(3, ...))"
+IMAGE = InputSpec((1, 3, 224, 224))
+
+
+@pytest.mark.parametrize("specs, about, sides, outputs, side, why", [
+    ([IMAGE], GUESS, [56], [[1, 10]], 32, "downsampled 4×"),
+    ([IMAGE] * 2, GUESS, [28], [[1, 10]], 32, "downsampled 8×"),  # a twin pair
+    ([IMAGE], GUESS, [222], [[1, 10]], 32, "not at all"),  # one unpadded convolution, then the pool
+    ([IMAGE], GUESS, [56, 14], [[1, 10]], None, ""),  # 16×: the squeeze-excite gate's 56 does not decide
+    ([IMAGE], GUESS, [32], [[1, 10]], None, ""),  # 7×: ConvMixer's patches, not halving stages
+    ([IMAGE], GUESS, [28], [[1, 21, 224, 224]], None, ""),  # a segmentation net's image pool (ASPP)
+    ([IMAGE], GUESS, [], [[1, 10]], None, ""),  # no global pool
+    ([IMAGE], GUESS, [], [[49, 10]], 32, "held 49 samples for 1"),  # avg_pool2d(x, 8), view(-1, C)
+    ([IMAGE], GUESS, [], [[2401, 10]], 32, "held 2401 samples"),  # 224 / 49 is no side: 32 px
+    ([InputSpec((1, 1, 224, 224))], GUESS, [56], [[1, 10]], None, ""),  # not RGB
+    ([InputSpec((1, 3, 64, 64))], GUESS, [16], [[1, 10]], None, ""),  # not the default guess
+    ([IMAGE], "image (...) at 224×224, the size of the example input on line 3", [56], [[1, 10]], None, ""),
+    ([IMAGE], "image (...); float32[1,3,32,32] failed, float32[1,3,224,224] ran", [56], [[1, 10]], None, ""),
+    ([IMAGE], None, [56], [[1, 10]], None, ""),  # --input-shape
+])
+def test_the_small_image_rule(specs, about, sides, outputs, side, why):
+    from narcli.trace.inputs import small_image_respec
+
+    found = small_image_respec(specs, about, sides, outputs)
+    if side is None:
+        assert found is None
+    else:
+        small, said = found
+        assert small == [InputSpec((1, 3, side, side))] * len(specs)
+        assert said.startswith(about) and why in said and "CIFAR-sized" in said
+
+
+WRN_VIEW = '''
+import torch.nn.functional as F
+from torch import nn
+
+class WideNet(nn.Module):
+    """CIFAR code's fixed pool: at 224 px the 7x7 map it leaves becomes 49 samples."""
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(3, 16, 3, 1, 1), nn.ReLU(), nn.Conv2d(16, 32, 3, 2, 1), nn.ReLU(),
+                                      nn.Conv2d(32, 64, 3, 2, 1), nn.ReLU())
+        self.fc = nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.fc(F.avg_pool2d(self.features(x), 8).view(-1, 64))
+'''
+
+
+def test_a_fixed_pool_that_spreads_a_large_map_over_the_batch_is_traced_at_its_side(cli, write):
+    record = _scanned(cli, write("wide_net.py", WRN_VIEW))
+    assert record["inputs"][0]["shape"] == [1, 3, 32, 32]
+    assert "held 49 samples for 1" in record["assumed"]
 
 
 def test_a_scan_with_guessed_inputs_is_traced_again_when_the_guess_changes(write, monkeypatch):
@@ -559,3 +663,36 @@ def test_a_text_classifier_written_with_forward_ids_mask_is_traced(cli, write):
     [record] = data["models"] if isinstance(data, dict) and "models" in data else data
     assert [(i["shape"], i["dtype"]) for i in record["inputs"]] == [([1, 128], "int64"), ([1, 128], "int64")]
     assert record["assumed"].endswith("and attention_mask int64[1,128]")
+
+
+LATE_INPUT_LAYER = '''
+from torch import nn
+
+class Vdsr(nn.Module):
+    """VDSR's order: its middle layers are registered before the one-channel layer forward starts with."""
+    def __init__(self):
+        super().__init__()
+        self.middle = nn.Sequential(*[nn.Sequential(nn.Conv2d(16, 16, 3, padding=1), nn.ReLU()) for _ in range(3)])
+        self.entry = nn.Conv2d(1, 16, 3, padding=1)
+        self.exit = nn.Conv2d(16, 1, 3, padding=1)
+
+    def forward(self, x):
+        return x + self.exit(self.middle(self.entry(x)))
+'''
+
+
+def test_a_forward_that_starts_at_a_later_registered_layer_gets_that_layers_channels(cli, write):
+    record = _scanned(cli, write("vdsr.py", LATE_INPUT_LAYER))
+    assert record["inputs"][0]["shape"] == [1, 1, 224, 224]
+    assert "layer entry reads 1 channels; the first registered, 16, did not fit" in record["assumed"]
+    assert "float32[1,16,224,224] failed" in record["assumed"]
+
+
+def test_other_channels_are_those_convolutions_of_the_inputs_rank_read():
+    from narcli.trace.inputs import channels_wrong, other_channels
+
+    model = nn.Sequential(nn.Conv2d(16, 16, 3), nn.Conv1d(2, 4, 3), nn.Conv2d(1, 16, 3), nn.Conv2d(3, 16, 3))
+    assert other_channels(model, (1, 16, 224, 224)) == [(1, "2"), (3, "3")]
+    assert channels_wrong("RuntimeError: Invalid channel dimensions")
+    assert channels_wrong("expected input[1, 64, 224, 224] to have 1 channels, but got 64 channels instead")
+    assert not channels_wrong("mat1 and mat2 shapes cannot be multiplied (1x25088 and 512x10)")

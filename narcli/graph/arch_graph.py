@@ -109,6 +109,23 @@ class ArchGraph:
             histogram.pop(io, None)
         return histogram.most_common(n)
 
+    def output_shapes(self) -> list[list[int] | None]:
+        return [node.shape for node in self.nodes if node.op == "output"]
+
+    def pooled_sides(self) -> list[int]:
+        """The smaller side of each 2-D feature map a global pool reads (a classifier's head, a
+        squeeze-excite gate): how far the network downsampled its image before pooling it whole."""
+        parents = self.parents()
+        sides = []
+        for i, node in enumerate(self.nodes):
+            if node.op not in ("global_avg_pool", "global_max_pool"):
+                continue
+            for p in parents[i]:
+                shape = self.nodes[p].shape
+                if shape and len(shape) == 4:
+                    sides.append(int(min(shape[2:])))
+        return sides
+
     def parents(self) -> list[list[int]]:
         out: list[list[int]] = [[] for _ in self.nodes]
         for src, dst in self.edges:

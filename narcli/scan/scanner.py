@@ -91,7 +91,7 @@ def trace_python_file(path: Path, spec: str | None, inputs: list[InputSpec] | No
 
     ensure_torchvision_importable()  # user files import torchvision, timm, transformers too
     from narcli.trace.input_search import forward_failed, meta_tensors, trace_guessing_inputs
-    from narcli.trace.inputs import example_inputs
+    from narcli.trace.inputs import classifier_outputs, example_inputs, small_image_respec
     from narcli.trace.torch_tracer import trace_module
 
     examples = example_inputs(path.read_text(errors="replace")) if inputs is None else []
@@ -105,8 +105,20 @@ def trace_python_file(path: Path, spec: str | None, inputs: list[InputSpec] | No
                 raise forward_failed(name, specs, exc, guessed=False) from None
         else:
             raw, tracer, specs, assumed = trace_guessing_inputs(name, model, trace_module, examples)
-        graph = build_graph(raw, {"source": str(path), "tracer": tracer, "model": name,
-                                  "inputs": [s.to_json() for s in specs]})
+        meta = {"source": str(path), "tracer": tracer, "model": name}
+        graph = build_graph(raw, meta | {"inputs": [s.to_json() for s in specs]})
+        small = small_image_respec(specs, assumed, graph.pooled_sides(), graph.output_shapes()) \
+            if inputs is None else None
+        if small:  # a CIFAR-sized design guessed at 224 px: its MACs and latency are those of 32 px
+            try:
+                small_raw, small_tracer = trace_module(model, meta_tensors(small[0]))
+            except TraceError:
+                small_raw = None  # it runs at 224 and not at 32: keep what ran
+            if small_raw is not None:
+                small_graph = build_graph(small_raw, meta | {"tracer": small_tracer,
+                                                             "inputs": [s.to_json() for s in small[0]]})
+                if classifier_outputs(small_graph.output_shapes(), small[0][0].shape[0]):
+                    (specs, assumed), tracer, graph = small, small_tracer, small_graph
         out.append(_graph_payload(graph, name, tracer, specs, assumed))
         graphs.append(graph)
     return _annotate_payloads(out, graphs, annotate)

@@ -14,8 +14,10 @@ from narcli.trace.inputs import (
     ExampleInput,
     InputSpec,
     candidate_inputs,
+    channels_wrong,
     describe,
     features_mismatch,
+    other_channels,
     side_from_mismatch,
     side_from_two_mismatches,
     token_ids_hint,
@@ -49,6 +51,7 @@ def trace_guessing_inputs(name: str, model: Any, trace_module: Callable,
     failed: list[str] = []
     tried: set[tuple] = set()
     mismatches: list[tuple[int, str]] = []  # (side, error) of square images whose head was the wrong size
+    rechanneled = False
     while queue and len(tried) < MAX_TRIES:
         specs, about = queue.pop(0)
         key = tuple(s.shape for s in specs)
@@ -61,9 +64,16 @@ def trace_guessing_inputs(name: str, model: Any, trace_module: Callable,
             first_error = first_error or forward_failed(name, specs, exc, guessed=True)
             failed.append(describe(specs))
             shape = specs[0].shape
+            message = str(exc.__cause__ or exc)
+            if not rechanneled and len(specs) == 1 and 3 <= len(shape) <= 5 and channels_wrong(message):
+                rechanneled = True  # the first layer registered is not where the forward starts
+                for channels, layer in reversed(other_channels(model, shape)):
+                    resized = InputSpec((shape[0], channels, *shape[2:]), specs[0].dtype)
+                    queue.insert(0, ([resized], f"{about.split(' (')[0]} (layer {layer} reads {channels} "
+                                                f"channels; the first registered, {shape[1]}, did not fit)"))
+                continue
             # one square image, or several alike (a Siamese network's pair): the head can say the side
             if all(spec == specs[0] for spec in specs) and len(shape) == 4 and shape[2] == shape[3]:
-                message = str(exc.__cause__ or exc)
                 fitted = side_from_mismatch(message, shape[2])
                 if fitted is None and mismatches:  # no whole ratio: the line through this error and the last
                     fitted = side_from_two_mismatches(mismatches[-1], (shape[2], message))

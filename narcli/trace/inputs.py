@@ -98,8 +98,8 @@ _EXAMPLE_TOKENS = re.compile(r"torch\.randint\(\s*(?:(?:low\s*=\s*)?\d+\s*,\s*)?
 _EXAMPLE_INTEGERS = re.compile(r"torch\.(?:zeros|ones|empty|full)\(\s*(?:size\s*=\s*)?[(\[]?\s*(\d+\s*,\s*\d+)"
                                r"\s*[)\]]?\s*,[^)\n]*?dtype\s*=\s*torch\.(?:long|int64|int32|int)\b")
 # bump when the guess changes: a file scanned with guessed inputs is then traced again
-GUESS_VERSION = 6  # 4: token-id and sequence examples are read too; 5: graph networks, timesteps, labels;
-# 6: masks, translation targets and twin inputs
+GUESS_VERSION = 7  # 4: token-id and sequence examples are read too; 5: graph networks, timesteps, labels;
+# 6: masks, translation targets and twin inputs; 7: CIFAR-sized designs at 32 px (`small_image_respec`)
 
 
 @dataclass(frozen=True)
@@ -171,6 +171,90 @@ SIGNAL_LENGTHS = (16000, 256, 128, 4096)
 SPECTROGRAM = (200, 80)  # frames, mel bins: 80 is what speech models (Conformer, Whisper, ESPnet) read
 TOKEN_LENGTHS = (64, 32, 16, 8, 256, 512)
 MAX_TRIES = 8  # first guess included: meta-device traces are cheap, but a model may fail at every size
+
+
+# A guessed RGB image at `DEFAULT_IMAGE_SIDE` px that a classifier built for small images reads is
+# traced again at the size it was built for (`small_image_respec`). Adaptive pooling runs either at
+# any size: ImageNet designs pool a 7x7 map (downsampled 32x), CIFAR ones an 8x8 or 4x4 map of a 32 px
+# image (4x or 8x: a stem and stages that halve). A fixed `avg_pool2d(x, 8)` then `view(-1, C)` runs
+# at 224 px too, and spreads the 7x7 map it leaves over 49 samples.
+DEFAULT_IMAGE_SIDE, SMALL_IMAGE_SIDE = 224, 32
+SMALL_IMAGE_STRIDES = (1, 2, 4, 8)  # how far a CIFAR design downsamples before its classifier's pool
+
+
+def _guessed_default_image(specs: list[InputSpec], about: str | None) -> bool:
+    """A guess nothing else chose (an example input in the file, a head that named its size, and
+    `--input-shape` all win) of one RGB image at 224 px, or several alike."""
+    if about is None or "example input" in about or " ran" in about or not specs:
+        return False
+    shape = specs[0].shape
+    return all(spec == specs[0] for spec in specs) and len(shape) == 4 and shape[1] == 3 \
+        and shape[2:] == (DEFAULT_IMAGE_SIDE, DEFAULT_IMAGE_SIDE) and specs[0].dtype == "float32"
+
+
+def classifier_outputs(outputs: list[list[int] | None], batch: int) -> bool:
+    """Every output one vector per sample of the batch: what a classifier returns."""
+    return bool(outputs) and all(o is not None and len(o) == 2 and o[0] == batch for o in outputs)
+
+
+def small_image_respec(specs: list[InputSpec], about: str | None, pooled_sides: list[int],
+                       outputs: list[list[int] | None]) -> tuple[list[InputSpec], str] | None:
+    """The input (and its summary) a classifier guessed at 224 px was built for, else None.
+
+    `pooled_sides`: the sides of the maps the network's global pools read; `outputs`: its outputs'
+    shapes. Two signs: its outputs hold k² times the samples it was given (a fixed pool's map spread
+    over the batch: the side is 224 / k when that is whole, else 32 px), or it returns one vector per
+    sample from a global pool over a map downsampled 1, 2, 4 or 8 times (32 px). The most
+    downsampled map a global pool reads decides: a squeeze-excite gate early in the network reads a
+    large one. The caller traces the answer and keeps it only if it returns one vector per sample
+    (`classifier_outputs`).
+    """
+    if not _guessed_default_image(specs, about):
+        return None
+    shape, side = specs[0].shape, DEFAULT_IMAGE_SIDE
+    batch = shape[0]
+    spilled = [o[0] // batch for o in outputs if o and len(o) == 2 and o[0] > batch and o[0] % batch == 0]
+    if spilled and not classifier_outputs(outputs, batch):
+        k = math.isqrt(spilled[0])
+        whole = k > 1 and k * k == spilled[0] and side % k == 0 and side // k >= 8
+        small = side // k if whole else SMALL_IMAGE_SIDE
+        why = f"its outputs held {spilled[0]} samples for 1 at {side} px (a pooled map spread over the batch)"
+    elif pooled_sides and classifier_outputs(outputs, batch):
+        pooled = min(pooled_sides)
+        stride = side / pooled
+        nearest = min(SMALL_IMAGE_STRIDES, key=lambda s: abs(stride / s - 1))
+        if abs(stride / nearest - 1) > 0.1:
+            return None
+        small = SMALL_IMAGE_SIDE
+        shown = f"{nearest}×" if nearest > 1 else "not at all"
+        why = f"its classifier pools a map downsampled {shown} ({pooled}×{pooled} at {side} px)"
+    else:
+        return None
+    resized = InputSpec((batch, 3, small, small), specs[0].dtype)
+    return [resized] * len(specs), f"{about} at {small}×{small}: {why}, as networks built for " \
+        "CIFAR-sized images do; pass --input-shape for another size"
+
+
+_CHANNELS_WRONG = re.compile(r"Invalid channel dimensions|to have \d+ channels")
+
+
+def channels_wrong(message: str) -> bool:
+    """A convolution met an input with other channels than it reads (meta's wording, then CPU's)."""
+    return bool(_CHANNELS_WRONG.search(message))
+
+
+def other_channels(model: Any, shape: tuple[int, ...]) -> list[tuple[int, str]]:
+    """(channels, layer name) a convolution of the input's rank reads, other than `shape`'s, fewest
+    first: where the forward starts when the first layer registered is not the first it calls
+    (VDSR registers its 18 middle layers before its one-channel input layer)."""
+    seen: dict[int, str] = {}
+    for name, layer in model.named_modules():
+        kind = torch_layer_kind(layer)
+        channels = getattr(layer, "in_channels", None)
+        if kind.startswith("Conv") and isinstance(channels, int) and hasattr(layer, "kernel_size") \
+                and len(layer.kernel_size) == len(shape) - 2 and channels != shape[1]:
+            seen.setdefault(channels, name)
+    return sorted(seen.items())[:3]
 
 
 # a graph network's example graph: as many nodes and edges as the pyg zoo source traces its models at
