@@ -89,6 +89,23 @@ def test_a_file_copy_of_a_zoo_model_is_found_at_cosine_one_and_cached(cli, write
     assert "torch imported: False" in out
 
 
+def test_a_files_guessed_input_is_shown_beside_its_figures_and_in_json(cli, write):
+    from tests.test_inputs import CIFAR_ADAPTIVE
+
+    path = write("cifar_net.py", CIFAR_ADAPTIVE)
+    [found] = similar_json(cli, str(path), "-k", "2")
+    assert found["query"]["inputs"] == [{"shape": [1, 3, 32, 32], "dtype": "float32"}]
+    assert "CIFAR-sized" in found["query"]["assumed"]
+    result = cli("similar", str(path), "-k", "2")
+    assert result.exit_code == 0, result.output
+    assert "input float32[1,3,32,32], assumed: image" in " ".join(result.stdout.split())
+    # an input given is not an assumption: no line
+    given = cli("similar", str(path), "-k", "2", "--input-shape", "1,3,64,64")
+    assert given.exit_code == 0 and "assumed" not in given.stdout
+    [found] = similar_json(cli, str(path), "-k", "2", "--input-shape", "1,3,64,64")
+    assert found["query"]["assumed"] is None and found["query"]["inputs"][0]["shape"] == [1, 3, 64, 64]
+
+
 def test_a_new_file_is_embedded_where_it_is_traced(write):
     """The tracing process embeds the graph (it has torch loaded); the caller never imports torch,
     and the embedding is the one the encoder gives the cached graph."""

@@ -28,6 +28,10 @@ def print_similar(console: Any, results: list[Any]) -> None:
         q = result.query
         figures = f"{human_params(q.params)} params, {human(q.macs)} MACs" if q.params or q.macs else ""
         console.print(f"[bold]{safe(q.name)}[/] [dim]({q.kind}{', ' + figures if figures else ''})[/]")
+        traced = q.inputs_json()
+        if traced.get("assumed"):  # the sizes behind those figures were guessed: say which
+            shapes = ", ".join(f"{i.get('dtype', 'float32')}[{','.join(map(str, i['shape']))}]" for i in traced["inputs"])
+            console.print(f"[dim]input {safe(shapes)}, assumed: {safe(traced['assumed'])} (--input-shape to set it)[/]")
         if q.zoo_model is not None:  # a zoo model has a family label: show it, and what the encoder says
             m = q.zoo_model
             backbone = backbone_of(m.id)

@@ -35,6 +35,12 @@ class Query:
     record: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def inputs_json(self) -> dict[str, Any]:
+        """The inputs a scanned model was traced at and what was assumed to choose them (its MACs and
+        latency are those of that size); nothing for a zoo row, whose source sets its input."""
+        record = self.record
+        return {} if record is None else {"inputs": record.inputs, "assumed": record.assumed}
+
 
 @lru_cache(maxsize=1)
 def current_encoder() -> str:

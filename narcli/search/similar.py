@@ -82,7 +82,7 @@ class SimilarResult:
     def to_json(self) -> dict[str, Any]:
         q = self.query
         return {"query": {"name": q.name, "kind": q.kind, "graph_hash": q.graph_hash, "params": q.params,
-                          "macs": q.macs, "path": q.path or None,
+                          "macs": q.macs, "path": q.path or None, **q.inputs_json(),
                           **({"checkpoint": q.extra["checkpoint"]} if "checkpoint" in q.extra else {})},
                 "prediction": self.prediction.to_json(), "performance": summary_json(self.performance),
                 "identical": self.identical, "twins": self.twins, "filters": self.filters,

@@ -232,7 +232,7 @@ def small_image_respec(specs: list[InputSpec], about: str | None, pooled_sides: 
         return None
     resized = InputSpec((batch, 3, small, small), specs[0].dtype)
     return [resized] * len(specs), f"{about} at {small}×{small}: {why}, as networks built for " \
-        "CIFAR-sized images do; pass --input-shape for another size"
+        "CIFAR-sized images do"
 
 
 _CHANNELS_WRONG = re.compile(r"Invalid channel dimensions|to have \d+ channels")
