@@ -2,6 +2,7 @@
 the bundle (save, load, tampering), applicability, intervals and `nar predict` / `nar eval predictor`."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -372,6 +373,14 @@ def test_nar_predict_a_cached_scan_and_a_file(cli, bundle_dir, write):
     again = cli("predict", "cache:TinyCNN", "--weights", bundle_dir, "--json")
     assert again.exit_code == 0, again.output
     assert json.loads(again.output)["results"][0]["predictions"] == rows
+    # given inputs are no assumption; guessed ones are said, as what the figures are for
+    assert json.loads(first.output)["results"][0]["assumed"] is None
+    fresh = write("tiny_cnn_copy.py", Path(model).read_text())  # never scanned: nothing to reuse
+    guessed = cli("predict", fresh, "--weights", bundle_dir, "--json")
+    [result] = json.loads(guessed.output)["results"]
+    assert result["inputs"] == [{"shape": [1, 3, 32, 32], "dtype": "float32"}] and "CIFAR-sized" in result["assumed"]
+    text = cli("predict", fresh, "--weights", bundle_dir)
+    assert "input float32[1,3,32,32], assumed: image" in " ".join(text.stdout.split())
 
 
 def test_nar_predict_bad_input_is_one_line(cli, bundle_dir, tmp_path):

@@ -27,6 +27,8 @@ def print_predictions(console: Any, results: list) -> None:
         for column in ("target", "device", "value", "90 % interval", "head"):
             table.add_column(column, justify="right" if column in ("value", "90 % interval") else "left",
                              no_wrap=column != "head")
+        from narcli.cli.render_search import assumed_input_line
+
         skipped: dict[str, int] = {}
         used: dict[str, str] = {}
         for row in result.rows:
@@ -44,10 +46,12 @@ def print_predictions(console: Any, results: list) -> None:
                 used[row.head] = f"{row.title}: {row.trained_on}"
         if table.row_count:
             console.print(table)
-            for head, about in used.items():
-                console.print(f"[dim]{safe(head)} = {safe(about)}[/]")
         else:
             console.print(f"[bold]{safe(result.name)}[/]: no prediction applies")
+        if line := assumed_input_line(result.inputs, result.assumed):  # what the figures are for
+            console.print(line)
+        for head, about in used.items():
+            console.print(f"[dim]{safe(head)} = {safe(about)}[/]")
         for reason, count in skipped.items():
             console.print(f"[yellow]not predicted[/] ({count} target{'s' * (count > 1)}) — {safe(reason)}")
         for note in result.notes:

@@ -21,6 +21,15 @@ def _shared_text(shared: list[dict[str, Any]], width: int = 28) -> str:
     return f"{first}{more}"
 
 
+def assumed_input_line(inputs: list[dict] | None = None, assumed: str | None = None) -> str | None:
+    """"input float32[1,3,32,32], assumed: …" for a file whose input was guessed: the figures shown
+    (MACs, latency) are for that size. None when the input was given, or for a zoo model."""
+    if not assumed or not inputs:
+        return None
+    shapes = ", ".join(f"{i.get('dtype', 'float32')}[{','.join(map(str, i['shape']))}]" for i in inputs)
+    return f"[dim]input {safe(shapes)}, assumed: {safe(assumed)} (--input-shape to set it)[/]"
+
+
 def print_similar(console: Any, results: list[Any]) -> None:
     from narcli.zoo.composite import backbone_of
 
@@ -28,10 +37,8 @@ def print_similar(console: Any, results: list[Any]) -> None:
         q = result.query
         figures = f"{human_params(q.params)} params, {human(q.macs)} MACs" if q.params or q.macs else ""
         console.print(f"[bold]{safe(q.name)}[/] [dim]({q.kind}{', ' + figures if figures else ''})[/]")
-        traced = q.inputs_json()
-        if traced.get("assumed"):  # the sizes behind those figures were guessed: say which
-            shapes = ", ".join(f"{i.get('dtype', 'float32')}[{','.join(map(str, i['shape']))}]" for i in traced["inputs"])
-            console.print(f"[dim]input {safe(shapes)}, assumed: {safe(traced['assumed'])} (--input-shape to set it)[/]")
+        if line := assumed_input_line(**q.inputs_json()):
+            console.print(line)
         if q.zoo_model is not None:  # a zoo model has a family label: show it, and what the encoder says
             m = q.zoo_model
             backbone = backbone_of(m.id)

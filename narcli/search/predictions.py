@@ -16,6 +16,8 @@ class Predictions:
     name: str
     rows: list[Row]
     devices: list[str]  # every device the predictor knows
+    inputs: list[dict[str, Any]] | None = None  # a scanned file's: what the figures are for
+    assumed: str | None = None  # how those inputs were guessed (None: given, or a zoo model's own)
 
     @property
     def note(self) -> str | None:
@@ -32,7 +34,8 @@ class Predictions:
         return latency_notes(self.rows)
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "predictions": [r.to_dict() for r in self.rows],
+        return {"name": self.name, **({"inputs": self.inputs, "assumed": self.assumed} if self.inputs else {}),
+                "predictions": [r.to_dict() for r in self.rows],
                 **({"note": self.note} if self.note else {}),
                 **({"gpu_note": self.gpu_note} if self.gpu_note else {})}
 
@@ -133,7 +136,9 @@ def predictions_for(text: str, options: Any = None, device: str | None = None,
                                       model.params if model else None))
         graph_hash = model.graph_hash if model is not None and model.graph_hash else target.graph.content_hash()
         rows = measured_rows(graph_hash, size) + rows
-        out.append(Predictions(target.name, _for_device(rows, device), known))
+        record = target.record
+        out.append(Predictions(target.name, _for_device(rows, device), known,
+                               record.inputs if record else None, record.assumed if record else None))
     return out
 
 

@@ -17,6 +17,7 @@ class NamedGraph:
     name: str
     graph: Any  # ArchGraph
     zoo_model: Any = None  # ZooModel when the target is a zoo name (or a checkpoint of one)
+    record: Any = None  # ModelRecord when the target is a scanned file: its inputs and what was assumed
 
 
 def resolve_graphs(text: str | Target, options: ScanOptions | None = None, zoo: Any = None,
@@ -56,7 +57,7 @@ def resolve_graphs(text: str | Target, options: ScanOptions | None = None, zoo: 
             from narcli.scan.scanner import scan_file
 
             records, graphs = scan_file(path, file_options, want_graphs=True)
-            return [NamedGraph(f"{path.name}:{r.name}" if len(records) > 1 else path.name, g)
+            return [NamedGraph(f"{path.name}:{r.name}" if len(records) > 1 else path.name, g, record=r)
                     for r, g in zip(records, graphs)]
         case Directory():
             raise cannot(command, target, "it answers for one model at a time: name a file in it, or "
