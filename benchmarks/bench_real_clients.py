@@ -22,6 +22,9 @@ generator, a dense VAE, a PointNet written with per-point `Linear` layers are `m
 designs, as transformers' own modular files derive them), the answer `nar similar` gives beside
 the family. Rows whose manifest family is `new` (designs no zoo library ships, `breadth/new/`) are
 left out of all of that and scored apart: `new_called_new`, the share `nar similar` called new.
+With `--guess-inputs` the manifest's input shapes and dtypes are not passed: each file is searched
+as a user's first `nar similar FILE` does, with the inputs `nar` guesses (a model it cannot guess
+for is a failed scan, so a miss).
 Writes benchmarks/results/<out>.json (default real-clients.json).
 """
 
@@ -86,14 +89,16 @@ def zoo_families() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
     return by_hash, out
 
 
-def run_one(nar: list[str], row: dict, env: dict, timeout: float, order: str | None = None) -> dict:
+def run_one(nar: list[str], row: dict, env: dict, timeout: float, order: str | None = None,
+            guess_inputs: bool = False) -> dict:
     cmd = [*nar, "similar", row["path"], "--json", "-k", "20", "--timeout", str(int(timeout))]
     if order:
         cmd += ["--order", order]
     if row.get("model"):
         cmd += ["--model", row["model"]]
     # several inputs are separated by ";" in the manifest: "1,4,32,32;1;1" with "float32;long;long"
-    for key, flag in (("input_shape", "--input-shape"), ("input_dtype", "--input-dtype")):
+    given = () if guess_inputs else (("input_shape", "--input-shape"), ("input_dtype", "--input-dtype"))
+    for key, flag in given:
         for value in filter(None, (row.get(key) or "").split(";")):
             cmd += [flag, value.strip()]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout + 60)
@@ -129,11 +134,15 @@ def run_one(nar: list[str], row: dict, env: dict, timeout: float, order: str | N
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", type=Path, default=ROOT / "benchmarks" / "real_clients")
-    parser.add_argument("--out", default="real-clients")
+    parser.add_argument("--out", default=None, help="results name (default real-clients, or "
+                                                     "real-clients-guessed-inputs with --guess-inputs)")
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--order", choices=("family", "cosine"), default=None,
                         help="nar similar --order (default: what nar similar does; 'nearest' is its first row)")
+    parser.add_argument("--guess-inputs", action="store_true",
+                        help="leave the manifest's inputs out: nar guesses them, as on a user's first search")
     args = parser.parse_args()
+    args.out = args.out or ("real-clients-guessed-inputs" if args.guess_inputs else "real-clients")
     nar = nar_command()
     items = rows(args.set)
     results = []
@@ -141,7 +150,7 @@ def main() -> None:
         env = {**os.environ, "NAR_HOME": home}
         print(f"{'model':<58} {'expected':<14} {'nearest family':<14} {'cos':>5} {'predicted':<14} top5 new")
         for row in items:
-            r = run_one(nar, row, env, args.timeout, args.order)
+            r = run_one(nar, row, env, args.timeout, args.order, args.guess_inputs)
             results.append(r)
             name = (r["file"].split("real_clients/")[-1] + (f":{r['model']}" if r["model"] else ""))[-58:]
             if "error" in r:
@@ -165,7 +174,7 @@ def main() -> None:
         return r["nearest_family"] == r["expected"] or r["expected"] in by_hash.get(r.get("nearest_hash"), ())
 
     summary = {"models": 0} if not n else {
-        "models": n, "sources": len({r["set"] for r in results_known}), "failed_to_scan": n - len(scored),
+        "inputs": "guessed" if args.guess_inputs else "manifest", "models": n, "sources": len({r["set"] for r in results_known}), "failed_to_scan": n - len(scored),
         # failures count as misses: a model we cannot read is not retrieved
         "nearest_family_top1": round(sum(r["nearest_family"] == r["expected"] for r in scored) / n, 3),
         "predicted_family": round(sum(r["predicted"] == r["expected"] for r in scored) / n, 3),

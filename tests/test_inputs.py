@@ -195,7 +195,7 @@ def test_a_pair_of_images_is_traced_at_the_side_its_head_names():
     from narcli.trace.input_search import trace_guessing_inputs
     from narcli.trace.torch_tracer import trace_module
 
-    _, _, specs, about = trace_guessing_inputs("Pair", _Pair(), trace_module)
+    _, _, specs, about, _ = trace_guessing_inputs("Pair", _Pair(), trace_module)
     assert specs == [InputSpec((1, 1, 20, 20))] * 2
     assert "and x2 float32[1,1,20,20]" in about and "float32[1,1,224,224], float32[1,1,224,224]," in about
     assert about.endswith("failed, float32[1,1,20,20], float32[1,1,20,20] ran")
@@ -485,32 +485,44 @@ GUESS = "image (first layer conv: Conv2d(3, ...))"
 IMAGE = InputSpec((1, 3, 224, 224))
 
 
-@pytest.mark.parametrize("specs, about, sides, outputs, side, why", [
-    ([IMAGE], GUESS, [56], [[1, 10]], 32, "downsampled 4×"),
-    ([IMAGE] * 2, GUESS, [28], [[1, 10]], 32, "downsampled 8×"),  # a twin pair
-    ([IMAGE], GUESS, [222], [[1, 10]], 32, "not at all"),  # one unpadded convolution, then the pool
-    ([IMAGE], GUESS, [56, 14], [[1, 10]], None, ""),  # 16×: the squeeze-excite gate's 56 does not decide
-    ([IMAGE], GUESS, [32], [[1, 10]], None, ""),  # 7×: ConvMixer's patches, not halving stages
-    ([IMAGE], GUESS, [28], [[1, 21, 224, 224]], None, ""),  # a segmentation net's image pool (ASPP)
-    ([IMAGE], GUESS, [], [[1, 10]], None, ""),  # no global pool
-    ([IMAGE], GUESS, [], [[49, 10]], 32, "held 49 samples for 1"),  # avg_pool2d(x, 8), view(-1, C)
-    ([IMAGE], GUESS, [], [[2401, 10]], 32, "held 2401 samples"),  # 224 / 49 is no side: 32 px
-    ([InputSpec((1, 1, 224, 224))], GUESS, [56], [[1, 10]], None, ""),  # not RGB
-    ([InputSpec((1, 3, 64, 64))], GUESS, [16], [[1, 10]], None, ""),  # not the default guess
-    ([IMAGE], "image (...) at 224×224, the size of the example input on line 3", [56], [[1, 10]], None, ""),
-    ([IMAGE], "image (...); float32[1,3,32,32] failed, float32[1,3,224,224] ran", [56], [[1, 10]], None, ""),
-    ([IMAGE], None, [56], [[1, 10]], None, ""),  # --input-shape
+def _signs(pooled=(), fixed=(), outputs=((1, 10),), dilated=False) -> dict:
+    return {"pooled_sides": list(pooled), "fixed_pool_sides": list(fixed), "dilated": dilated,
+            "outputs": [list(o) for o in outputs]}
+
+
+@pytest.mark.parametrize("specs, about, ran_first, signs, side, why", [
+    ([IMAGE], GUESS, True, _signs([56]), 32, "downsampled 4× (56×56 at 224 px), as networks built for CIFAR"),
+    ([IMAGE] * 2, GUESS, True, _signs([28]), 32, "downsampled 8×"),  # a twin pair
+    ([IMAGE], GUESS, True, _signs([222]), 32, "a map not downsampled (222×222"),  # one unpadded conv, then the pool
+    ([IMAGE], GUESS, True, _signs([56, 14]), None, ""),  # 16×: the squeeze-excite gate's 56 does not decide
+    ([IMAGE], GUESS, True, _signs([32]), None, ""),  # 7×: ConvMixer's patches, not halving stages
+    ([IMAGE], GUESS, True, _signs([28], dilated=True), None, ""),  # a dilated ResNet: 8× by design
+    ([IMAGE], GUESS, True, _signs([28], outputs=[(1, 21, 224, 224)]), None, ""),  # a segmentation net's image pool
+    ([IMAGE], GUESS, True, _signs([56], outputs=[(1, 10), (1, 64, 56, 56)]), None, ""),  # logits and a feature map
+    ([IMAGE], GUESS, True, _signs(), None, ""),  # no global pool
+    ([IMAGE], GUESS, True, _signs(fixed=[7], outputs=[(49, 10)]), 32, "held 49 samples for 1 at 224 px (the 7×7 map"),
+    ([IMAGE], GUESS, True, _signs(fixed=[49], outputs=[(2401, 10)]), 32, "held 2401 samples"),  # 224 / 49: no side
+    ([IMAGE], GUESS, True, _signs(fixed=[2], outputs=[(4, 10)]), 112, "at 112×112: its outputs held 4 samples"),
+    ([InputSpec((2, 3, 224, 224))], GUESS, True, _signs(fixed=[7], outputs=[(98, 10)]), 32, "held 98 samples for 2"),
+    # per-position features of an ImageNet encoder: 49 rows, but no fixed pool left a 7×7 map
+    ([IMAGE], GUESS, True, _signs(outputs=[(49, 2048)]), None, ""),
+    ([InputSpec((1, 1, 224, 224))], GUESS, True, _signs([56]), None, ""),  # not RGB
+    ([InputSpec((1, 3, 64, 64))], GUESS, True, _signs([16]), None, ""),  # not the default guess
+    ([IMAGE], "image (...) at 224×224, the size of the example input on line 3", True, _signs([56]), None, ""),
+    ([IMAGE], GUESS, False, _signs([56]), None, ""),  # an earlier guess failed: this size was chosen by that
+    ([IMAGE], None, True, _signs([56]), None, ""),  # --input-shape
 ])
-def test_the_small_image_rule(specs, about, sides, outputs, side, why):
+def test_the_small_image_rule(specs, about, ran_first, signs, side, why):
     from narcli.trace.inputs import small_image_respec
 
-    found = small_image_respec(specs, about, sides, outputs)
+    found = small_image_respec(specs, about, ran_first, **signs)
     if side is None:
         assert found is None
     else:
         small, said = found
-        assert small == [InputSpec((1, 3, side, side))] * len(specs)
-        assert said.startswith(about) and why in said and "CIFAR-sized" in said
+        assert small == [InputSpec((specs[0].shape[0], 3, side, side))] * len(specs)
+        assert said.startswith(about) and why in said
+        assert ("CIFAR-sized" in said) == (side == 32)
 
 
 WRN_VIEW = '''
@@ -534,6 +546,55 @@ def test_a_fixed_pool_that_spreads_a_large_map_over_the_batch_is_traced_at_its_s
     record = _scanned(cli, write("wide_net.py", WRN_VIEW))
     assert record["inputs"][0]["shape"] == [1, 3, 32, 32]
     assert "held 49 samples for 1" in record["assumed"]
+
+
+SMALL_FAILS = '''
+import torch
+from torch import nn
+
+class Probe(nn.Module):
+    """A global pool after 2x (the rule says 32 px), but a head that fits only 224 px: the 32 px trace fails."""
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(3, 4, 3, 2, 1), nn.ReLU())
+        self.fc = nn.Linear(4 * 112 * 112, 10)
+
+    def forward(self, x):
+        x = self.features(x)
+        x = x * torch.sigmoid(nn.functional.adaptive_avg_pool2d(x, 1))
+        return self.fc(x.view(1, -1))
+'''
+
+SMALL_RETURNS_A_MAP = '''
+import torch
+from torch import nn
+
+class Probe(nn.Module):
+    """A global pool after 2x (the rule says 32 px), but at 32 px it returns its map, not a vector."""
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(3, 4, 3, 2, 1), nn.ReLU())
+        self.fc = nn.Linear(4, 10)
+
+    def forward(self, x):
+        x = self.features(x)
+        if x.shape[-1] < 64:
+            return x
+        return self.fc(nn.functional.adaptive_avg_pool2d(x, 1).flatten(1))
+'''
+
+
+@pytest.mark.parametrize("source", [SMALL_FAILS, SMALL_RETURNS_A_MAP])
+def test_the_small_image_is_kept_only_if_it_runs_and_returns_one_vector_per_sample(cli, write, source):
+    from narcli.trace.inputs import small_image_respec
+
+    # the rule does fire on the 224 px trace's signs (a global pool over a map downsampled 2×) ...
+    signs = {"pooled_sides": [112], "fixed_pool_sides": [], "outputs": [[1, 10]], "dilated": False}
+    assert small_image_respec([InputSpec((1, 3, 224, 224))], "image (first layer x)", True, **signs)
+    # ... but the 32 px trace fails or returns a map, so the scan keeps 224 px and says nothing of it
+    record = _scanned(cli, write("probe.py", source))
+    assert record["inputs"][0]["shape"] == [1, 3, 224, 224] and "CIFAR" not in record["assumed"]
+    assert record["macs"] == 3 * 4 * 9 * 112 * 112 + (4 * 112 * 112 * 10 if source is SMALL_FAILS else 4 * 10)
 
 
 def test_a_scan_with_guessed_inputs_is_traced_again_when_the_guess_changes(write, monkeypatch):
@@ -684,7 +745,7 @@ class Vdsr(nn.Module):
 def test_a_forward_that_starts_at_a_later_registered_layer_gets_that_layers_channels(cli, write):
     record = _scanned(cli, write("vdsr.py", LATE_INPUT_LAYER))
     assert record["inputs"][0]["shape"] == [1, 1, 224, 224]
-    assert "layer entry reads 1 channels; the first registered, 16, did not fit" in record["assumed"]
+    assert "layer entry reads 1 channel; the first registered, 16, did not fit" in record["assumed"]
     assert "float32[1,16,224,224] failed" in record["assumed"]
 
 

@@ -109,22 +109,22 @@ class ArchGraph:
             histogram.pop(io, None)
         return histogram.most_common(n)
 
-    def output_shapes(self) -> list[list[int] | None]:
-        return [node.shape for node in self.nodes if node.op == "output"]
-
-    def pooled_sides(self) -> list[int]:
-        """The smaller side of each 2-D feature map a global pool reads (a classifier's head, a
-        squeeze-excite gate): how far the network downsampled its image before pooling it whole."""
+    def image_signs(self) -> dict[str, Any]:
+        """What this trace says about the image size a classifier was built for
+        (`trace.inputs.small_image_respec`): the smaller side of each 2-D map a global pool reads (a
+        classifier's head, a squeeze-excite gate), the sides of the maps fixed-window pools leave,
+        the outputs' shapes, and whether a convolution is dilated (keeps its map large by design)."""
         parents = self.parents()
-        sides = []
+        pooled, fixed = [], []
         for i, node in enumerate(self.nodes):
-            if node.op not in ("global_avg_pool", "global_max_pool"):
-                continue
-            for p in parents[i]:
-                shape = self.nodes[p].shape
-                if shape and len(shape) == 4:
-                    sides.append(int(min(shape[2:])))
-        return sides
+            if node.op in ("global_avg_pool", "global_max_pool"):
+                pooled += [int(min(self.nodes[p].shape[2:])) for p in parents[i]
+                           if self.nodes[p].shape and len(self.nodes[p].shape) == 4]
+            elif node.op in ("avg_pool2d", "max_pool2d") and node.shape and len(node.shape) == 4:
+                fixed.append(int(min(node.shape[2:])))
+        dilated = any(node.op.startswith("conv") and max(node.attrs.get("dilation") or [1]) > 1 for node in self.nodes)
+        return {"pooled_sides": pooled, "fixed_pool_sides": fixed, "dilated": dilated,
+                "outputs": [node.shape for node in self.nodes if node.op == "output"]}
 
     def parents(self) -> list[list[int]]:
         out: list[list[int]] = [[] for _ in self.nodes]

@@ -98,18 +98,17 @@ def trace_python_file(path: Path, spec: str | None, inputs: list[InputSpec] | No
     out, graphs = [], []
     for name, model in build_models(path, spec):
         if inputs is not None:
-            specs, assumed = inputs, None
+            specs, assumed, ran_first = inputs, None, False
             try:
                 raw, tracer = trace_module(model, meta_tensors(specs))
             except TraceError as exc:
                 raise forward_failed(name, specs, exc, guessed=False) from None
         else:
-            raw, tracer, specs, assumed = trace_guessing_inputs(name, model, trace_module, examples)
+            raw, tracer, specs, assumed, ran_first = trace_guessing_inputs(name, model, trace_module, examples)
         meta = {"source": str(path), "tracer": tracer, "model": name}
         graph = build_graph(raw, meta | {"inputs": [s.to_json() for s in specs]})
-        small = small_image_respec(specs, assumed, graph.pooled_sides(), graph.output_shapes()) \
-            if inputs is None else None
-        if small:  # a CIFAR-sized design guessed at 224 px: its MACs and latency are those of 32 px
+        small = small_image_respec(specs, assumed, ran_first, **graph.image_signs()) if inputs is None else None
+        if small:  # a design for small images guessed at 224 px: its MACs and latency are those of its size
             try:
                 small_raw, small_tracer = trace_module(model, meta_tensors(small[0]))
             except TraceError:
@@ -117,7 +116,7 @@ def trace_python_file(path: Path, spec: str | None, inputs: list[InputSpec] | No
             if small_raw is not None:
                 small_graph = build_graph(small_raw, meta | {"tracer": small_tracer,
                                                              "inputs": [s.to_json() for s in small[0]]})
-                if classifier_outputs(small_graph.output_shapes(), small[0][0].shape[0]):
+                if classifier_outputs(small_graph.image_signs()["outputs"], small[0][0].shape[0]):
                     (specs, assumed), tracer, graph = small, small_tracer, small_graph
         out.append(_graph_payload(graph, name, tracer, specs, assumed))
         graphs.append(graph)

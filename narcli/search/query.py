@@ -296,7 +296,8 @@ def _cached_query(name: str) -> Query:
     e = _stem_checked_entry(cache, entries[model_id], encoder)
     return Query(f"{Path(e['path']).name}:{e['name']}", "cache", e["graph_hash"],
                  np.frombuffer(e["vector"], dtype=np.float32), e["prediction"], e["motifs"], e["params"] or 0,
-                 e["macs"] or 0, graph_key=e["graph_key"], path=e["path"], extra={"model_id": e["model_id"]})
+                 e["macs"] or 0, graph_key=e["graph_key"], path=e["path"], extra={"model_id": e["model_id"]},
+                 record=next((r for r in cache.records() if r.id == model_id), None))  # gone: an embedding kept alone
 
 
 def _stem_checked_entry(cache: Any, entry: dict[str, Any], encoder: str) -> dict[str, Any]:

@@ -39,10 +39,11 @@ def forward_failed(name: str, specs: list[InputSpec], exc: TraceError, guessed: 
 
 
 def trace_guessing_inputs(name: str, model: Any, trace_module: Callable,
-                          examples: list[ExampleInput] | tuple = ()) -> tuple[Any, str, list[InputSpec], str]:
+                          examples: list[ExampleInput] | tuple = ()) -> tuple[Any, str, list[InputSpec], str, bool]:
     """Trace with the inputs the model's layers suggest (and the example sizes of its file), trying
     further sizes when the first guess fails (a CIFAR network's head fits only 32 px): the first
-    size that runs wins, and the summary says which sizes failed before it."""
+    size that runs wins, and the summary says which sizes failed before it. Also returned: whether
+    the first guess ran (`small_image_respec` reads a trace only its first guess made)."""
     try:
         queue = list(candidate_inputs(model, examples))
     except UsageError as exc:
@@ -70,7 +71,8 @@ def trace_guessing_inputs(name: str, model: Any, trace_module: Callable,
                 for channels, layer in reversed(other_channels(model, shape)):
                     resized = InputSpec((shape[0], channels, *shape[2:]), specs[0].dtype)
                     queue.insert(0, ([resized], f"{about.split(' (')[0]} (layer {layer} reads {channels} "
-                                                f"channels; the first registered, {shape[1]}, did not fit)"))
+                                                f"channel{'s' * (channels != 1)}; the first registered, "
+                                                f"{shape[1]}, did not fit)"))
                 continue
             # one square image, or several alike (a Siamese network's pair): the head can say the side
             if all(spec == specs[0] for spec in specs) and len(shape) == 4 and shape[2] == shape[3]:
@@ -85,7 +87,7 @@ def trace_guessing_inputs(name: str, model: Any, trace_module: Callable,
             continue
         if failed:
             about += f"; {', '.join(failed)} failed, {describe(specs)} ran"
-        return raw, tracer, specs, about
+        return raw, tracer, specs, about, not failed
     assert first_error is not None
     if len(failed) > 1:
         first_error = TraceError(f"{first_error}; also failed: {', '.join(failed[1:])}")

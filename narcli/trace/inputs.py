@@ -182,10 +182,10 @@ DEFAULT_IMAGE_SIDE, SMALL_IMAGE_SIDE = 224, 32
 SMALL_IMAGE_STRIDES = (1, 2, 4, 8)  # how far a CIFAR design downsamples before its classifier's pool
 
 
-def _guessed_default_image(specs: list[InputSpec], about: str | None) -> bool:
-    """A guess nothing else chose (an example input in the file, a head that named its size, and
-    `--input-shape` all win) of one RGB image at 224 px, or several alike."""
-    if about is None or "example input" in about or " ran" in about or not specs:
+def _guessed_default_image(specs: list[InputSpec], about: str | None, ran_first: bool) -> bool:
+    """The first guess ran, and nothing else chose it (an example input in the file and
+    `--input-shape` win), for one RGB image at 224 px or several alike."""
+    if about is None or not ran_first or "example input" in about or not specs:
         return False
     shape = specs[0].shape
     return all(spec == specs[0] for spec in specs) and len(shape) == 4 and shape[1] == 3 \
@@ -197,44 +197,47 @@ def classifier_outputs(outputs: list[list[int] | None], batch: int) -> bool:
     return bool(outputs) and all(o is not None and len(o) == 2 and o[0] == batch for o in outputs)
 
 
-def small_image_respec(specs: list[InputSpec], about: str | None, pooled_sides: list[int],
-                       outputs: list[list[int] | None]) -> tuple[list[InputSpec], str] | None:
+def small_image_respec(specs: list[InputSpec], about: str | None, ran_first: bool, *,
+                       pooled_sides: list[int], fixed_pool_sides: list[int], outputs: list[list[int] | None],
+                       dilated: bool) -> tuple[list[InputSpec], str] | None:
     """The input (and its summary) a classifier guessed at 224 px was built for, else None.
 
-    `pooled_sides`: the sides of the maps the network's global pools read; `outputs`: its outputs'
-    shapes. Two signs: its outputs hold k² times the samples it was given (a fixed pool's map spread
-    over the batch: the side is 224 / k when that is whole, else 32 px), or it returns one vector per
-    sample from a global pool over a map downsampled 1, 2, 4 or 8 times (32 px). The most
-    downsampled map a global pool reads decides: a squeeze-excite gate early in the network reads a
-    large one. The caller traces the answer and keeps it only if it returns one vector per sample
-    (`classifier_outputs`).
+    The signs come from the trace at 224 px (`ArchGraph.image_signs`). Either a fixed-window pool
+    left a k×k map that the outputs hold as k² times the samples given (`view(-1, C)`: the side is
+    224 / k when that is whole, else 32 px), or every output is one vector per sample from a global
+    pool over a map downsampled 1, 2, 4 or 8 times, in a network with no dilated convolution (a
+    dilated ResNet keeps a large map at 224 px by design): 32 px. The most downsampled map a global
+    pool reads decides: a squeeze-excite gate early in the network reads a large one. The caller
+    traces the answer and keeps it only if it returns one vector per sample (`classifier_outputs`).
     """
-    if not _guessed_default_image(specs, about):
+    if not _guessed_default_image(specs, about, ran_first):
         return None
     shape, side = specs[0].shape, DEFAULT_IMAGE_SIDE
     batch = shape[0]
-    spilled = [o[0] // batch for o in outputs if o and len(o) == 2 and o[0] > batch and o[0] % batch == 0]
+    spilled = [o[0] for o in outputs if o and len(o) == 2 and o[0] > batch and o[0] % batch == 0
+               and math.isqrt(o[0] // batch) ** 2 == o[0] // batch and math.isqrt(o[0] // batch) in fixed_pool_sides]
     if spilled and not classifier_outputs(outputs, batch):
-        k = math.isqrt(spilled[0])
-        whole = k > 1 and k * k == spilled[0] and side % k == 0 and side // k >= 8
-        small = side // k if whole else SMALL_IMAGE_SIDE
-        why = f"its outputs held {spilled[0]} samples for 1 at {side} px (a pooled map spread over the batch)"
-    elif pooled_sides and classifier_outputs(outputs, batch):
+        k = math.isqrt(spilled[0] // batch)
+        small = side // k if side % k == 0 and side // k >= 8 else SMALL_IMAGE_SIDE
+        why = f"its outputs held {spilled[0]} samples for {batch} at {side} px (the {k}×{k} map a pool " \
+              "left, spread over the batch)"
+    elif pooled_sides and min(pooled_sides) > 0 and not dilated and classifier_outputs(outputs, batch):
         pooled = min(pooled_sides)
         stride = side / pooled
         nearest = min(SMALL_IMAGE_STRIDES, key=lambda s: abs(stride / s - 1))
         if abs(stride / nearest - 1) > 0.1:
             return None
         small = SMALL_IMAGE_SIDE
-        shown = f"{nearest}×" if nearest > 1 else "not at all"
-        why = f"its classifier pools a map downsampled {shown} ({pooled}×{pooled} at {side} px)"
+        how = f"downsampled {nearest}×" if nearest > 1 else "not downsampled"
+        why = f"its classifier pools a map {how} ({pooled}×{pooled} at {side} px)"
     else:
         return None
     resized = InputSpec((batch, 3, small, small), specs[0].dtype)
-    return [resized] * len(specs), f"{about} at {small}×{small}: {why}, as networks built for " \
-        "CIFAR-sized images do"
+    like = ", as networks built for CIFAR-sized images do" if small == SMALL_IMAGE_SIDE else ""
+    return [resized] * len(specs), f"{about} at {small}×{small}: {why}{like}"
 
 
+MAX_OTHER_CHANNELS = 3  # channel counts tried after the first layer's fails: the side search needs the rest
 _CHANNELS_WRONG = re.compile(r"Invalid channel dimensions|to have \d+ channels")
 
 
@@ -254,7 +257,7 @@ def other_channels(model: Any, shape: tuple[int, ...]) -> list[tuple[int, str]]:
         if kind.startswith("Conv") and isinstance(channels, int) and hasattr(layer, "kernel_size") \
                 and len(layer.kernel_size) == len(shape) - 2 and channels != shape[1]:
             seen.setdefault(channels, name)
-    return sorted(seen.items())[:3]
+    return sorted(seen.items())[:MAX_OTHER_CHANNELS]
 
 
 # a graph network's example graph: as many nodes and edges as the pyg zoo source traces its models at
