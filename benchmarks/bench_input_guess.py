@@ -9,7 +9,7 @@ with the manifest's: the same number of inputs with the same sizes after the bat
 manifest writes is the author's choice, not the model's). Image rows (a first input of four sizes)
 are counted on their own: their side decides MACs and latency by its square.
 
-The rule for designs built for small images (`trace.inputs.small_image_respec`: a guessed 224 px
+The rule for designs built for small images (`trace.image_size.small_image_respec`: a guessed 224 px
 RGB image whose classifier pools a map downsampled 1, 2, 4 or 8 times, or whose fixed pool spread
 its map over the batch, is traced again at 32 px) says so in its summary; for the rows it moved, the
 guess before it was 224 px, so the figure without the rule is counted from the same run

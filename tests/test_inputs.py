@@ -513,7 +513,7 @@ def _signs(pooled=(), fixed=(), outputs=((1, 10),), dilated=False) -> dict:
     ([IMAGE], None, True, _signs([56]), None, ""),  # --input-shape
 ])
 def test_the_small_image_rule(specs, about, ran_first, signs, side, why):
-    from narcli.trace.inputs import small_image_respec
+    from narcli.trace.image_size import small_image_respec
 
     found = small_image_respec(specs, about, ran_first, **signs)
     if side is None:
@@ -586,7 +586,7 @@ class Probe(nn.Module):
 
 @pytest.mark.parametrize("source", [SMALL_FAILS, SMALL_RETURNS_A_MAP])
 def test_the_small_image_is_kept_only_if_it_runs_and_returns_one_vector_per_sample(cli, write, source):
-    from narcli.trace.inputs import small_image_respec
+    from narcli.trace.image_size import small_image_respec
 
     # the rule does fire on the 224 px trace's signs (a global pool over a map downsampled 2×) ...
     signs = {"pooled_sides": [112], "fixed_pool_sides": [], "outputs": [[1, 10]], "dilated": False}
@@ -750,7 +750,7 @@ def test_a_forward_that_starts_at_a_later_registered_layer_gets_that_layers_chan
 
 
 def test_other_channels_are_those_convolutions_of_the_inputs_rank_read():
-    from narcli.trace.inputs import channels_wrong, other_channels
+    from narcli.trace.image_size import channels_wrong, other_channels
 
     model = nn.Sequential(nn.Conv2d(16, 16, 3), nn.Conv1d(2, 4, 3), nn.Conv2d(1, 16, 3), nn.Conv2d(3, 16, 3))
     assert other_channels(model, (1, 16, 224, 224)) == [(1, "2"), (3, "3")]

@@ -111,7 +111,7 @@ class ArchGraph:
 
     def image_signs(self) -> dict[str, Any]:
         """What this trace says about the image size a classifier was built for
-        (`trace.inputs.small_image_respec`): the smaller side of each 2-D map a global pool reads (a
+        (`trace.image_size.small_image_respec`): the smaller side of each 2-D map a global pool reads (a
         classifier's head, a squeeze-excite gate), the sides of the maps fixed-window pools leave,
         the outputs' shapes, and whether a convolution is dilated (keeps its map large by design)."""
         parents = self.parents()

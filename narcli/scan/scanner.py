@@ -91,7 +91,8 @@ def trace_python_file(path: Path, spec: str | None, inputs: list[InputSpec] | No
 
     ensure_torchvision_importable()  # user files import torchvision, timm, transformers too
     from narcli.trace.input_search import forward_failed, meta_tensors, trace_guessing_inputs
-    from narcli.trace.inputs import classifier_outputs, example_inputs, small_image_respec
+    from narcli.trace.image_size import classifier_outputs, small_image_respec
+    from narcli.trace.inputs import example_inputs
     from narcli.trace.torch_tracer import trace_module
 
     examples = example_inputs(path.read_text(errors="replace")) if inputs is None else []

@@ -9,15 +9,14 @@ from collections.abc import Callable
 from typing import Any
 
 from narcli.errors import LoadError, TraceError, UsageError
+from narcli.trace.image_size import channels_wrong, other_channels
 from narcli.trace.inputs import (
     MAX_TRIES,
     ExampleInput,
     InputSpec,
     candidate_inputs,
-    channels_wrong,
     describe,
     features_mismatch,
-    other_channels,
     side_from_mismatch,
     side_from_two_mismatches,
     token_ids_hint,
