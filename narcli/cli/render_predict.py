@@ -19,6 +19,7 @@ def target_label(row) -> str:
 
 
 def print_predictions(console: Any, results: list) -> None:
+    from narcli.cli.render_search import assumed_input_line
     from narcli.search.predictions import format_interval, format_value
 
     for result in results:
@@ -27,8 +28,6 @@ def print_predictions(console: Any, results: list) -> None:
         for column in ("target", "device", "value", "90 % interval", "head"):
             table.add_column(column, justify="right" if column in ("value", "90 % interval") else "left",
                              no_wrap=column != "head")
-        from narcli.cli.render_search import assumed_input_line
-
         skipped: dict[str, int] = {}
         used: dict[str, str] = {}
         for row in result.rows:

@@ -113,7 +113,7 @@ def trace_python_file(path: Path, spec: str | None, inputs: list[InputSpec] | No
             try:
                 small_raw, small_tracer = trace_module(model, meta_tensors(small[0]))
             except TraceError:
-                small_raw = None  # it runs at 224 and not at 32: keep what ran
+                small_raw = None  # it runs at 224 px and not at the smaller size: keep what ran
             if small_raw is not None:
                 small_graph = build_graph(small_raw, meta | {"tracer": small_tracer,
                                                              "inputs": [s.to_json() for s in small[0]]})
