@@ -273,6 +273,22 @@ def test_a_disturbed_timing_is_taken_again_and_the_quiet_one_kept(cli, write, mo
         "(attempt 2 of 3)" in text  # said before it waits
 
 
+def test_when_every_measurement_is_busy_the_fastest_is_returned(cli, write, monkeypatch, quiet_at_once):
+    from narcli.bench import store
+
+    medians = (34.6, 32.0, 36.1)  # a neighbour slowed all three by different amounts
+    monkeypatch.setattr("narcli.trace.isolation.run_isolated", _fake_child(BUSY, medians=medians))
+    model = write("tiny_all_busy.py", TINY_MODEL)
+    data = json.loads(cli("bench", model, "-i", "1,8", "--repeat", "3", "--json").stdout)
+    assert data["median_ms"] == 32.0 and data["busy"] is True and data["stored"] is False
+    assert data["attempts"] == 3 and [d["median_ms"] for d in data["disturbed"]] == [34.6, 36.1]
+    assert not store.for_graph(data["graph_hash"])
+    monkeypatch.setattr("narcli.trace.isolation.run_isolated", _fake_child(BUSY, medians=medians))
+    text = " ".join(cli("bench", model, "-i", "1,8", "--repeat", "3").output.split())
+    assert "median 32 ms" in text
+    assert "busy in all 3 measurements; the fastest is shown (the other medians 34.6, 36.1 ms)" in text
+
+
 def test_allow_busy_keeps_the_first_timing_without_measuring_again(cli, write, monkeypatch, quiet_at_once):
     child = _fake_child(BUSY)
     monkeypatch.setattr("narcli.trace.isolation.run_isolated", child)

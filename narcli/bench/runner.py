@@ -194,11 +194,13 @@ def bench_target(text: str, batch: int = 1, device: str = "cpu", threads: int | 
                            assumed=request.assumed), raw
 
     result, raw = measure(1)
+    busy_ones: list[BenchResult] = []  # every disturbed measurement of the loop below, in turn
     while True:
         if not allow_busy and unchecked_first(result.quiet) and result.attempts < attempts:
             result = _check_first(result, raw, measure, disturbed, report)
         if allow_busy or not result.busy or result.attempts >= attempts:
             break
+        busy_ones.append(result)
         disturbed.append({"median_ms": result.median_ms, "reasons": result.quiet.get("reasons", [])})
         report(f"the machine was disturbed while timing {request.name}; measuring again once other processes "
                f"are quiet (attempt {result.attempts + 1} of {attempts})")
@@ -207,10 +209,27 @@ def bench_target(text: str, batch: int = 1, device: str = "cpu", threads: int | 
             report(f"other processes stayed busy for {QUIET_WAIT:g} s; not measured again")
             break  # the same processes would disturb the next timing too
         result, raw = measure(result.attempts + 1)
+    if result.busy and busy_ones:  # every measurement disturbed: the least disturbed one is returned
+        ours = {id(d) for d in disturbed[-len(busy_ones):]}  # the loop's; any before came from `_check_first`
+        candidates = busy_ones + ([] if result is busy_ones[-1] else [result])
+        result = least_disturbed(candidates, [d for d in disturbed if id(d) not in ours])
     if allow_busy or not result.busy:
         result.stored = True
         store.save(key, batch, info.key, request.name, result.to_dict())
     return result
+
+
+def least_disturbed(measured: list[BenchResult], earlier: list[dict[str, Any]]) -> BenchResult:
+    """Of measurements all taken on a busy machine, the one with the lowest median, the others named as
+    disturbed after `earlier` (disturbed ones that were not candidates). Contention only adds time, so
+    the fastest is the nearest the quiet figure: on 2026-12-06 here the three of a `nar bench resnet18`
+    at two threads, all beside a slowed core, read 34.6, 32.0 and 36.1 ms (the last was returned), and
+    the two quiet runs after them 32.9 and 31.9 ms."""
+    best = min(measured, key=lambda r: r.median_ms)
+    best.attempts = max(r.attempts for r in measured)
+    best.disturbed = earlier + [{"median_ms": r.median_ms, "reasons": (r.quiet or {}).get("reasons", [])}
+                                for r in measured if r is not best]
+    return best
 
 
 def core_speed_checked(verdict: dict[str, Any] | None) -> dict[str, Any] | None:

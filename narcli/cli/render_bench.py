@@ -42,10 +42,12 @@ def inputs_line(inputs: list[dict[str, Any]], batch: int, assumed: str | None) -
 
 
 def attempts_line(disturbed: list[dict[str, Any]], busy: bool) -> str:
-    """What the measurements before the last were: disturbed, taken again (`runner.bench_target`)."""
+    """What the measurements other than the one shown were: disturbed, taken again (`runner.bench_target`;
+    when all were busy, the one shown is the fastest, `runner.least_disturbed`)."""
     medians = ", ".join(f"{d['median_ms']:.3g}" for d in disturbed)
     if busy:
-        return f"busy in all {len(disturbed) + 1} measurements (the earlier medians {medians} ms)"
+        return (f"busy in all {len(disturbed) + 1} measurements; the fastest is shown "
+                f"(the other {'median' if len(disturbed) == 1 else 'medians'} {medians} ms)")
     first = next((r for d in disturbed for r in d.get("reasons", [])), "")
     which = "the first measurement was" if len(disturbed) == 1 else f"the first {len(disturbed)} measurements were"
     many = "median" if len(disturbed) == 1 else "medians"
