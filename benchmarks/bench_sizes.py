@@ -75,7 +75,7 @@ CPU_LIMIT = 1_500_000_000  # parameters (6 GB in float32)
 def _on_cpu(module, inputs: list) -> tuple:
     import torch
 
-    from narcli.bench.runner import fill_weights
+    from narcli.bench.child import fill_weights
 
     real = [torch.randn(t.shape, dtype=t.dtype) if t.is_floating_point() else torch.ones(t.shape, dtype=t.dtype)
             for t in inputs]

@@ -783,7 +783,7 @@ class SmallConv(nn.Module):
 
 def fake_timings(monkeypatch, ms_of_shape):
     """`nar bench`'s child replaced: the median is ms_of_shape[first input's shape]; tracing still runs."""
-    from narcli.bench.runner import measure_in_child
+    from narcli.bench.child import measure_in_child
     from narcli.trace import isolation
 
     real = isolation.run_isolated

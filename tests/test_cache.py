@@ -85,6 +85,15 @@ def test_graph_is_stored_and_returned(cli):
     assert cached["cached"] and cached["graph"] == data["graph"]
 
 
+def test_one_record_is_read_by_its_id(cli, nar_home):
+    assert Cache().record("nothing:0") is None  # no cache yet
+    data = scan_json(cli, FIXTURES / "tiny.onnx")["models"][0]
+    record = Cache().record(data["id"])
+    assert record is not None and record.cached and record.graph_hash == data["graph_hash"]
+    assert record == next(r for r in Cache().records() if r.id == data["id"])
+    assert Cache().record(data["id"] + "0") is None
+
+
 def test_database_uses_wal_and_info_and_clear_work(cli, nar_home):
     scan_json(cli, FIXTURES / "tiny.onnx")
     conn = sqlite3.connect(nar_home / "nar.db")

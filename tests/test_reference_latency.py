@@ -43,7 +43,7 @@ def test_fill_weights_gives_a_meta_model_real_values():
 
     with torch.device("meta"):
         model = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8), nn.Embedding(4, 8))
-    from narcli.bench.runner import fill_weights
+    from narcli.bench.child import fill_weights
 
     model = fill_weights(model)
     weight = model[0].weight

@@ -748,8 +748,8 @@ def test_a_cache_name_query_stored_before_the_second_spelling_is_embedded_again(
         def graph(self, key):
             return self.stored
 
-        def records(self):
-            return self.kept
+        def record(self, model_id):
+            return next((r for r in self.kept if r.id == model_id), None)
 
         def store_embedding(self, record, encoder, vector, prediction, motifs):
             self.saved.append((record.id, prediction))

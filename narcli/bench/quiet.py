@@ -20,7 +20,7 @@ at the system around the timed runs, in the process that runs them:
   make the timing busy. Another VM's short bursts (one slow probe in ten, on 2026-11-28) left the
   medians as they were, and made every measurement "busy" while one slow probe was enough. Beside
   the loop, the measuring child times a fixed matrix product at the measurement's thread count
-  (`runner.matmul_probe`): the same VM's neighbour slowed two-thread arithmetic 10-35 % in episodes
+  (`child.matmul_probe`): the same VM's neighbour slowed two-thread arithmetic 10-35 % in episodes
   of seconds, and the one-thread loop saw only half of them. Other guests' memory traffic can slow
   the product (and the model) for a minute at a time, so evenly that nothing inside the measurement
   stands out: its median is also held against the lowest this machine has shown at that thread

@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from narcli.errors import CacheError, NarError, storage_trouble, trouble_phrase
+from narcli.errors import CacheError, NarError, storage_trouble
+from narcli.scan.cache_errors import guarded
 from narcli.fsutil import database_files
 from narcli.scan import sqlite_files
 
@@ -79,17 +80,6 @@ def short_id(model_id: str) -> str:
     return f"{key[:10]}:{position}" if key else model_id[:10]
 
 
-DAMAGE_FIX = "run `nar cache clear` (it deletes the file) and scan again"
-
-
-def _cannot_write(path: Path, trouble: str) -> str:
-    fix = "free some space and run it again" if "full" in trouble else \
-        "point NAR_HOME at a writable folder to scan new models"
-    intact = "the cache is intact; nothing was lost" if "full" in trouble or "read-only" in trouble else \
-        "the cache is intact"
-    return f"cache {path} cannot be written: {trouble_phrase(trouble)} ({intact}); {fix}"
-
-
 def _int64(count: int) -> int:
     """A count as SQLite can keep it (a forged file's MACs can pass 2^63)."""
     return max(-(2**63), min(int(count), 2**63 - 1))
@@ -105,44 +95,6 @@ def _check_blobs(conn: sqlite3.Connection) -> str | None:
         ("graph", "graphs", "key", "data", sqlite_files.graph_blob_check),
         ("model record", "models", "id", "record", _record),
         ("scan", "scans", "key", "model_ids", json.loads)))(conn)
-
-
-def _guarded(method: Any) -> Any:
-    """Turn a damaged database (a bad page, a file that is not SQLite) into one line with the fix,
-    and a NAR_HOME that cannot hold the cache into one line naming it."""
-    import functools
-
-    @functools.wraps(method)
-    def wrapper(self: "Cache", *args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(self, *args, **kwargs)
-        except sqlite_files.BadBlob as exc:
-            raise CacheError(f"cache {self.path} is damaged (a stored value cannot be decoded: {exc}); "
-                             f"{DAMAGE_FIX}") from None
-        except sqlite3.OperationalError as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
-                raise CacheError(f"cache {self.path} is busy ({exc}); try again") from None
-            trouble = storage_trouble(exc, self.path.parent)
-            if trouble:  # the disk said no: the cache itself is intact, and nothing was written
-                raise CacheError(_cannot_write(self.path, trouble)) from None
-            if "unable to open" in str(exc):
-                raise CacheError(f"cache {self.path} cannot be opened ({exc}); check NAR_HOME") from None
-            raise CacheError(f"cache {self.path} is damaged ({exc}); {DAMAGE_FIX}") from None
-        except sqlite3.DatabaseError as exc:
-            trouble = storage_trouble(exc, self.path.parent)
-            if trouble:
-                raise CacheError(_cannot_write(self.path, trouble)) from None
-            raise CacheError(f"cache {self.path} is damaged ({exc}); {DAMAGE_FIX}") from None
-        except OSError as exc:  # making the folder, say
-            trouble = storage_trouble(exc, self.path.parent)
-            if trouble:
-                raise CacheError(_cannot_write(self.path, trouble)) from None
-            raise
-        except (FileExistsError, NotADirectoryError) as exc:
-            raise CacheError(f"cache directory {self.path.parent} cannot be used ({exc.strerror}: "
-                           f"{exc.filename}); point NAR_HOME at a directory") from None
-
-    return wrapper
 
 
 class Cache:
@@ -180,7 +132,7 @@ class Cache:
                 return conn
             raise  # the public methods (`_guarded`) say what is wrong and how to fix it
 
-    @_guarded
+    @guarded
     def lookup(self, key: str) -> list[ModelRecord] | None:
         """The records of the scan stored under `key`, or None."""
         conn = self._read()
@@ -202,7 +154,7 @@ class Cache:
         finally:
             conn.close()
 
-    @_guarded
+    @guarded
     def scans_at(self, path: str) -> list[list[ModelRecord]]:
         """The records of every scan of the file at `path` (absolute), newest first."""
         conn = self._read()
@@ -219,7 +171,7 @@ class Cache:
         finally:
             conn.close()
 
-    @_guarded
+    @guarded
     def records(self) -> list[ModelRecord]:
         """Every cached model record (scanned by `nar scan` or by a search), oldest first."""
         conn = self._read()
@@ -234,7 +186,23 @@ class Cache:
             record.cached = True
         return records
 
-    @_guarded
+    @guarded
+    def record(self, model_id: str) -> ModelRecord | None:
+        """The cached model record `model_id` (`ModelRecord.id`), or None when it is not there."""
+        conn = self._read()
+        if conn is None:
+            return None
+        try:
+            row = conn.execute("select record from models where id = ?", (model_id,)).fetchone()
+        finally:
+            conn.close()
+        if row is None:
+            return None
+        found = _record(row[0])
+        found.cached = True
+        return found
+
+    @guarded
     def graph(self, graph_key: str) -> Any:
         """The ArchGraph stored under `graph_key` (see `ModelRecord.graph_key`), or None."""
         from narcli.graph.arch_graph import ArchGraph
@@ -246,7 +214,7 @@ class Cache:
         conn.close()
         return sqlite_files.decoded(lambda data: ArchGraph.from_json(zlib.decompress(data).decode()), row[0]) if row else None
 
-    @_guarded
+    @guarded
     def info(self) -> dict[str, Any]:
         """Counts, size, and `health`: "ok", or what is wrong (SQLite's quick check, a stored value
         that does not decode, a symlink, another program's database)."""
@@ -318,7 +286,7 @@ class Cache:
             if conn.in_transaction:
                 conn.execute("commit")
 
-    @_guarded
+    @guarded
     def store(self, key: str, path: str, records: list[ModelRecord], graphs: list[Any]) -> None:
         """Store one scan atomically: its model records and their graphs, or nothing."""
         conn = self._write()
@@ -354,7 +322,7 @@ class Cache:
                   "encoder text not null, vector blob not null, prediction text, motifs text, name text, path text, "
                   "graph_hash text, params integer, macs integer, created real)")
 
-    @_guarded
+    @guarded
     def embedding(self, graph_key: str, encoder: str) -> dict[str, Any] | None:
         """The stored embedding of one scanned graph by `encoder`, or None."""
         conn = self._read()
@@ -371,7 +339,7 @@ class Cache:
             return None
         return {"vector": row[0], "prediction": json.loads(row[1] or "null"), "motifs": json.loads(row[2] or "[]")}
 
-    @_guarded
+    @guarded
     def store_embedding(self, record: ModelRecord, encoder: str, vector: bytes, prediction: Any, motifs: Any) -> None:
         conn = self._write()
         try:
@@ -383,7 +351,7 @@ class Cache:
         finally:
             conn.close()
 
-    @_guarded
+    @guarded
     def update_prediction(self, graph_key: str, encoder: str, prediction: Any) -> None:
         """Replace the prediction stored with every embedding of `graph_key` by `encoder` (the vector,
         and so the user index built from it, is unchanged)."""
@@ -395,7 +363,7 @@ class Cache:
         finally:
             conn.close()
 
-    @_guarded
+    @guarded
     def embeddings(self, encoder: str) -> list[dict[str, Any]]:
         """Every stored embedding by `encoder`, with what a results table shows about its model."""
         conn = self._read()

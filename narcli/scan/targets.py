@@ -210,4 +210,7 @@ def find_cached(name: str, candidates: list[CachedCandidate]) -> CachedCandidate
 def find_cached_record(name: str, cache: Any) -> Any:
     """The cached ModelRecord `cache:NAME` means (see `find_cached`)."""
     chosen = find_cached(name, cached_candidates(cache))
-    return next(r for r in cache.records() if r.id == chosen.model_id)
+    record = cache.record(chosen.model_id)
+    if record is None:  # removed by another process since it was listed
+        raise UsageError(f"{cache_name(name)} is no longer in the cache (`nar cache list` shows what is)")
+    return record

@@ -297,7 +297,7 @@ def _cached_query(name: str) -> Query:
     return Query(f"{Path(e['path']).name}:{e['name']}", "cache", e["graph_hash"],
                  np.frombuffer(e["vector"], dtype=np.float32), e["prediction"], e["motifs"], e["params"] or 0,
                  e["macs"] or 0, graph_key=e["graph_key"], path=e["path"], extra={"model_id": e["model_id"]},
-                 record=next((r for r in cache.records() if r.id == model_id), None))  # gone: an embedding kept alone
+                 record=cache.record(model_id))  # None when gone: an embedding kept alone
 
 
 def _stem_checked_entry(cache: Any, entry: dict[str, Any], encoder: str) -> dict[str, Any]:
@@ -310,7 +310,7 @@ def _stem_checked_entry(cache: Any, entry: dict[str, Any], encoder: str) -> dict
     if checked is not None:
         return checked
     [embedding] = embed_with_stem(_embedder(), [cache.graph(entry["graph_key"])])
-    record = next((r for r in cache.records() if r.id == entry["model_id"]), None)
+    record = cache.record(entry["model_id"])
     if record is not None:
         cache.store_embedding(record, encoder, embedding.vector.tobytes(), embedding.prediction, embedding.motifs)
     return entry | {"vector": embedding.vector.tobytes(), "prediction": embedding.prediction,
@@ -332,7 +332,9 @@ def cached_candidate(name: str, cache: Any, entries: dict[str, dict] | None = No
 
 def _embed_cached(cache: Any, model_id: str, encoder: str) -> None:
     """Embed a model that `nar scan` cached without an embedding, and store it (on first use only)."""
-    record = next(r for r in cache.records() if r.id == model_id)
+    record = cache.record(model_id)
+    if record is None:  # removed by another process since it was found
+        raise ZooError(f"cached model {model_id} is no longer in the cache; scan it again")
     graph = cache.graph(record.graph_key)
     if graph is None:
         raise ZooError(f"the cached graph of {record.name} is missing; scan {record.source} again")

@@ -44,7 +44,7 @@ def resolve_graphs(text: str | Target, options: ScanOptions | None = None, zoo: 
             graph = cache.graph(found.graph_key)
             if graph is None:
                 raise ZooError(f"the cached graph of {found.name} is missing; scan {found.path} again")
-            record = next((r for r in cache.records() if r.id == found.model_id), None)
+            record = cache.record(found.model_id)
             return [NamedGraph(f"{Path(found.path).name}:{found.name}", graph, record=record)]
         case Checkpoint(path=path):  # no code: the zoo architecture its tensors identify
             from narcli.search.identify import SAME_MODEL, identified_model
