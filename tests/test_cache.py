@@ -94,6 +94,17 @@ def test_one_record_is_read_by_its_id(cli, nar_home):
     assert Cache().record(data["id"] + "0") is None
 
 
+def test_a_cached_model_gone_between_listing_and_reading_is_one_line(cli, nar_home, monkeypatch):
+    from narcli.errors import UsageError
+    from narcli.scan.targets import find_cached_record
+
+    data = scan_json(cli, FIXTURES / "tiny.onnx")["models"][0]
+    assert find_cached_record(data["name"], Cache()).id == data["id"]
+    monkeypatch.setattr(Cache, "record", lambda self, model_id: None)  # another process removed it
+    with pytest.raises(UsageError, match="no longer in the cache"):
+        find_cached_record(data["name"], Cache())
+
+
 def test_database_uses_wal_and_info_and_clear_work(cli, nar_home):
     scan_json(cli, FIXTURES / "tiny.onnx")
     conn = sqlite3.connect(nar_home / "nar.db")
