@@ -1,7 +1,8 @@
 """What runs in `nar bench`'s measuring child process (`runner.bench_target` starts it through
 `trace.isolation.run_isolated`): build the model with weights, pin the threads, time it with the
 protocol in `measure`, beside a matrix-product probe of the core's arithmetic. The request is
-`runner._Request`; torch and onnxruntime are imported here only."""
+`runner._Request`. torch and onnxruntime are imported inside the functions, so importing this module
+costs nothing."""
 
 from __future__ import annotations
 

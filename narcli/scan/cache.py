@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from narcli.errors import CacheError, NarError, storage_trouble
-from narcli.scan.cache_errors import guarded
 from narcli.fsutil import database_files
 from narcli.scan import sqlite_files
+from narcli.scan.cache_errors import guarded
 
 BUSY_TIMEOUT_MS = 30_000
 TABLES = ("scans", "models", "graphs")
@@ -130,7 +130,7 @@ class Cache:
                 conn = sqlite3.connect(f"file:{self.path}?mode=ro&immutable=1", uri=True)
                 conn.execute("select 1 from scans limit 1")
                 return conn
-            raise  # the public methods (`_guarded`) say what is wrong and how to fix it
+            raise  # the public methods (`guarded`) say what is wrong and how to fix it
 
     @guarded
     def lookup(self, key: str) -> list[ModelRecord] | None:
