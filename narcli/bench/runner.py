@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from narcli.bench import store
+from narcli.bench.child import measure_in_child
 from narcli.bench.device import DeviceInfo, available_bytes, check_device, device_info
 from narcli.bench.lock import measuring
 from narcli.bench.measure import check_fits, check_repeat
-from narcli.bench.child import measure_in_child
 from narcli.bench.quiet import ATTEMPTS
 from narcli.errors import NarError, UsageError
 
@@ -202,7 +202,7 @@ def bench_target(text: str, batch: int = 1, device: str = "cpu", threads: int | 
         if allow_busy or not result.busy or result.attempts >= attempts:
             break
         busy_ones.append(result)
-        disturbed.append({"median_ms": result.median_ms, "reasons": result.quiet.get("reasons", [])})
+        disturbed.append(_disturbed_entry(result))
         report(f"the machine was disturbed while timing {request.name}; measuring again once other processes "
                f"are quiet (attempt {result.attempts + 1} of {attempts})")
         # a core slowed from outside (another VM) shows nothing here to wait for: measured again at once
@@ -228,9 +228,13 @@ def least_disturbed(measured: list[BenchResult], earlier: list[dict[str, Any]]) 
     the two quiet runs after them 32.9 and 31.9 ms."""
     best = min(measured, key=lambda r: r.median_ms)
     best.attempts = max(r.attempts for r in measured)
-    best.disturbed = earlier + [{"median_ms": r.median_ms, "reasons": (r.quiet or {}).get("reasons", [])}
-                                for r in measured if r is not best]
+    best.disturbed = earlier + [_disturbed_entry(r) for r in measured if r is not best]
     return best
+
+
+def _disturbed_entry(result: BenchResult) -> dict[str, Any]:
+    """How a disturbed measurement is named in the one returned (`BenchResult.disturbed`)."""
+    return {"median_ms": result.median_ms, "reasons": (result.quiet or {}).get("reasons", [])}
 
 
 def core_speed_checked(verdict: dict[str, Any] | None) -> dict[str, Any] | None:

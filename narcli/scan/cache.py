@@ -89,6 +89,16 @@ def _record(text: str) -> ModelRecord:
     return sqlite_files.decoded(lambda t: ModelRecord(**json.loads(t)), text)
 
 
+def _cached_record(conn: sqlite3.Connection, model_id: str) -> ModelRecord | None:
+    """The model record stored under `model_id`, marked as read from the cache, or None."""
+    row = conn.execute("select record from models where id = ?", (model_id,)).fetchone()
+    if row is None:
+        return None
+    record = _record(row[0])
+    record.cached = True
+    return record
+
+
 def _check_blobs(conn: sqlite3.Connection) -> str | None:
     """What `cache info` finds undecodable among the stored graphs, records and scans, or None."""
     return sqlite_files.first_undecodable((
@@ -142,15 +152,8 @@ class Cache:
             row = conn.execute("select model_ids from scans where key = ?", (key,)).fetchone()
             if row is None:
                 return None
-            records = []
-            for model_id in json.loads(row[0]):
-                found = conn.execute("select record from models where id = ?", (model_id,)).fetchone()
-                if found is None:
-                    return None
-                record = _record(found[0])
-                record.cached = True
-                records.append(record)
-            return records
+            records = [_cached_record(conn, model_id) for model_id in json.loads(row[0])]
+            return None if any(r is None for r in records) else records  # a record gone: no scan
         finally:
             conn.close()
 
@@ -193,14 +196,9 @@ class Cache:
         if conn is None:
             return None
         try:
-            row = conn.execute("select record from models where id = ?", (model_id,)).fetchone()
+            return _cached_record(conn, model_id)
         finally:
             conn.close()
-        if row is None:
-            return None
-        found = _record(row[0])
-        found.cached = True
-        return found
 
     @guarded
     def graph(self, graph_key: str) -> Any:
