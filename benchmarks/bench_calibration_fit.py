@@ -150,7 +150,7 @@ def main() -> None:
                 measured = rescaled(names, fitted)
                 # rescaled to the reference machine's times as the current split is (both sum to the prediction)
                 measured_legacy = np.stack([legacy(n) for n in names]) * (
-                    transfer.work_columns(measured).sum(1) / transfer.work_columns(fitted).sum(1))[:, None]
+                    transfer.predicted_ms(measured) / transfer.predicted_ms(fitted))[:, None]
                 work = transfer.work_columns
                 pooled = f"interval pooled ({transfer.INTERVAL})"
                 # label -> (fit, parts the fit predicts from, the prior interval)
@@ -160,6 +160,8 @@ def main() -> None:
                     "huber, reference-measured parts": (lambda: transfer.fit_head(work(measured), y), held_out, None),
                     f"{pooled}, parts before 2026-12-05 ({'/'.join(transfer.LEGACY_PARTS)})":
                         (lambda: transfer.fit_head(measured_legacy, y, prior_half=head.half), held_out_legacy, head.half),
+                    f"{pooled}, the work parts alone (no calls or dispatch columns: until 2026-12-06)":
+                        (lambda: transfer.fit_head(measured[:, :3], y, prior_half=head.half), held_out[:, :3], head.half),
                     f"as shipped: {pooled}" if not many else f"{pooled}, on these threads' times alone":
                         (lambda: transfer.fit_head(work(measured), y, prior_half=head.half), held_out, head.half)}
                 if many and one:

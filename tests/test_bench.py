@@ -223,16 +223,36 @@ def test_calibration_reports_each_zoo_model_as_it_is_measured(monkeypatch):
 
 
 def test_the_transfer_recovers_per_part_scales():
-    from narcli.bench.transfer import fit_head, predict_log
+    from narcli.bench.transfer import fit_head, predict_log, work_columns
 
     rng = np.random.default_rng(1)
     parts = rng.uniform(0.1, 10, size=(30, 3)) * rng.uniform(0.1, 10, size=(30, 1))
     truth = np.array([2.0, 1.2, 1.0])  # this CPU: convolutions at twice the reference's time, the rest near it
     y = np.log(parts @ truth) + rng.normal(scale=0.01, size=30)
-    head = fit_head(parts, y)
+    head = fit_head(work_columns(parts), y)  # rows without thread parts or an operation count: those columns are 0
     assert np.abs(predict_log(head, parts) - y).max() < 0.08
     assert np.exp(head["scales"][0]) > np.exp(head["scales"][2])  # the parts are told apart
     assert 0 < head["half"] < 0.1 and head["kind"] == "parts"
+
+
+def test_a_per_call_cost_of_this_machine_is_fitted_on_the_operation_count():
+    from narcli.bench.transfer import FIT_COLUMNS, fit_head, predict_log, work_columns
+
+    rng = np.random.default_rng(5)
+    work = rng.dirichlet([1.0] * 3, size=30) * np.exp(rng.uniform(np.log(0.5), np.log(500), size=(30, 1)))
+    shares = rng.dirichlet([1.0] * 4, size=30)
+    operations = rng.integers(10, 800, size=30).astype(float)
+    parts = np.column_stack([with_thread_parts(work, shares), operations * 0.01])
+    # this CPU: every part 1.5x the reference's time, plus 40 microseconds a call the reference head never saw
+    y = np.log(work.sum(1) * 1.5 + operations * 0.04)
+    head = fit_head(work_columns(parts), y)
+    scales = np.exp(head["scales"])
+    assert len(scales) == len(FIT_COLUMNS) and np.allclose(scales, [1.5, 1.5, 1.5, 1.5, 4.0], rtol=0.1)
+    assert np.abs(predict_log(head, parts) - y).max() < 0.03
+    # the reference prediction alone: models with most of their time in calls come out far too fast
+    plain = fit_head(work_columns(parts[:, :3]), y)
+    calls = operations * 0.04 / np.exp(y) > 0.7
+    assert calls.sum() >= 3 and (predict_log(plain, parts[:, :3])[calls] - y[calls] < -0.4).all()
 
 
 def test_with_few_models_the_transfer_stays_one_scale():
@@ -296,7 +316,7 @@ def test_a_parts_head_answers_from_the_split_prediction_and_says_its_threads():
     from narcli.predict.bundle import Row
     from narcli.predict.datasets import Target
 
-    head = {"kind": "parts", "scales": [np.log(0.5)] * 3, "half": 0.2, "columns": list(cal.CPU_COLUMNS),
+    head = {"kind": "parts", "scales": [np.log(0.5)] * len(transfer.FIT_COLUMNS), "half": 0.2, "columns": list(cal.CPU_COLUMNS),
             "models": [1, 2, 3], "device": {"name": "AMD EPYC", "threads": 2}}
     cpu = [Row("reference", "r", Target(c, "latency", "ms", c, 1), 10.0, 8.0, 12.0, "ok", "", "x")
            for c in cal.CPU_COLUMNS]
@@ -377,7 +397,7 @@ def test_each_calibrated_device_gets_its_own_line_under_the_predictions():
 
     cpu = [Row("reference", "reference CPU", Target(c, "latency", "ms", c, 1), 10.0, 8.0, 12.0, "ok", "", "x")
            for c in cal.CPU_COLUMNS]
-    heads = {f"own-{t}t": {"kind": "parts", "scales": [0.0] * 3, "half": 0.2, "columns": list(cal.CPU_COLUMNS),
+    heads = {f"own-{t}t": {"kind": "parts", "scales": [0.0] * len(transfer.FIT_COLUMNS), "half": 0.2, "columns": list(cal.CPU_COLUMNS),
                            "models": [1, 2, 3], "device": {"name": "AMD EPYC", "threads": t}} for t in (1, 2)}
     rows = device_rows(cpu, 10**9, heads, lambda: np.array([4.0, 2.0, 4.0]))
     console = Console(record=True, width=200)
@@ -594,7 +614,7 @@ def with_thread_parts(work: np.ndarray, shares: np.ndarray) -> np.ndarray:
 
 
 def test_over_one_thread_the_thread_factors_come_from_the_same_models_timed_at_one_thread():
-    from narcli.bench.transfer import THREADS_FIT, fit_head, fit_over_one_thread, predict_log, work_columns
+    from narcli.bench.transfer import THREADS_FIT, fit_head, fit_over_one_thread, predict_log, prediction_columns
     from narcli.predict.latency_parts import THREAD_PARTS
 
     rng = np.random.default_rng(7)
@@ -613,7 +633,8 @@ def test_over_one_thread_the_thread_factors_come_from_the_same_models_timed_at_o
     assert len(head["thread_factors"]) == len(THREAD_PARTS)
     assert np.allclose(head["thread_factors"], threads, rtol=0.15)  # the head's errors cancel between the two
     assert head["threads_fit"] == THREADS_FIT and head["half"] >= head["one_thread_half"]
-    one = fit_head(work_columns(parts), y_one)
+    one = fit_head(prediction_columns(parts), y_one)  # at one thread: the work parts alone
+    assert len(head["scales"]) == len(prediction_columns(parts)[0])
     assert np.allclose(predict_log(head, parts), predict_log(one, parts) + np.log(shares @ threads), atol=0.05)
     # one factor for every model misses the serial ones by far more
     common = np.exp(np.median(y - y_one))
@@ -671,6 +692,9 @@ def test_calibrating_at_two_threads_times_the_same_models_at_one_thread_too(monk
     asked.clear()
     one = cal.calibrate("one", models=5, threads=1)
     assert [t for t, _ in asked] == [1] and "one_thread_models" not in one and "thread_factors" not in one
+    # one thread: the work parts, the calls and the operation count; over one thread: the work parts alone
+    assert len(one["scales"]) == len(transfer.FIT_COLUMNS) and one["work_split"] == transfer.WORK_SPLIT
+    assert len(head["scales"]) == 3 and head["work_split"] == transfer.THREADS_WORK_SPLIT
     budgets = []
     monkeypatch.setattr(device, "device_info", lambda kind, threads: device.DeviceInfo("cpu", "AMD EPYC", "2.13.0", 2))
     monkeypatch.setattr(cal, "measure_models", lambda models, threads, repeat, budget, *rest:
@@ -729,8 +753,13 @@ def test_calibrate_at_two_threads_says_what_the_thread_factors_are(capsys):
     print_calibrated("dev", head | {"scales": [0.69, 0.1, 0.2]})
     out = " ".join(capsys.readouterr().out.split())
     assert "at 1 thread against the reference machine's times: convolution ×1.99, matrix products ×1.11" in out
+    assert "µs per operation call" not in out  # over one thread: the work parts alone at one thread
     assert "calls ×1.56, pointwise to oneDNN ×2.50" in out and "thread factors' (±30 %) and the 1-thread head's (±33 %)" in out
     assert "pooled" not in out
+    print_calibrated("dev", {k: v for k, v in head.items() if not k.startswith(("thread", "one_thread"))}
+                     | {"device": {"threads": 1}, "scales": [0.69, 0.1, 0.2, 0.3, 1.0]})
+    out = " ".join(capsys.readouterr().out.split())
+    assert "convolution ×1.99, matrix products ×1.11, other work ×1.22, calls ×1.35; plus 27 µs per operation call" in out
 
 
 def test_evaluating_a_calibration_at_two_threads_fits_over_the_one_thread_times(monkeypatch):

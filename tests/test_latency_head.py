@@ -325,10 +325,13 @@ def test_the_split_prediction_sums_to_the_prediction():
     graph = chain([("linear", 4_000_000), ("relu", 0), ("linear", 10_000), ("relu", 0)])
     value, _, _ = head.predict(graph)
     parts = head.parts(graph)
-    assert parts.shape == (len(latency_parts.PARTS) + len(latency_parts.THREAD_PARTS),) and (parts >= 0).all()
-    work, threads = parts[:len(latency_parts.PARTS)], parts[len(latency_parts.PARTS):]
+    split = len(latency_parts.PARTS) + len(latency_parts.THREAD_PARTS)
+    assert parts.shape == (split + 1,) and (parts >= 0).all()
+    work, threads = parts[:len(latency_parts.PARTS)], parts[len(latency_parts.PARTS):split]
     assert work.sum() == pytest.approx(value, rel=1e-6) and threads.sum() == pytest.approx(value, rel=1e-6)
     assert work[1] > 0 and work[0] == 0  # the 4 M-MAC product is a matrix product; the 10 k one is other work
+    # the last column counts the four operation calls (not the input or output), at DISPATCH_MS each
+    assert parts[split] == pytest.approx(4 * latency_parts.DISPATCH_MS)
     assert head.parts(chain([("lstm", 10)])) is None  # not answered: never measured
 
 
@@ -365,11 +368,11 @@ def test_pointwise_convolutions_that_go_to_onednn_over_one_thread_have_a_thread_
     graph = ArchGraph([Node("input", [1, 64, 32, 32]), conv(1), conv(3), Node("output", [1, 64, 32, 32])],
                       [(0, 1), (1, 2), (2, 3)])
     parts = head.parts(graph)
-    threads = parts[len(latency_parts.PARTS):]
+    threads = parts[len(latency_parts.PARTS):-1]
     alone = head.parts(ArchGraph([Node("input", [1, 64, 32, 32]), conv(1), Node("output", [1, 64, 32, 32])],
                                  [(0, 1), (1, 2)]))
     assert threads[3] > 0 and threads.sum() == pytest.approx(parts[:len(latency_parts.PARTS)].sum(), rel=1e-6)
-    assert threads[3] < alone[len(latency_parts.PARTS):].sum()  # only the pointwise convolution's compute
+    assert threads[3] < alone[len(latency_parts.PARTS):-1].sum()  # only the pointwise convolution's compute
 
 
 def test_a_small_operation_or_one_recurrent_step_spreads_less_of_its_compute_over_threads():

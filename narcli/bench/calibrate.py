@@ -310,13 +310,13 @@ def fit_device(found: list[Candidate], parts: np.ndarray, y: np.ndarray, one: di
     factors' prior shape placing the pointwise part where this CPU's probe found it (`pointwise`,
     `thread_probe.measure`), stored beside them too."""
     from narcli.bench.thread_probe import shape_with
-    from narcli.bench.transfer import WORK_SPLIT, fit_head, fit_over_one_thread, work_columns
+    from narcli.bench.transfer import THREADS_WORK_SPLIT, WORK_SPLIT, fit_head, fit_over_one_thread, work_columns
 
     if one is None:
         return fit_head(work_columns(parts), y, prior_half=prior_half) | {"work_split": WORK_SPLIT}
     return fit_over_one_thread(parts, np.log([one[c.name] for c in found]), y, prior_half=prior_half,
                                shape=shape_with(pointwise)) | {
-        "one_thread_models": [{"name": c.name, "ms": one[c.name]} for c in found], "work_split": WORK_SPLIT,
+        "one_thread_models": [{"name": c.name, "ms": one[c.name]} for c in found], "work_split": THREADS_WORK_SPLIT,
         "pointwise_probe": pointwise}
 
 
@@ -350,12 +350,13 @@ def refitted(name: str, head: dict[str, Any]) -> dict[str, Any]:
     another rule (`transfer.THREADS_FIT`). Unchanged
     when it is current, of the kind fitted before parts, or when fewer than 3 of its models are still
     in the zoo."""
-    from narcli.bench.transfer import INTERVAL, THREADS_FIT, WORK_SPLIT
+    from narcli.bench.transfer import INTERVAL, THREADS_FIT, THREADS_WORK_SPLIT, WORK_SPLIT
 
     reference = _reference_fingerprint()
+    split = THREADS_WORK_SPLIT if "one_thread_models" in head else WORK_SPLIT
     if head.get("kind") != "parts" or not reference or \
             (head.get("reference") == reference and head.get("fitted_on") in (FITTED_ON, HEAD_PARTS)
-             and head.get("interval") == INTERVAL and head.get("work_split") == WORK_SPLIT
+             and head.get("interval") == INTERVAL and head.get("work_split") == split
              and ("one_thread_models" not in head or head.get("threads_fit") == THREADS_FIT)):
         return head
 
@@ -391,11 +392,12 @@ def _read_head(path: Path) -> dict[str, Any]:
     """A saved device head; ValueError (or OSError) when the file is not one `calibrate` wrote."""
     head = json.loads(path.read_text())
     if isinstance(head, dict) and head.get("kind") == "parts":
-        from narcli.bench.transfer import LEGACY_PARTS, LEGACY_THREAD_PARTS
+        from narcli.bench.transfer import FIT_COLUMNS, LEGACY_PARTS, LEGACY_THREAD_PARTS
         from narcli.predict.latency_parts import PARTS, THREAD_PARTS
 
         scales, half, threads = head.get("scales"), head.get("half"), head.get("thread_scales", [0.0] * len(THREAD_PARTS))
-        if not isinstance(scales, list) or len(scales) not in (len(PARTS), len(LEGACY_PARTS)) or \
+        # fitted on FIT_COLUMNS, or on an earlier split (PARTS alone until 2026-12-06) and fitted again
+        if not isinstance(scales, list) or len(scales) not in (len(FIT_COLUMNS), len(PARTS), len(LEGACY_PARTS)) or \
                 not isinstance(threads, list) or \
                 len(threads) not in (len(THREAD_PARTS), LEGACY_THREAD_PARTS) or \
                 not all(isinstance(v, (int, float)) and math.isfinite(v) for v in scales + threads + [half]):

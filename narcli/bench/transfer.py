@@ -2,18 +2,24 @@
 
 The reference head predicts a model's latency on one thread of the reference CPU as a sum of its
 operations' costs, so the prediction splits two ways (`LatencyHead.parts`). By kind of work:
-convolutions and matrix products of a million MACs or more, and the rest. Another CPU runs each
-faster or slower by its own factor (oneDNN's convolution kernels differ between CPUs more than
-matrix products do: the 2-vCPU VM of 2026-12-04 ran convolution nets 1.6-2.4x the reference
-machine's times and transformers 1.2-1.3x). So this machine's one-thread latency is modelled as
+convolutions and matrix products of a million MACs or more, and the rest, of which the head's
+per-call terms are a part of their own. Another CPU runs each faster or slower by its own factor
+(oneDNN's convolution kernels differ between CPUs more than matrix products do: the 2-vCPU VM of
+2026-12-04 ran convolution nets 1.6-2.4x the reference machine's times and transformers 1.2-1.3x).
+A last column counts the operation calls (`latency_parts.DISPATCH_MS` each), a fixed cost per call
+at this machine's own rate, which the reference head's per-call terms do not carry across: without
+it, small nets with many operations came out 10-20 % faster than measured. So this machine's
+one-thread latency is modelled as
 
-    log t = log(s_conv * convolution + s_matrix * matrix + s_rest * rest)
+    log t = log(s_conv * convolution + s_matrix * matrix + s_rest * (rest - calls) + s_calls * calls
+                + s_dispatch * operations)
 
 with positive scales fitted to the measured models (Gauss-Newton on a Huber loss of the log
 error), shrunk towards one common scale by a ridge whose strength is chosen by leave-one-out error
 on the same measurements (with 5 models the scales stay together; with 40 they can part). By how
 the work spreads over threads: parallel, serial, calls (`fit_over_one_thread`, for more than one
-thread).
+thread; its one-thread head scales the three work parts alone, without the calls and dispatch
+columns, which made two-thread predictions worse: `THREADS_WORK_SPLIT`).
 
 The parts a calibration is fitted on are rescaled to what the reference machine measured for
 each model (`fitting_parts`, below), which removes most of the reference head's own error from
@@ -72,9 +78,14 @@ THREAD_SHAPE = (0.0, 0.721, 1.114, -0.054)
 LEGACY_THREAD_PARTS = 3
 # the work parts device heads were fitted on before 2026-12-05 (read, then fitted again: `calibrate.refitted`)
 LEGACY_PARTS = ("dense", "other compute", "memory", "calls")
-# how the work parts are split now (`latency_parts`): a head that
-# says otherwise was fitted on parts that have moved, and is fitted again
-WORK_SPLIT = "convolution-gemm-rest"
+# how a one-thread head's columns are split now (`work_columns`): a head that says otherwise was fitted on
+# parts that have moved, and is fitted again (until 2026-12-06 "convolution-gemm-rest": the work parts alone)
+WORK_SPLIT = "convolution-gemm-rest-calls-dispatch"
+FIT_COLUMNS = ("convolution", "matrix products", "other work", "calls", "dispatch")
+# a head over one thread scales the work parts alone at one thread (`prediction_columns`): with the calls
+# and dispatch columns, six days of two-thread `nar eval calibration` timings came out worse (mean MAPE
+# 14.2 -> 15.1 %, K = 20), where the nine one-thread days came out better (11.4 -> 10.6 %)
+THREADS_WORK_SPLIT = "convolution-gemm-rest"
 
 
 def _predict(theta: np.ndarray, parts: np.ndarray) -> np.ndarray:
@@ -176,7 +187,7 @@ def fit_over_one_thread(parts: np.ndarray, y_one: np.ndarray, y: np.ndarray, del
     leave-one-out interval and the one-thread head's: a figure built on the one-thread prediction is
     no surer than it."""
     parts, y_one, y = (np.asarray(a, dtype=np.float64) for a in (parts, y_one, y))
-    one = fit_head(work_columns(parts), y_one, delta, prior_half)
+    one = fit_head(prediction_columns(parts), y_one, delta, prior_half)
     shape = np.array(shape, dtype=np.float64)
     factors = fit_head(thread_share(parts) * np.exp(y_one)[:, None] * np.exp(shape), y, delta)
     scales = np.array(factors["scales"]) + shape
@@ -195,10 +206,33 @@ def thread_shape(parts: np.ndarray, y_one: np.ndarray, y: np.ndarray) -> tuple[f
 
 
 def work_columns(parts: np.ndarray) -> np.ndarray:
-    """The columns of `LatencyHead.parts` that split the prediction by kind of work (`PARTS`)."""
+    """What a one-thread head scales (`FIT_COLUMNS`), from rows of `LatencyHead.parts`: the prediction
+    split by kind of work (`PARTS`), with the per-call terms (the thread part "calls") taken out of the
+    other work into a column of their own, then the operation calls times DISPATCH_MS (zero for rows
+    made before that column existed)."""
+    from narcli.predict.latency_parts import PARTS, THREAD_PARTS
+
+    rows = np.atleast_2d(np.asarray(parts, dtype=np.float64))
+    work = rows[:, :len(PARTS)]
+    calls = np.zeros(len(rows))
+    if rows.shape[1] >= len(PARTS) + len(THREAD_PARTS):
+        calls = np.minimum(rows[:, len(PARTS) + THREAD_PARTS.index("calls")], work[:, 2])
+    dispatch = rows[:, len(PARTS) + len(THREAD_PARTS)] if rows.shape[1] > len(PARTS) + len(THREAD_PARTS) \
+        else np.zeros(len(rows))
+    return np.column_stack([work[:, 0], work[:, 1], work[:, 2] - calls, calls, dispatch])
+
+
+def prediction_columns(parts: np.ndarray) -> np.ndarray:
+    """The reference prediction split by kind of work (`PARTS`), from rows of `LatencyHead.parts`: what
+    a head over one thread scales at one thread (`fit_over_one_thread`)."""
     from narcli.predict.latency_parts import PARTS
 
     return np.atleast_2d(np.asarray(parts, dtype=np.float64))[:, :len(PARTS)]
+
+
+def predicted_ms(parts: np.ndarray) -> np.ndarray:
+    """The reference prediction (ms) of rows of `LatencyHead.parts`: their work parts' sum."""
+    return prediction_columns(parts).sum(1)
 
 
 def thread_share(parts: np.ndarray) -> np.ndarray:
@@ -207,22 +241,24 @@ def thread_share(parts: np.ndarray) -> np.ndarray:
     from narcli.predict.latency_parts import PARTS, THREAD_PARTS
 
     rows = np.atleast_2d(np.asarray(parts, dtype=np.float64))
-    if rows.shape[1] != len(PARTS) + len(THREAD_PARTS):
+    if rows.shape[1] not in (len(PARTS) + len(THREAD_PARTS), len(PARTS) + len(THREAD_PARTS) + 1):
         raise ValueError("these parts carry no thread split")
-    threads = rows[:, len(PARTS):]
+    threads = rows[:, len(PARTS):len(PARTS) + len(THREAD_PARTS)]
     return threads / np.maximum(threads.sum(1, keepdims=True), 1e-12)
 
 
 def predict_log(head: dict, parts: np.ndarray) -> np.ndarray:
     """Predicted log ms for rows of parts (`LatencyHead.parts`): the work columns scaled, then, for a
     head over one thread, its thread factors applied to the thread parts' shares."""
-    scales, work = np.array(head["scales"], dtype=np.float64), work_columns(parts)
-    if len(scales) != work.shape[1]:  # fitted before 2026-12-05 on LEGACY_PARTS, and not fitted again
+    scales = np.array(head["scales"], dtype=np.float64)
+    work = work_columns(parts) if len(scales) == len(FIT_COLUMNS) else prediction_columns(parts)
+    if len(scales) != work.shape[1]:  # fitted on an earlier split (WORK_SPLIT), and not fitted again
         raise ValueError("the head was fitted on another split of the reference prediction")
     centre = _predict(scales, work)
     if "thread_scales" in head:
         centre = centre + np.log(np.maximum(thread_share(parts) @ np.exp(np.array(head["thread_scales"])), 1e-12))
     return centre
+
 
 
 def measured_on_reference() -> dict[str, float]:
@@ -259,11 +295,15 @@ def fitting_parts(chosen: list, reference: dict[str, float] | None = None) -> np
     the user brings has no reference time, so predictions use the parts as they are."""
     reference = measured_on_reference() if reference is None else reference
     out = []
+    from narcli.predict.latency_parts import PARTS, THREAD_PARTS
+
     for candidate in chosen:
-        parts = np.asarray(candidate.parts, dtype=np.float64)
+        parts = np.asarray(candidate.parts, dtype=np.float64).copy()
         measured = reference.get(candidate.graph_hash)
-        total = work_columns(parts).sum()  # each group of columns sums to the prediction
-        out.append(parts * (measured / total) if measured and total > 0 else parts)
+        total = float(predicted_ms(parts)[0])  # each group of columns sums to the prediction
+        if measured and total > 0:  # the operation count after them is no time: it stays
+            parts[:len(PARTS) + len(THREAD_PARTS)] *= measured / total
+        out.append(parts)
     return np.stack(out)
 
 

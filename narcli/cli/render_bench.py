@@ -83,11 +83,16 @@ def print_calibrated(name: str, head: dict[str, Any]) -> None:
           f"use `nar predict MODEL --device {name}`")
     import math
 
-    from narcli.predict.latency_parts import PARTS
+    from narcli.bench.transfer import FIT_COLUMNS
+    from narcli.predict.latency_parts import DISPATCH_MS, PARTS
 
-    if len(head.get("scales") or []) == len(PARTS):
-        against = ", ".join(f"{part} ×{math.exp(scale):.2f}" for part, scale in zip(PARTS, head["scales"]))
-        print(f"at 1 thread against the reference machine's times: {against}")
+    scales = head.get("scales") or []
+    if len(scales) in (len(FIT_COLUMNS), len(PARTS)):  # a one-thread head, or one over one thread (`transfer`)
+        *work, dispatch = scales if len(scales) == len(FIT_COLUMNS) else (*scales, None)
+        against = ", ".join(f"{part} ×{math.exp(scale):.2f}" for part, scale in zip(FIT_COLUMNS, work))
+        print(f"at 1 thread against the reference machine's times: {against}"
+              + (f"; plus {math.exp(dispatch) * DISPATCH_MS * 1000:.0f} µs per operation call" if dispatch is not None
+                 else ""))
     if head.get("thread_factors"):  # `transfer.fit_over_one_thread`
         from narcli.bench.transfer import LEGACY_PARTS
         from narcli.predict.latency_parts import THREAD_PARTS

@@ -33,8 +33,9 @@ import numpy as np
 from narcli.errors import NarError
 from narcli.graph.structure_idioms import as_run
 from narcli.fsutil import write_bytes, write_text
-from narcli.predict.latency_parts import (DENSE_MACS, convolution_leaves_gemm_over_one_thread,
-                                          convolution_runs_as_gemm, parallel_share)
+from narcli.predict.latency_parts import (DENSE_MACS, DISPATCH_MS, NOT_CALLED,
+                                          convolution_leaves_gemm_over_one_thread, convolution_runs_as_gemm,
+                                          parallel_share)
 
 HEAD_NAME = "reference"
 COLUMN = "reference-cpu"
@@ -312,8 +313,10 @@ class LatencyHead:
 
     def parts(self, graph, macs: int | None = None, params: int | None = None) -> np.ndarray | None:
         """The central prediction split two ways (ms, `latency_parts`): its first len(PARTS) columns by
-        kind of work, its last len(THREAD_PARTS) by how the work spreads over threads; each group sums to the
-        prediction. None when the head does not answer for `graph`."""
+        kind of work, its next len(THREAD_PARTS) by how the work spreads over threads; each group sums to the
+        prediction. The last column is the operation calls times DISPATCH_MS, outside the prediction.
+        None when the head does not answer for `graph`."""
+        operations = sum(node.op not in NOT_CALLED for node in graph.nodes)  # as traced: a loop's body once
         graph = as_run(graph)
         if self.why_not(graph, size_figures(graph, macs, params))[0]:
             return None
@@ -339,7 +342,7 @@ class LatencyHead:
         scale = math.exp(whole_graph_correction(self.weights, graph_features(graph)))
         if macs is not None and graph.macs and macs != graph.macs:
             scale *= max(macs, 1) / graph.macs
-        return out * scale
+        return np.append(out * scale, operations * DISPATCH_MS)
 
 
 FIGURE_UNITS = {"macs": "MACs", "params": "params", "nodes": "nodes"}
