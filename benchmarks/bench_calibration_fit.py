@@ -13,7 +13,10 @@ calibration` does; a model a user brings has no reference time). The last varian
 calibrate` ships: its interval pooled with that head's own (`transfer.pooled_half`), whose weight
 was chosen on the 2026-11-25 and 2026-11-27 runs; at more than one thread, the one-thread head times
 thread factors fitted on the same models' one-thread times (`transfer.fit_over_one_thread`), chosen
-over the pooled head on the 2026-11-25 and 2026-11-27 runs. Nothing is measured, so it runs anywhere the
+over the pooled head on the 2026-11-25 and 2026-11-27 runs. At one thread the shipped head has the
+head's per-call terms and the operation count as columns of their own (since 2026-12-06); the
+variants beside it put the count at 3 or 30 µs a call instead of 10, or leave the calls column out,
+and "the work parts alone" is the fit before. Nothing is measured, so it runs anywhere the
 bundled zoo is. Writes benchmarks/results/calibration-fit.json (or --out NAME).
 """
 
@@ -61,6 +64,12 @@ def legacy_split(head, graph, macs: int, params: int) -> np.ndarray | None:
     return out * current[:len(latency_parts.PARTS)].sum() / out.sum()
 
 
+def spearman(a: np.ndarray, b: np.ndarray) -> float:
+    """Rank correlation of two unordered samples (ties broken by position: timings in ms have none)."""
+    rank_a, rank_b = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
+    return float(np.corrcoef(rank_a, rank_b)[0, 1])
+
+
 def over_work_parts(work: np.ndarray, y_one: np.ndarray, y: np.ndarray, prior: float) -> dict:
     """The head over one thread as `nar calibrate` fitted it before 2026-12-05: a thread factor per
     work part (of `legacy_split`), its ridge pulling the four towards one common factor."""
@@ -99,6 +108,7 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     from narcli.bench import calibrate, transfer
     from narcli.bench.calibration_eval import held_out_head
+    from narcli.predict import latency_parts
     from narcli.zoo.store import Zoo
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -164,6 +174,16 @@ def main() -> None:
                         (lambda: transfer.fit_head(measured[:, :3], y, prior_half=head.half), held_out[:, :3], head.half),
                     f"as shipped: {pooled}" if not many else f"{pooled}, on these threads' times alone":
                         (lambda: transfer.fit_head(work(measured), y, prior_half=head.half), held_out, head.half)}
+                if not many:  # the per-call cost's unit, and the operation count without the calls column
+                    def at(rows: np.ndarray, unit: float, calls: bool = True) -> np.ndarray:
+                        columns = work(rows) * np.append(np.ones(4), unit / (latency_parts.DISPATCH_MS * 1000))
+                        return columns if calls else np.column_stack([columns[:, :2], columns[:, 2] + columns[:, 3],
+                                                                      columns[:, 4]])
+
+                    for unit, calls in ((3, True), (30, True), (3, False), (10, False), (30, False)):
+                        label = f"{pooled}, operations at {unit} µs a call" + ("" if calls else ", no calls column")
+                        variants[label] = ((lambda unit=unit, calls=calls: transfer.fit_head(
+                            at(measured, unit, calls), y, prior_half=head.half)), at(held_out, unit, calls), head.half)
                 if many and one:
                     variants["over one thread as before 2026-12-05 (a factor per work part before 2026-12-05)"] = (
                         lambda: over_work_parts(measured_legacy, y_one, y, head.half), held_out_legacy, head.half)
@@ -183,6 +203,7 @@ def main() -> None:
                         transfer._predict(np.array(fit["scales"]), predict_from)
                     error = np.abs(np.exp(centre) - truth) / truth
                     row[label] = {"mape": round(float(error.mean() * 100), 1),
+                                  "spearman": round(spearman(np.exp(centre), truth), 3),
                                   "median_error": round(float(np.median(error) * 100), 1),
                                   "coverage90": round(float((np.abs(np.log(truth) - centre) <= fit["half"]).mean() * 100)),
                                   "half_width_pct": round(float((np.exp(fit["half"]) - 1) * 100))}

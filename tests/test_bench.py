@@ -796,6 +796,31 @@ def test_evaluating_a_calibration_at_two_threads_fits_over_the_one_thread_times(
     assert row["calibrated"]["mape"] < 5 and len(row["calibrated"]["thread_factors"]) == 4
 
 
+
+def test_an_evaluation_left_with_too_few_quiet_timings_says_why_in_one_line(monkeypatch):
+    from types import SimpleNamespace
+
+    from narcli.bench import calibration_eval as ev
+
+    models = [cal.Candidate(f"zoo/m{i}", 10**8, 10**6, {cal.REFERENCE_COLUMN: 2.0}, np.zeros(0), coarse="mlp",
+                            family=f"f{i}", graph_hash=f"h{i}", parts=np.ones(8)) for i in range(30)]
+
+    def timed(chosen, threads, repeat, budget, report, allow_busy=False, busy=None):
+        busy.extend(c.name for c in chosen[2:])  # the machine stayed busy after the first two
+        return [(c, 5.0) for c in chosen[:2]]
+
+    monkeypatch.setattr(ev, "held_out_head", lambda: SimpleNamespace(half=0.2, metrics={}))
+    monkeypatch.setattr(ev, "candidates", lambda head: models)
+    monkeypatch.setattr(ev, "with_parts", lambda chosen, head=None: chosen)
+    monkeypatch.setattr(ev, "measure_models", timed)
+    with pytest.raises(NarError, match=r"^only 2 calibration models measured; .*\(16 left out: the machine stayed busy"):
+        ev.evaluate_calibration(ks=(10,), held_out=10, threads=1)
+    monkeypatch.setattr(ev, "measure_models", lambda chosen, *args: [(c, 5.0) for c in chosen] if len(chosen) == 10
+                        and chosen[0].name == "zoo/m0" else [])
+    with pytest.raises(NarError, match=r"^no held-out model measured; the evaluation needs at least one \(the others"):
+        ev.evaluate_calibration(ks=(10,), held_out=10, threads=1)
+
+
 CONV = """
 from torch import nn
 

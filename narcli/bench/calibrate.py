@@ -352,8 +352,7 @@ def refitted(name: str, head: dict[str, Any]) -> dict[str, Any]:
     in the zoo."""
     from narcli.bench.transfer import INTERVAL, THREADS_FIT, THREADS_WORK_SPLIT, WORK_SPLIT
 
-    reference = _reference_fingerprint()
-    split = THREADS_WORK_SPLIT if "one_thread_models" in head else WORK_SPLIT
+    reference, split = _reference_fingerprint(), THREADS_WORK_SPLIT if "one_thread_models" in head else WORK_SPLIT
     if head.get("kind") != "parts" or not reference or \
             (head.get("reference") == reference and head.get("fitted_on") in (FITTED_ON, HEAD_PARTS)
              and head.get("interval") == INTERVAL and head.get("work_split") == split
@@ -396,10 +395,9 @@ def _read_head(path: Path) -> dict[str, Any]:
         from narcli.predict.latency_parts import PARTS, THREAD_PARTS
 
         scales, half, threads = head.get("scales"), head.get("half"), head.get("thread_scales", [0.0] * len(THREAD_PARTS))
-        # fitted on FIT_COLUMNS, or on an earlier split (PARTS alone until 2026-12-06) and fitted again
+        # one-thread heads on FIT_COLUMNS, others on PARTS; LEGACY_PARTS before 2026-12-05 (then fitted again)
         if not isinstance(scales, list) or len(scales) not in (len(FIT_COLUMNS), len(PARTS), len(LEGACY_PARTS)) or \
-                not isinstance(threads, list) or \
-                len(threads) not in (len(THREAD_PARTS), LEGACY_THREAD_PARTS) or \
+                not isinstance(threads, list) or len(threads) not in (len(THREAD_PARTS), LEGACY_THREAD_PARTS) or \
                 not all(isinstance(v, (int, float)) and math.isfinite(v) for v in scales + threads + [half]):
             raise ValueError("its fitted scales do not fit together")
         return head

@@ -76,6 +76,19 @@ def held_out_models(rest: list[Candidate], count: int, prefer: set[str] | None =
     return out
 
 
+def too_few_measured(calibration: int, evaluation: int, busy: list[str]) -> None:
+    """A NarError saying why, when fewer than 3 calibration models or no held-out model were measured
+    (a machine busy through most of the run leaves them out)."""
+    if calibration >= 3 and evaluation:
+        return
+    what = (f"only {calibration} calibration model{'s' * (calibration != 1)} measured; the evaluation needs at least 3"
+            if calibration < 3 else "no held-out model measured; the evaluation needs at least one")
+    why = (f"{len(set(busy))} left out: the machine stayed busy while timing them; run again when it is quiet "
+           "(what was measured is kept), or --allow-busy to keep them" if busy
+           else "the others could not be measured: see above")
+    raise NarError(f"{what} ({why})")
+
+
 def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 50, threads: int | None = None,
                          repeat: int = 20, report: Callable[[str], None] = lambda line: None,
                          allow_busy: bool = False) -> dict[str, Any]:
@@ -98,13 +111,14 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
     test = with_parts(held_out_models(rest, held_out, new_families), head)
     pool = with_parts(pool, head)
     report(f"measuring {len(pool)} calibration candidates and {len(test)} held-out models on {info.describe()}")
-    many, one, pointwise = info.threads > 1, None, None
+    many, one, pointwise, busy = info.threads > 1, None, None, []
     with measuring("cpu"):
-        calibration = measure_models(pool, threads, repeat, None, report, allow_busy)
-        evaluation = measure_models(test, threads, repeat, None, report, allow_busy)
+        calibration = measure_models(pool, threads, repeat, None, report, allow_busy, busy)
+        evaluation = measure_models(test, threads, repeat, None, report, allow_busy, busy)
         if many:  # as `nar calibrate` does: the calibration models at one thread too
-            one, calibration = timed_at_one_thread(calibration, repeat, None, report, allow_busy)
+            one, calibration = timed_at_one_thread(calibration, repeat, None, report, allow_busy, busy)
             pointwise = probe_said(info.threads, report)
+    too_few_measured(len(calibration), len(evaluation), busy)
     reference = measured_on_reference()
     truth = np.array([ms for _, ms in evaluation])
     x_test = np.stack([features(c.predicted, c.macs) for c, _ in evaluation])

@@ -84,7 +84,7 @@ WORK_SPLIT = "convolution-gemm-rest-calls-dispatch"
 FIT_COLUMNS = ("convolution", "matrix products", "other work", "calls", "dispatch")
 # a head over one thread scales the work parts alone at one thread (`prediction_columns`): with the calls
 # and dispatch columns, six days of two-thread `nar eval calibration` timings came out worse (mean MAPE
-# 14.2 -> 15.1 %, K = 20), where the nine one-thread days came out better (11.4 -> 10.6 %)
+# 14.2 -> 15.1 %, K = 20, in a working copy), where the nine one-thread days came out better (11.4 -> 10.8 %)
 THREADS_WORK_SPLIT = "convolution-gemm-rest"
 
 
@@ -260,7 +260,6 @@ def predict_log(head: dict, parts: np.ndarray) -> np.ndarray:
     return centre
 
 
-
 def measured_on_reference() -> dict[str, float]:
     """Graph hash -> ms the reference machine measured, from the bundled reference set, when the
     installed reference head was trained on that machine's measurements (else nothing)."""
@@ -293,10 +292,10 @@ def fitting_parts(chosen: list, reference: dict[str, float] | None = None) -> np
     these few models: a GRU language model it costs at a third of its time, or an SRCNN at two thirds,
     pulled every scale up, and the held-out models came out 10-30 % too slow (2026-11-28). A model
     the user brings has no reference time, so predictions use the parts as they are."""
-    reference = measured_on_reference() if reference is None else reference
-    out = []
     from narcli.predict.latency_parts import PARTS, THREAD_PARTS
 
+    reference = measured_on_reference() if reference is None else reference
+    out = []
     for candidate in chosen:
         parts = np.asarray(candidate.parts, dtype=np.float64).copy()
         measured = reference.get(candidate.graph_hash)

@@ -316,7 +316,10 @@ class LatencyHead:
         kind of work, its next len(THREAD_PARTS) by how the work spreads over threads; each group sums to the
         prediction. The last column is the operation calls times DISPATCH_MS, outside the prediction.
         None when the head does not answer for `graph`."""
-        operations = sum(node.op not in NOT_CALLED for node in graph.nodes)  # as traced: a loop's body once
+        # as traced (a loop's body once), with any graph-structure work folded out of storage put back
+        folded = (graph.meta.get("structure") or {}).get("nodes") or []
+        operations = sum(node.op not in NOT_CALLED for node in graph.nodes) + \
+            sum(data.get("op") not in NOT_CALLED for data in folded)
         graph = as_run(graph)
         if self.why_not(graph, size_figures(graph, macs, params))[0]:
             return None

@@ -88,12 +88,12 @@ DENSE_MACS = 1_000_000  # a product below a million MACs is over before its kern
 # its own, larger than one on a CPU where that path is slow
 THREAD_PARTS = ("parallel", "serial", "calls", "pointwise to oneDNN")
 PARALLEL_MACS = 4e6
-# ... and a last column, not part of the prediction: the graph's operations times DISPATCH_MS, a fixed
-# cost per operation call (eager PyTorch's dispatch, argument checks, output allocation) at which a
-# calibration fits this machine's own rate. The reference head's per-call terms were learnt with the
-# reference machine's compute, and a calibration fitted on 20-800 ms models let them under-predict
-# this VM's 4-50 ms nets by 10-20 % (2026-12-06). 10 microseconds is the unit at which the
-# calibration's ridge, which pulls every scale towards one, did best on nine days of one-thread `nar eval
-# calibration` timings, scored offline (3, 10 and 30 tried; `benchmarks/bench_calibration_fit.py`)
+# ... and a last column, not part of the prediction: the graph's operations as traced (a loop's body
+# once) times DISPATCH_MS, a fixed cost per operation call (eager PyTorch's dispatch, argument checks,
+# output allocation) whose rate on this machine a one-thread calibration fits. Without it, a calibration
+# fitted mostly on 20-800 ms models predicted this VM's 4-50 ms nets 10-25 % too fast (2026-12-06). The
+# calibration's ridge pulls every scale towards one, so the unit is a prior: 10 microseconds did best
+# on nine days of one-thread `nar eval calibration` timings scored offline (3 and 30 tried, and counting
+# the operations with loops unrolled; `benchmarks/bench_calibration_fit.py`, README "2026-12-06, 20:00")
 DISPATCH_MS = 0.01
 NOT_CALLED = ("input", "output")  # graph nodes that are no operation call
