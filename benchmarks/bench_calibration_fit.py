@@ -64,12 +64,6 @@ def legacy_split(head, graph, macs: int, params: int) -> np.ndarray | None:
     return out * current[:len(latency_parts.PARTS)].sum() / out.sum()
 
 
-def spearman(a: np.ndarray, b: np.ndarray) -> float:
-    """Rank correlation of two unordered samples (ties broken by position: timings in ms have none)."""
-    rank_a, rank_b = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
-    return float(np.corrcoef(rank_a, rank_b)[0, 1])
-
-
 def over_work_parts(work: np.ndarray, y_one: np.ndarray, y: np.ndarray, prior: float) -> dict:
     """The head over one thread as `nar calibrate` fitted it before 2026-12-05: a thread factor per
     work part (of `legacy_split`), its ridge pulling the four towards one common factor."""
@@ -109,6 +103,7 @@ def main() -> None:
     from narcli.bench import calibrate, transfer
     from narcli.bench.calibration_eval import held_out_head
     from narcli.predict import latency_parts
+    from narcli.predict.metrics import spearman
     from narcli.zoo.store import Zoo
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -171,7 +166,8 @@ def main() -> None:
                     f"{pooled}, parts before 2026-12-05 ({'/'.join(transfer.LEGACY_PARTS)})":
                         (lambda: transfer.fit_head(measured_legacy, y, prior_half=head.half), held_out_legacy, head.half),
                     f"{pooled}, the work parts alone (no calls or dispatch columns: until 2026-12-06)":
-                        (lambda: transfer.fit_head(measured[:, :3], y, prior_half=head.half), held_out[:, :3], head.half),
+                        (lambda: transfer.fit_head(transfer.prediction_columns(measured), y, prior_half=head.half),
+                         transfer.prediction_columns(held_out), head.half),
                     f"as shipped: {pooled}" if not many else f"{pooled}, on these threads' times alone":
                         (lambda: transfer.fit_head(work(measured), y, prior_half=head.half), held_out, head.half)}
                 if not many:  # the per-call cost's unit, and the operation count without the calls column
