@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from narcli.bench import calibrate as cal
 from narcli.bench import transfer
+from narcli.bench.calibration_set import REFERENCE_COLUMN
 from narcli.bench.device_rows import device_rows
 from narcli.bench.measure import check_fits, time_runs
 from narcli.errors import NarError, UsageError
@@ -769,7 +770,7 @@ def test_evaluating_a_calibration_at_two_threads_fits_over_the_one_thread_times(
     from narcli.bench import device, thread_probe
 
     rng = np.random.default_rng(5)
-    models = [cal.Candidate(f"zoo/m{i}", int(10**8 * (i + 1)), 10**6, {cal.REFERENCE_COLUMN: 2.0 + i}, np.zeros(0),
+    models = [cal.Candidate(f"zoo/m{i}", int(10**8 * (i + 1)), 10**6, {REFERENCE_COLUMN: 2.0 + i}, np.zeros(0),
                             coarse="convolutional", family=f"f{i}", graph_hash=f"h{i}",
                             parts=with_thread_parts(np.array([[4.0, 1.0, 2.0]]) * rng.uniform(0.5, 5),
                                                     rng.dirichlet([2.0, 1.0, 1.0, 1.0], size=1))[0]) for i in range(30)]
@@ -802,7 +803,7 @@ def test_an_evaluation_left_with_too_few_quiet_timings_says_why_in_one_line(monk
 
     from narcli.bench import calibration_eval as ev
 
-    models = [cal.Candidate(f"zoo/m{i}", 10**8, 10**6, {cal.REFERENCE_COLUMN: 2.0}, np.zeros(0), coarse="mlp",
+    models = [cal.Candidate(f"zoo/m{i}", 10**8, 10**6, {REFERENCE_COLUMN: 2.0}, np.zeros(0), coarse="mlp",
                             family=f"f{i}", graph_hash=f"h{i}", parts=np.ones(8)) for i in range(30)]
 
     def timed(chosen, threads, repeat, budget, report, allow_busy=False, busy=None):

@@ -2,12 +2,8 @@
 measurements, fitted against the reference-CPU latency head, so it answers for any model that head
 answers for.
 
-Choosing models: zoo models of every source the reference head answers for, between 0.05 and 20
-GMACs, one per architecture, ordered by farthest-point sampling over (log MACs, log params, the
-reference head's latency per MAC, and the coarse class: convolutional, transformer, recurrent, …) —
-each next model is the one least like those already chosen — starting from the median-MACs model.
-`--models K` takes the first K; `--budget` stops when the time is spent. Measurements already
-stored are reused (resumable).
+Choosing models: `calibration_set` (zoo models in farthest-point order); `--models K` takes the
+first K; `--budget` stops when the time is spent. Measurements already stored are reused (resumable).
 
 The head: the reference prediction split by how its work parallelises, each part with its own
 scale (`transfer.fit_head`, where the fit is explained), fitted on the calibration models' parts
@@ -24,38 +20,20 @@ import json
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from narcli.bench.calibration_set import CPU_COLUMNS, Candidate, candidates, with_parts
 from narcli.bench.lock import measuring
 from narcli.bench.transfer import FITTED_ON, HEAD_PARTS, fitted_on, fitting_parts, measured_on_reference
 from narcli.errors import NarError, UsageError
 from narcli.fsutil import write_text
 
-LOW_MACS, HIGH_MACS = 5e7, 2e10
 # times a model timed on a busy machine is tried, each retry after the rest of the queue (a
 # neighbour's bursts on a shared core come and go within seconds)
 BUSY_TRIES = 3
-REFERENCE_COLUMN = "reference-cpu"
-CPU_COLUMNS = (REFERENCE_COLUMN,)  # what new heads are fitted on
-COARSE = ("convolutional", "transformer", "hybrid", "recurrent", "state-space", "mlp", "graph")
-
-
-@dataclass
-class Candidate:
-    name: str  # zoo model id
-    macs: int
-    params: int
-    predicted: dict[str, float]  # column -> predicted ms (the reference CPU)
-    features: np.ndarray  # for the farthest-point order
-    coarse: str = ""
-    graph_hash: str = ""  # set for zoo models: measured in the pooled worker
-    source: str = ""
-    family: str = ""
-    parts: np.ndarray | None = None  # the reference prediction split by how it parallelises (`with_parts`)
 
 
 def devices_dir() -> Path:
@@ -67,81 +45,6 @@ def devices_dir() -> Path:
 def check_name(name: str) -> None:
     if not name or len(name) > 64 or not all(c.isalnum() or c in "-_." for c in name) or name.startswith("."):
         raise UsageError(f"device name {name!r}: use 1-64 letters, digits, '-', '_' or '.'")
-
-
-def candidates(head: Any = None) -> list[Candidate]:
-    """Zoo models the calibration can use, in farthest-point order of `head`'s predictions (default:
-    the bundled head's, stored in the zoo)."""
-    from narcli.predict.bundle import load_bundle, reference_row
-    from narcli.predict.zoo_predictions import stored_predictions
-    from narcli.zoo.store import Zoo, bundled_zoo_path
-
-    bundle, stored = load_bundle(), head is None  # another head than the bundled one computes its own
-    head = head or bundle.latency
-    if head is None:
-        raise NarError("the reference latency head is missing from this install; reinstall nar, or train it with "
-                       "`nar train latency`")
-    from narcli.zoo.plugins import zoo_sources
-
-    installed = set(zoo_sources())  # a model is measured by building it through its source plugin
-    found: list[Candidate] = []
-    seen: set[str] = set()
-    with Zoo() as zoo:
-        for model in zoo.models():
-            if model.status != "ok" or not model.macs or not LOW_MACS <= model.macs <= HIGH_MACS:
-                continue
-            if model.source not in installed:
-                continue
-            if model.graph_hash in seen:
-                continue
-            rows = stored_predictions(Path(model.db or bundled_zoo_path()), model.id, bundle) if stored else None
-            row = next((r for r in rows or [] if r.target.column == REFERENCE_COLUMN), None)
-            if row is None and rows is None:  # predictions not stored for this head: compute them
-                row = reference_row(head, zoo.graph(model), model.macs, model.params)
-            if row is None or row.status != "ok":
-                continue
-            seen.add(model.graph_hash)
-            found.append(Candidate(model.id, model.macs, model.params or 0, {REFERENCE_COLUMN: row.value},
-                                   np.zeros(0), model.coarse or "", model.graph_hash, model.source,
-                                   model.family or ""))
-    if not found:
-        from narcli.zoo.plugins import install_line
-        raise NarError("no zoo model to calibrate with: no zoo source plugin is installed (install one with "
-                       f"`{install_line('timm')}`), or the reference head answers for none of their models")
-    raw = np.array([[math.log(c.macs), math.log(max(c.params, 1)),
-                     math.log(c.predicted[REFERENCE_COLUMN]) - math.log(c.macs)] for c in found])
-    z = (raw - raw.mean(0)) / (raw.std(0) + 1e-9)
-    z[:, 0] *= 2  # MACs range matters most for latency
-    kinds = np.array([[2.0 * (c.coarse == k) for k in COARSE] for c in found])  # a new kind is far away
-    z, order = np.concatenate([z, kinds], 1), [int(np.argsort(raw[:, 0])[len(found) // 2])]
-    distance = np.linalg.norm(z - z[order[0]], axis=1)
-    while len(order) < len(found):
-        nxt = int(np.argmax(distance))
-        order.append(nxt)
-        distance = np.minimum(distance, np.linalg.norm(z - z[nxt], axis=1))
-    return [found[i] for i in order]
-
-
-def with_parts(chosen: list[Candidate], head: Any = None) -> list[Candidate]:
-    """The candidates with their reference prediction split into `latency_parts.PARTS` (graphs read from
-    the zoo); those the reference head (default: the bundled one) does not answer for are left out."""
-    from narcli.predict.bundle import load_bundle
-    from narcli.zoo.store import Zoo
-
-    head = head or load_bundle().latency
-    out = []
-    with Zoo() as zoo:
-        for candidate in chosen:
-            if candidate.parts is None:
-                try:
-                    model = zoo.resolve(candidate.name)
-                    candidate.parts = head.parts(zoo.graph(model), model.macs, model.params)
-                    candidate.graph_hash = candidate.graph_hash or model.graph_hash
-                except NarError:  # gone from the zoo since the order was made
-                    continue
-            if candidate.parts is not None:
-                out.append(candidate)
-    return out
 
 
 def measure_models(chosen: list[Candidate], threads: int | None, repeat: int, budget: float | None,

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from narcli.bench.calibrate import (CPU_COLUMNS, REFERENCE_COLUMN, Candidate, candidates, fit_device, fitting_parts,
-                                    measure_models, measured_on_reference, timed_at_one_thread, with_parts)
+from narcli.bench.calibrate import fit_device, fitting_parts, measure_models, measured_on_reference, timed_at_one_thread
+from narcli.bench.calibration_set import CPU_COLUMNS, REFERENCE_COLUMN, Candidate, candidates, with_parts
 from narcli.bench.lock import measuring
 from narcli.bench.thread_probe import probe_said
 from narcli.bench.transfer import THREADS_FIT, ridge_apply, ridge_fit
