@@ -4,7 +4,7 @@ farthest-point order (`spread_order`) so that the first K are as unlike each oth
 
 Spreading the models' work split too (convolution, matrix products, other work, calls) was tried
 offline on ten days' timings and chose no better models than this order, or than a random choice
-(`benchmarks/bench_calibration_choice.py`, README "2026-12-06, 23:15"): the calibration's error is
+(`benchmarks/bench_calibration_choice.py`, README "2026-12-06, 22:45"): the calibration's error is
 the reference head's error on each model, not which scale the models pin down.
 """
 
@@ -83,8 +83,9 @@ def candidates(head: Any = None) -> list[Candidate]:
 
 def spread_order(found: list[Candidate], shares: np.ndarray | None = None) -> list[int]:
     """Indices of `found` in farthest-point order over (log MACs, counted twice, log params, the
-    reference latency per MAC, the coarse class; and, where given, `shares`: each model's work split
-    (`composition`)), starting from the median-MACs model: each next one is least like those before."""
+    reference latency per MAC, the coarse class; and, where given, `shares`: further columns, such as
+    each model's work split in `benchmarks/bench_calibration_choice.py`), starting from the median-MACs
+    model: each next one is least like those before."""
     raw = np.array([[math.log(c.macs), math.log(max(c.params, 1)),
                      math.log(c.predicted[REFERENCE_COLUMN]) - math.log(c.macs)] for c in found])
     z = (raw - raw.mean(0)) / (raw.std(0) + 1e-9)
