@@ -72,11 +72,12 @@ def main() -> None:
             run: dict = {}
             for split in range(args.splits):
                 test = rng.permutation(len(pool))[: len(pool) // 3]
-                rest = [i for i in range(len(pool)) if i not in set(test)]
+                left_out = set(test)
+                rest = [i for i in range(len(pool)) if i not in left_out]
                 truth = np.exp(y_all[test])
-                orders = {}
+                split_shares, orders = composition(raw[rest]), {}
                 for way, weight in ways.items():
-                    shares = None if weight is None else weight * composition(raw[rest])
+                    shares = None if weight is None else weight * split_shares
                     orders[way] = [rest[i] for i in calibration_set.spread_order([pool[i] for i in rest], shares)]
                 orders["random"] = list(rng.permutation(rest))
                 for k in ks:
@@ -93,16 +94,10 @@ def main() -> None:
                         totals.setdefault(f"K={k}", {}).setdefault(way, []).append(figures)
             out["runs"][path.stem] = {k: {w: mean(v) for w, v in by.items()} for k, by in run.items()}
             print(path.stem, len(pool), "models")
-            for k, by in out["runs"][path.stem].items():
-                for way, figures in by.items():
-                    print(f"  {k:<5} {way:<34} MAPE {figures['mape']:5.1f}  median {figures['median']:5.1f}  "
-                          f"coverage {figures['coverage']:5.1f} %  ±{figures['half_width']:.1f} %")
+            print_means(out["runs"][path.stem])
     out["all"] = {k: {w: mean(v) for w, v in by.items()} for k, by in totals.items()}
     print("all runs")
-    for k, by in out["all"].items():
-        for way, figures in by.items():
-            print(f"  {k:<5} {way:<34} MAPE {figures['mape']:5.1f}  median {figures['median']:5.1f}  "
-                  f"coverage {figures['coverage']:5.1f} %  ±{figures['half_width']:.1f} %")
+    print_means(out["all"])
     target = RESULTS / f"{args.out}.json"
     target.write_text(json.dumps(out, indent=2) + "\n")
     print(f"wrote {target}")
@@ -116,6 +111,13 @@ def composition(parts: np.ndarray) -> np.ndarray:
 
     shares = work_columns(parts) / np.maximum(predicted_ms(parts), 1e-12)[:, None]
     return (shares - shares.mean(0)) / (shares.std(0) + 1e-9)
+
+
+def print_means(by_k: dict) -> None:
+    for k, by in by_k.items():
+        for way, figures in by.items():
+            print(f"  {k:<5} {way:<34} MAPE {figures['mape']:5.1f}  median {figures['median']:5.1f}  "
+                  f"coverage {figures['coverage']:5.1f} %  ±{figures['half_width']:.1f} %")
 
 
 def mean(rows: list[list[float]]) -> dict[str, float]:
