@@ -97,6 +97,33 @@ def test_one_family_of_many_near_copies_does_not_set_the_rates_a_new_family_gets
     assert errors[1.0] < errors[0.0]
 
 
+def test_a_small_source_is_seen_as_often_as_its_share_of_the_largest_asks():
+    samples, rows = synthetic_samples(44)
+    for sample in samples[40:]:
+        sample.row = sample.row | {"source": "classics"}
+    seen = lt.oversampled(samples, rows, 0.5)
+    # the 40-row source once each, the 4-row one round(sqrt(40 / 4)) = 3 times each
+    assert [seen.count(i) for i in (0, 39, 40, 43)] == [1, 1, 3, 3] and len(seen) == 40 + 4 * 3
+    assert lt.oversampled(samples, rows, 0.0) == rows
+
+
+def test_oversampling_a_small_source_fits_its_own_cost_law_better():
+    # a large source follows one cost law; a small source of 6 costs 3x per MAC and is what is asked about
+    samples, _ = synthetic_samples(60)
+    small, _ = synthetic_samples(8, seed=2)
+    for sample in small:
+        sample.row = sample.row | {"source": "classics", "family": "hand"}
+        sample.log_ms = math.log(3 * sample.row["macs"] / 1e8 + 0.05 * float(sample.count.sum()))
+    samples += small
+    train, asked = list(range(66)), list(range(66, 68))
+    true = np.array([samples[i].log_ms for i in asked])
+    errors = {}
+    for power in (0.0, 1.0):
+        weights = lt.fit(samples, train, lt.Config(epochs=40, batch=16, source_balance=power))
+        errors[power] = lt.scores(lt.predict_samples(weights, samples, asked), true)["mape"]
+    assert errors[1.0] < errors[0.0]
+
+
 def test_training_options_are_checked_for_python_callers_too():
     from narcli.errors import UsageError
 
@@ -104,6 +131,8 @@ def test_training_options_are_checked_for_python_callers_too():
         lt.Config(huber=-1)
     with pytest.raises(UsageError, match="balance"):
         lt.Config(balance=3)
+    with pytest.raises(UsageError, match="source_balance"):
+        lt.Config(source_balance=-0.5)
 
 
 def test_family_split_holds_out_whole_families_of_the_asked_share():
@@ -122,7 +151,7 @@ def test_family_folds_keep_each_family_whole_and_the_folds_about_even():
     rows = list(range(0, 140, 1))
     folds = lt.family_folds(samples, rows, 5, seed=2)
     assert sorted(i for fold in folds for i in fold) == rows
-    families = [{lt._family(samples[i]) for i in fold} for fold in folds]
+    families = [{lt.family_of(samples[i]) for i in fold} for fold in folds]
     assert all(not (a & b) for k, a in enumerate(families) for b in families[k + 1:])
     assert max(map(len, folds)) - min(map(len, folds)) <= 10  # one family's rows at most
     assert folds == lt.family_folds(samples, rows, 5, seed=2) != lt.family_folds(samples, rows, 5, seed=3)
@@ -135,9 +164,9 @@ def test_out_of_fold_errors_come_from_fits_that_never_saw_the_family(monkeypatch
     scored: list[set[str]] = []
     real_fit, real_predict = lt.fit, lt.predict_samples
     monkeypatch.setattr(lt, "fit", lambda s, rows, config, report=None: (
-        fitted.append({lt._family(s[i]) for i in rows}), real_fit(s, rows, config))[1])
+        fitted.append({lt.family_of(s[i]) for i in rows}), real_fit(s, rows, config))[1])
     monkeypatch.setattr(lt, "predict_samples", lambda w, s, rows: (
-        scored.append({lt._family(s[i]) for i in rows}), real_predict(w, s, rows))[1])
+        scored.append({lt.family_of(s[i]) for i in rows}), real_predict(w, s, rows))[1])
     residuals = lt.out_of_fold_residuals(samples, folds, lt.Config(epochs=1, hidden=8, embed=4))
     assert len(residuals) == 60 and np.isfinite(residuals).all()
     assert len(fitted) == len(scored) == 3
@@ -404,7 +433,7 @@ def test_the_shipped_head_fits_every_family_and_keeps_the_held_out_fit_beside_it
     card = lt.train(out=tmp_path, config=lt.Config(epochs=3, batch=16, hidden=8, embed=4))
     shipped, held_out = lat.load_head(tmp_path), lat.load_head(tmp_path / lat.HELD_OUT_FOLDER)
     assert card == tmp_path / "latency.json"
-    families = sorted({lt._family(samples[i]) for i in calibration})
+    families = sorted({lt.family_of(samples[i]) for i in calibration})
     assert held_out.metrics["held_out_families"] == shipped.metrics["held_out_families"] == families
     assert "gelu" in shipped.seen_ops and "gelu" not in held_out.seen_ops
     assert shipped.half == held_out.half  # every family's out-of-fold error sets both intervals
@@ -425,7 +454,7 @@ def test_a_retrained_head_keeps_the_families_held_out_before_unless_resplit(tmp_
     config = lt.Config(epochs=2, batch=16, hidden=8, embed=4)
     lt.train(out=tmp_path, config=config)
     first = lat.load_head(tmp_path / lat.HELD_OUT_FOLDER).metrics["held_out_families"]
-    moved = [s for s in samples if lt._family(s) != "f3"]  # the reference set lost a family
+    moved = [s for s in samples if lt.family_of(s) != "f3"]  # the reference set lost a family
     monkeypatch.setattr(lt, "load_samples", lambda folder, report: (moved, {"device": {"kind": "cpu"}}))
     lines: list[str] = []
     lt.train(out=tmp_path, config=config, report=lines.append)
@@ -435,7 +464,7 @@ def test_a_retrained_head_keeps_the_families_held_out_before_unless_resplit(tmp_
     fresh = lt.family_split(moved, seed=5)[1]
     lt.train(out=tmp_path, config=config, seed=5, resplit=True)
     assert lat.load_head(tmp_path / lat.HELD_OUT_FOLDER).metrics["held_out_families"] == \
-        sorted({lt._family(moved[i]) for i in fresh})
+        sorted({lt.family_of(moved[i]) for i in fresh})
 
 
 def test_a_measured_model_traced_again_since_keeps_its_measurement_at_the_same_sizes(tmp_path):
@@ -474,7 +503,7 @@ def test_a_reference_set_with_none_of_the_held_out_families_draws_a_fresh_split(
     lt.train(out=tmp_path, config=lt.Config(epochs=2, batch=16, hidden=8, embed=4))
     fresh = lt.family_split(samples, seed=0)[1]
     assert lat.load_head(tmp_path / lat.HELD_OUT_FOLDER).metrics["held_out_families"] == \
-        sorted({lt._family(samples[i]) for i in fresh})
+        sorted({lt.family_of(samples[i]) for i in fresh})
 
 
 def test_a_previous_held_out_card_that_cannot_be_read_draws_a_fresh_split(tmp_path):
