@@ -49,20 +49,20 @@ def main() -> None:
     runs = []
     for seed in (int(s) for s in args.seeds.split(",")):
         config = training.Config(epochs=args.epochs, seed=seed, **options)
-        errors, models = [], []
+        predicted, true, models = [], [], []
         for group in groups:
             test = [i for i, s in enumerate(samples) if family_of(s) in group]
             train = [i for i, s in enumerate(samples) if family_of(s) not in group]
             answered = [i for i, ok in zip(test, training.answerable(samples, train, test)) if ok]
             weights = training.fit(samples, train, config)
-            residuals = training.predict_samples(weights, samples, answered) - np.array(
-                [samples[i].log_ms for i in answered])
-            errors += residuals.tolist()
+            predicted += training.predict_samples(weights, samples, answered).tolist()
+            true += [samples[i].log_ms for i in answered]
             models += [samples[i].row["model"] for i in answered]
-        e = np.array(errors)
-        run = {"seed": seed, "rows": len(e), "config": vars(config), **figures(e),
+        e = np.array(predicted) - np.array(true)
+        run = {"seed": seed, "config": vars(config), **training.scores(np.array(predicted), np.array(true)),
+               "median_signed": round(float(np.expm1(np.median(e)) * 100), 2),
                "errors_pct": {m: round(float(np.expm1(x) * 100), 1) for m, x in zip(models, e)}}
-        print(f"seed {seed}: {len(e)} models, MAPE {run['mape']} %, median error {run['median_ape']} %, "
+        print(f"seed {seed}: {run['rows']} models, MAPE {run['mape']} %, median error {run['median_ape']} %, "
               f"median signed {run['median_signed']} %", flush=True)
         runs.append(run)
     mean = {k: round(float(np.mean([r[k] for r in runs])), 2) for k in ("mape", "median_ape", "median_signed")}
@@ -70,13 +70,6 @@ def main() -> None:
     path = ROOT / "benchmarks" / "results" / f"{args.out}.json"
     path.write_text(json.dumps({"mean": mean, "runs": runs, "machine": machine()}, indent=2) + "\n")
     print(f"wrote {path}")
-
-
-def figures(log_errors: np.ndarray) -> dict[str, float]:
-    relative = np.expm1(log_errors)
-    return {"mape": round(float(np.mean(np.abs(relative)) * 100), 2),
-            "median_ape": round(float(np.median(np.abs(relative)) * 100), 2),
-            "median_signed": round(float(np.expm1(np.median(log_errors)) * 100), 2)}
 
 
 if __name__ == "__main__":
