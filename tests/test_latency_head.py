@@ -79,21 +79,27 @@ def test_it_learns_a_cost_law_and_carries_it_to_families_it_never_saw():
     assert lt.scores(predicted, true)["mape"] < lt.scores(macs_only, true)["mape"]
 
 
+def with_cost_law(samples: list, ms_per_100m_macs: float, **row) -> list:
+    """`samples` with `row`'s fields set and timed at `ms_per_100m_macs` per 100 M MACs + 50 µs a node."""
+    for sample in samples:
+        sample.row = sample.row | row
+        sample.log_ms = math.log(ms_per_100m_macs * sample.row["macs"] / 1e8 + 0.05 * float(sample.count.sum()))
+    return samples
+
+
+def mape_on(samples: list, train: list[int], asked: list[int], **options) -> float:
+    """MAPE on `asked` of a head fitted on `train` with training `options`."""
+    weights = lt.fit(samples, train, lt.Config(epochs=40, batch=16, **options))
+    return lt.scores(lt.predict_samples(weights, samples, asked), np.array([samples[i].log_ms for i in asked]))["mape"]
+
+
 def test_one_family_of_many_near_copies_does_not_set_the_rates_a_new_family_gets():
     # 7 small families follow one cost law; one family of 90 near-copies costs 4x per MAC
     samples, _ = synthetic_samples(40)
-    crowd, _ = synthetic_samples(90, seed=1)
-    for sample in crowd:
-        sample.row = sample.row | {"family": "crowd"}
-        sample.log_ms = math.log(4 * sample.row["macs"] / 1e8 + 0.05 * float(sample.count.sum()))
-    samples += crowd
+    samples += with_cost_law(synthetic_samples(90, seed=1)[0], 4, family="crowd")
     held_out = [i for i, s in enumerate(samples) if s.row["family"] == "f6"]
     train = [i for i in range(len(samples)) if i not in held_out]
-    true = np.array([samples[i].log_ms for i in held_out])
-    errors = {}
-    for balance in (0.0, 1.0):
-        weights = lt.fit(samples, train, lt.Config(epochs=40, batch=16, balance=balance))
-        errors[balance] = lt.scores(lt.predict_samples(weights, samples, held_out), true)["mape"]
+    errors = {balance: mape_on(samples, train, held_out, balance=balance) for balance in (0.0, 1.0)}
     assert errors[1.0] < errors[0.0]
 
 
@@ -110,17 +116,9 @@ def test_a_small_source_is_seen_as_often_as_its_share_of_the_largest_asks():
 def test_oversampling_a_small_source_fits_its_own_cost_law_better():
     # a large source follows one cost law; a small source of 6 costs 3x per MAC and is what is asked about
     samples, _ = synthetic_samples(60)
-    small, _ = synthetic_samples(8, seed=2)
-    for sample in small:
-        sample.row = sample.row | {"source": "classics", "family": "hand"}
-        sample.log_ms = math.log(3 * sample.row["macs"] / 1e8 + 0.05 * float(sample.count.sum()))
-    samples += small
+    samples += with_cost_law(synthetic_samples(8, seed=2)[0], 3, source="classics", family="hand")
     train, asked = list(range(66)), list(range(66, 68))
-    true = np.array([samples[i].log_ms for i in asked])
-    errors = {}
-    for power in (0.0, 1.0):
-        weights = lt.fit(samples, train, lt.Config(epochs=40, batch=16, source_balance=power))
-        errors[power] = lt.scores(lt.predict_samples(weights, samples, asked), true)["mape"]
+    errors = {power: mape_on(samples, train, asked, source_balance=power) for power in (0.0, 1.0)}
     assert errors[1.0] < errors[0.0]
 
 
