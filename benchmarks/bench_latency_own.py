@@ -2,10 +2,11 @@
 net, an attention U-Net, a bidirectional GRU text classifier, a TCN and a small ViT with hand-written
 attention), after `nar calibrate` on this machine, at one thread and at every core.
 
-    python benchmarks/bench_latency_own.py [--calibrate] [--models 20] [--threads 1,2] [--budget S] [--out NAME]
+    python benchmarks/bench_latency_own.py [--calibrate [--fresh]] [--models 20] [--threads 1,2] [--budget S] [--out NAME]
 
 For each thread count T: with `--calibrate`, `nar calibrate --device own-Tt --threads T --models K`
-(measurements already stored are reused); then for each model `nar bench FILE --threads T --json`
+(measurements already stored are reused; with `--fresh` every calibration model is timed again, so
+the calibration and the six models are timed in one sitting: this VM's speed moves between days); then for each model `nar bench FILE --threads T --json`
 (measured, with the machine watched: a busy timing is reported, not scored) and `nar predict FILE
 --device own-Tt --json` (the calibrated head's value and 90 % interval). Scores: the median error,
 how many measured values fall inside the interval, and the interval's half-width. Uses the user's
@@ -32,6 +33,7 @@ INPUTS = {"wide_resnet.py": ["-i", "1,3,32,32"], "mobile_net.py": ["-i", "1,3,16
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calibrate", action="store_true")
+    parser.add_argument("--fresh", action="store_true", help="with --calibrate: `nar calibrate --fresh`")
     parser.add_argument("--models", type=int, default=20)
     parser.add_argument("--threads", default=f"1,{len(os.sched_getaffinity(0))}")
     parser.add_argument("--budget", type=float, default=None,
@@ -47,14 +49,14 @@ def main() -> None:
         if args.calibrate:
             try:
                 head = run_json([*nar, "calibrate", "--device", device, "--threads", str(threads), "--models",
-                                 str(args.models), "--json",
+                                 str(args.models), "--json", *(["--fresh"] if args.fresh else []),
                                  *(["--budget", str(args.budget)] if args.budget else [])])
             except SystemExit as failed:  # e.g. a machine busy through most of the models: said, not scored
                 print(failed, flush=True)
                 out["settings"].append({"threads": threads, "device": device, "calibration_failed": str(failed)})
                 path.write_text(json.dumps(out, indent=2) + "\n")
                 continue
-            calibration = {k: head.get(k) for k in ("half_width_pct", "loo_mape", "models")}
+            calibration = {k: head.get(k) for k in ("half_width_pct", "loo_mape", "models", "timings")}
             print(f"calibrated {device}: ±{head['half_width_pct']} %, leave-one-out MAPE {head.get('loo_mape')} %")
         summary = score_device(nar, {path: INPUTS[path.name] for path in sorted(MODELS.glob("*.py"))}, threads,
                                device)

@@ -547,7 +547,7 @@ def test_a_calibration_a_busy_machine_left_short_says_so_not_raise_the_budget(mo
     monkeypatch.setattr(cal, "candidates", lambda: [])
     monkeypatch.setattr(cal, "with_parts", lambda chosen: chosen)
 
-    def all_busy(chosen, threads, repeat, budget, report, allow_busy, busy):
+    def all_busy(chosen, threads, repeat, budget, report, allow_busy, busy, **_):
         busy.extend(["zoo/a", "zoo/b"])
         return []
 
@@ -555,7 +555,7 @@ def test_a_calibration_a_busy_machine_left_short_says_so_not_raise_the_budget(mo
     with pytest.raises(NarError, match=r"only 0 models measured.*\(2 left out: the machine stayed busy while timing "
                                        r"them; run again when it is quiet, or --allow-busy to keep them\)"):
         cal.calibrate("dev")
-    monkeypatch.setattr(cal, "measure_models", lambda *args: [])
+    monkeypatch.setattr(cal, "measure_models", lambda *args, **_: [])
     with pytest.raises(NarError, match=r"\(raise --budget\)"):
         cal.calibrate("dev", budget=5)
     with pytest.raises(NarError, match=r"\(the others could not be measured: see above\)"):
@@ -665,7 +665,7 @@ def test_calibrating_at_two_threads_times_the_same_models_at_one_thread_too(monk
                             parts=np.array([4.0, 1.0, 2.0, 5.0, 1.0, 0.5, 0.5]) * (i + 1)) for i in range(5)]
     asked = []
 
-    def timed(models, threads, repeat, budget, report, allow_busy, busy):
+    def timed(models, threads, repeat, budget, report, allow_busy, busy, **_):
         asked.append((threads, [c.name for c in models]))
         times = [(c, float(c.parts[:3].sum()) * (0.7 if threads == 2 else 1.2)) for c in models]
         return times if threads == 2 else times[1:]  # one model could not be timed at one thread
@@ -698,8 +698,8 @@ def test_calibrating_at_two_threads_times_the_same_models_at_one_thread_too(monk
     assert len(head["scales"]) == 3 and head["work_split"] == transfer.THREADS_WORK_SPLIT
     budgets = []
     monkeypatch.setattr(device, "device_info", lambda kind, threads: device.DeviceInfo("cpu", "AMD EPYC", "2.13.0", 2))
-    monkeypatch.setattr(cal, "measure_models", lambda models, threads, repeat, budget, *rest:
-                        budgets.append(budget) or timed(models, threads, repeat, budget, *rest))
+    monkeypatch.setattr(cal, "measure_models", lambda models, threads, repeat, budget, *rest, **options:
+                        budgets.append(budget) or timed(models, threads, repeat, budget, *rest, **options))
     cal.calibrate("two", models=5, threads=2, budget=60)
     assert budgets[0] == 60 and 0 < budgets[1] <= 60  # one budget for both thread counts, not one each
 
@@ -776,7 +776,7 @@ def test_evaluating_a_calibration_at_two_threads_fits_over_the_one_thread_times(
                                                     rng.dirichlet([2.0, 1.0, 1.0, 1.0], size=1))[0]) for i in range(30)]
     asked = []
 
-    def timed(chosen, threads, repeat, budget, report, allow_busy=False, busy=None):
+    def timed(chosen, threads, repeat, budget, report, allow_busy=False, busy=None, **_):
         asked.append(threads)
         return [(c, float(c.parts[3:] @ ([0.6, 1.1, 1.5, 2.0] if threads == 2 else [1.0] * 4))) for c in chosen]
 
@@ -806,7 +806,7 @@ def test_an_evaluation_left_with_too_few_quiet_timings_says_why_in_one_line(monk
     models = [cal.Candidate(f"zoo/m{i}", 10**8, 10**6, {REFERENCE_COLUMN: 2.0}, np.zeros(0), coarse="mlp",
                             family=f"f{i}", graph_hash=f"h{i}", parts=np.ones(8)) for i in range(30)]
 
-    def timed(chosen, threads, repeat, budget, report, allow_busy=False, busy=None):
+    def timed(chosen, threads, repeat, budget, report, allow_busy=False, busy=None, **_):
         busy.extend(c.name for c in chosen[2:])  # the machine stayed busy after the first two
         return [(c, 5.0) for c in chosen[:2]]
 
@@ -816,7 +816,7 @@ def test_an_evaluation_left_with_too_few_quiet_timings_says_why_in_one_line(monk
     monkeypatch.setattr(ev, "measure_models", timed)
     with pytest.raises(NarError, match=r"^only 2 calibration models measured; .*\(16 left out: the machine stayed busy"):
         ev.evaluate_calibration(ks=(10,), held_out=10, threads=1)
-    monkeypatch.setattr(ev, "measure_models", lambda chosen, *args: [(c, 5.0) for c in chosen] if len(chosen) == 10
+    monkeypatch.setattr(ev, "measure_models", lambda chosen, *args, **_: [(c, 5.0) for c in chosen] if len(chosen) == 10
                         and chosen[0].name == "zoo/m0" else [])
     with pytest.raises(NarError, match=r"^no held-out model measured; the evaluation needs at least one \(the others"):
         ev.evaluate_calibration(ks=(10,), held_out=10, threads=1)

@@ -34,6 +34,11 @@ from narcli.fsutil import write_text
 # times a model timed on a busy machine is tried, each retry after the rest of the queue (a
 # neighbour's bursts on a shared core come and go within seconds)
 BUSY_TRIES = 3
+# the core's speed (its matrix-product probe) in the reused timings against those taken now, moved by
+# more than this: said, with `--fresh` (this project's VM timed resnet18 at one thread at 26-100 ms
+# on different days, each run quiet; its probe moved with it)
+SPEED_MOVED = 0.10
+STALE_HOURS = 12  # reused timings older than this: said, with `--fresh` (the speed moved from night to night here)
 
 
 def devices_dir() -> Path:
@@ -49,12 +54,16 @@ def check_name(name: str) -> None:
 
 def measure_models(chosen: list[Candidate], threads: int | None, repeat: int, budget: float | None,
                    report: Callable[[str], None], allow_busy: bool = False,
-                   busy: list[str] | None = None) -> list[tuple[Candidate, float]]:
-    """Each candidate's batch-1 latency on this CPU, in order: stored measurements are reused, zoo
-    models are measured one after another in one long-lived worker (library imports and registries
-    paid once: a fresh child per model cost 10-30 s), anything else through `bench_target`. The
-    names of models left out because the machine stayed busy are added to `busy`."""
+                   busy: list[str] | None = None, fresh: bool = False,
+                   timings: dict[str, dict[str, Any]] | None = None) -> list[tuple[Candidate, float]]:
+    """Each candidate's batch-1 latency on this CPU, in order: stored measurements are reused (not
+    with `fresh`: each is timed again and replaces the stored one), zoo models are measured one after
+    another in one long-lived worker (library imports and registries paid once: a fresh child per
+    model cost 10-30 s), anything else through `bench_target`. The names of models left out because
+    the machine stayed busy are added to `busy`; where each time came from (`timing_record`) to
+    `timings`, by name."""
     busy = [] if busy is None else busy  # the caller's list, to say why too few were measured
+    timings = {} if timings is None else timings
     from narcli.bench import store
     from narcli.bench.device import device_info
     from narcli.bench.runner import bench_target
@@ -63,16 +72,17 @@ def measure_models(chosen: list[Candidate], threads: int | None, repeat: int, bu
     began, found = time.perf_counter(), {}
     done = [0]
 
-    def note(candidate: Candidate, ms: float, reused: bool) -> None:  # progress as each model is done
-        done[0] += 1
+    def note(candidate: Candidate, ms: float, reused: bool, value: dict[str, Any] | None = None) -> None:
+        done[0] += 1  # progress as each model is done
+        timings[candidate.name] = timing_record(value or {}, reused)
         report(f"{done[0]}/{len(chosen)} {candidate.name}: {ms:.2f} ms" + (" (stored)" if reused else ""))
 
     pooled = [c for c in chosen if c.graph_hash]
-    for candidate in pooled:
+    for candidate in pooled if not fresh else []:
         stored = store.load(candidate.graph_hash, 1, info.key, candidate.macs)
         if stored:
             found[candidate.name] = (stored["median_ms"], True)
-            note(candidate, stored["median_ms"], True)
+            note(candidate, stored["median_ms"], True, stored)
     todo = [c for c in pooled if c.name not in found]
     if todo:
         found.update(_measure_pooled(todo, info, repeat, budget, began, report, note, allow_busy, busy))
@@ -81,13 +91,15 @@ def measure_models(chosen: list[Candidate], threads: int | None, repeat: int, bu
         if candidate.name not in found and not candidate.graph_hash:
             if budget is not None and time.perf_counter() - began > budget:
                 break
-            result = bench_target(candidate.name, 1, "cpu", threads, repeat, reuse=True, allow_busy=allow_busy, report=report)
+            result = bench_target(candidate.name, 1, "cpu", threads, repeat, reuse=not fresh, allow_busy=allow_busy,
+                                  report=report)
             if result.busy and not allow_busy:
                 report(f"busy: {candidate.name} left out (the machine was busy while timing it)")
                 busy.append(candidate.name)
                 continue
             found[candidate.name] = (result.median_ms, result.reused)
-            note(candidate, result.median_ms, result.reused)
+            note(candidate, result.median_ms, result.reused,
+                 {"quiet": result.quiet, "measured_at": getattr(result, "measured_at", None)})
         if candidate.name in found:
             out.append((candidate, found[candidate.name][0]))
     if len(out) < len(chosen) and budget is not None and time.perf_counter() - began > budget:
@@ -95,8 +107,49 @@ def measure_models(chosen: list[Candidate], threads: int | None, repeat: int, bu
     return out
 
 
+def timing_record(value: dict[str, Any], reused: bool) -> dict[str, Any]:
+    """Where one calibration time came from: reused from the store or taken now, when, and the core's
+    speed then (the measuring child's matrix-product probe at those threads, ms; None when unknown)."""
+    quiet = value.get("quiet") if isinstance(value.get("quiet"), dict) else {}
+    at = value.get("measured_at")
+    probe = quiet.get("compute_probe_median")
+    return {"reused": reused, "measured_at": at if isinstance(at, (int, float)) else None if reused else time.time(),
+            "compute_probe_ms": probe if isinstance(probe, (int, float)) and probe > 0 else None}
+
+
+def timings_summary(timings: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """How many times were taken now and how many reused, when the reused ones were stored, and how
+    much slower (+) or faster (-) the core ran now than in them (`core_speed_moved`, a share, when
+    both have probes): a calibration that mixes days mixes machine speeds."""
+    reused = [t for t in timings.values() if t["reused"]]
+    now = [t for t in timings.values() if not t["reused"]]
+    out: dict[str, Any] = {"taken_now": len(now), "reused": len(reused)}
+    stamps = [t["measured_at"] for t in reused if t["measured_at"]]
+    if stamps:
+        out["reused_from"], out["reused_to"] = (time.strftime("%Y-%m-%d %H:%M", time.localtime(t))
+                                                for t in (min(stamps), max(stamps)))
+        out["oldest_hours"] = round((time.time() - min(stamps)) / 3600, 1)
+    then = [t["compute_probe_ms"] for t in reused if t["compute_probe_ms"]]
+    probed_now = [t["compute_probe_ms"] for t in now if t["compute_probe_ms"]]
+    if then and probed_now:
+        out["core_speed_moved"] = round(float(np.median(probed_now) / np.median(then) - 1), 3)
+    return out
+
+
+def stale_timings(summary: dict[str, Any]) -> str | None:
+    """Why the reused timings of `timings_summary` may not be this machine's speed now, or None: the
+    core ran faster or slower now than in them, or they are older than `STALE_HOURS`."""
+    moved = summary.get("core_speed_moved")
+    if moved is not None and abs(moved) > SPEED_MOVED:
+        return (f"this run's core ran {abs(moved) * 100:.0f} % {'slower' if moved > 0 else 'faster'} than in the "
+                "reused timings")
+    if summary.get("reused") and (summary.get("oldest_hours") or 0) > STALE_HOURS:
+        return f"the oldest reused timing is {summary['oldest_hours']:.0f} hours old"
+    return None
+
+
 def _measure_pooled(todo: list[Candidate], info: Any, repeat: int, budget: float | None, began: float,
-                    report: Callable[[str], None], note: Callable[[Candidate, float, bool], None],
+                    report: Callable[[str], None], note: Callable[..., None],
                     allow_busy: bool, busy: list[str]) -> dict[str, tuple[float, bool]]:
     from narcli.bench import store
     from narcli.bench.quiet import wait_for_quiet
@@ -148,7 +201,7 @@ def _measure_pooled(todo: list[Candidate], info: Any, repeat: int, budget: float
                                 "device": info.to_dict(), "params": candidate.params, "macs": candidate.macs}
         store.save(candidate.graph_hash, 1, info.key, candidate.name, value)
         found[candidate.name] = (value["median_ms"], False)
-        note(candidate, value["median_ms"], False)
+        note(candidate, value["median_ms"], False, value)
 
     run_pool(measure_zoo_model, tasks(), on_result, jobs=1, timeout=600, tasks_per_worker=400, max_rss=6 << 30)
     return found
@@ -156,8 +209,10 @@ def _measure_pooled(todo: list[Candidate], info: Any, repeat: int, budget: float
 
 def calibrate(name: str = "local", models: int = 20, budget: float | None = None, threads: int | None = None,
               repeat: int = 20, report: Callable[[str], None] = lambda line: None,
-              allow_busy: bool = False) -> dict[str, Any]:
-    """Measure `models` chosen zoo models (within `budget` seconds), fit and save the device head."""
+              allow_busy: bool = False, fresh: bool = False) -> dict[str, Any]:
+    """Measure `models` chosen zoo models (within `budget` seconds), fit and save the device head.
+    `fresh`: time every model again instead of reusing stored timings (a machine's speed moves
+    between days); the head says where its times came from (`timings_summary`)."""
     from narcli.bench.device import device_info
     from narcli.bench.thread_probe import probe_said
 
@@ -168,12 +223,16 @@ def calibrate(name: str = "local", models: int = 20, budget: float | None = None
         raise UsageError(f"--budget must be between 0 and 86,400 seconds, not {budget}")
     chosen = with_parts(candidates()[:models])
     busy: list[str] = []
+    timings: dict[str, dict[str, Any]] = {}
+    one_timings: dict[str, dict[str, Any]] = {}
     info, began, one, pointwise = device_info("cpu", threads), time.perf_counter(), None, None
     with measuring("cpu"):  # the whole calibration: no other measurement may interleave with it
-        measured = measure_models(chosen, threads, repeat, budget, report, allow_busy, busy)
+        measured = measure_models(chosen, threads, repeat, budget, report, allow_busy, busy,
+                                  fresh=fresh, timings=timings)
         if info.threads > 1 and len(measured) >= 3:
             left = None if budget is None else max(budget - (time.perf_counter() - began), 1e-3)  # one budget for both
-            one, measured = timed_at_one_thread(measured, repeat, left, report, allow_busy, busy)
+            one, measured = timed_at_one_thread(measured, repeat, left, report, allow_busy, busy,
+                                                fresh=fresh, timings=one_timings)
             pointwise = probe_said(info.threads, report)
     if len(measured) < 3:
         why = (f"{len(busy)} left out: the machine stayed busy while timing them; run again when it is "
@@ -187,7 +246,10 @@ def calibrate(name: str = "local", models: int = 20, budget: float | None = None
         "name": name, "device": info.to_dict(), "batch": 1,
         "models": [{"name": c.name, "ms": ms} for c, ms in measured], "columns": list(CPU_COLUMNS),
         "created": time.strftime("%Y-%m-%d %H:%M:%S"), "reference": _reference_fingerprint(),
-        "fitted_on": fitted_on([c for c, _ in measured], reference)}
+        "fitted_on": fitted_on([c for c, _ in measured], reference),
+        "timings": timings_summary({c.name: timings[c.name] for c, _ in measured if c.name in timings})}
+    if one is not None:
+        head["one_thread_timings"] = timings_summary({n: one_timings[n] for n in one if n in one_timings})
     path = _save_head(name, head)
     return head | {"path": str(path), "half_width_pct": round((math.exp(head["half"]) - 1) * 100, 1),
                    "own_half_width_pct": round((math.exp(head["loo_half"]) - 1) * 100, 1),
@@ -196,12 +258,14 @@ def calibrate(name: str = "local", models: int = 20, budget: float | None = None
 
 
 def timed_at_one_thread(measured: list[tuple[Candidate, float]], repeat: int, budget: float | None,
-                        report: Callable[[str], None], allow_busy: bool = False, busy: list[str] | None = None
+                        report: Callable[[str], None], allow_busy: bool = False, busy: list[str] | None = None,
+                        fresh: bool = False, timings: dict[str, dict[str, Any]] | None = None
                         ) -> tuple[dict[str, float], list[tuple[Candidate, float]]]:
-    """The models measured at more than one thread, timed at one thread too (stored timings reused):
-    (name -> one-thread ms, the measured pairs that have one), for `fit_device`."""
+    """The models measured at more than one thread, timed at one thread too (stored timings reused
+    unless `fresh`): (name -> one-thread ms, the measured pairs that have one), for `fit_device`."""
     report("the same models at 1 thread, which the thread factors are fitted over")
-    one = {c.name: ms for c, ms in measure_models([c for c, _ in measured], 1, repeat, budget, report, allow_busy, busy)}
+    one = {c.name: ms for c, ms in measure_models([c for c, _ in measured], 1, repeat, budget, report, allow_busy, busy,
+                                                  fresh=fresh, timings=timings)}
     return one, [(c, ms) for c, ms in measured if c.name in one]
 
 

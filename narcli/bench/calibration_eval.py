@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from narcli.bench.calibrate import fit_device, fitting_parts, measure_models, measured_on_reference, timed_at_one_thread
+from narcli.bench.calibrate import (fit_device, fitting_parts, measure_models, measured_on_reference, timed_at_one_thread,
+                                    timings_summary)
 from narcli.bench.calibration_set import CPU_COLUMNS, REFERENCE_COLUMN, Candidate, candidates, with_parts
 from narcli.bench.lock import measuring
 from narcli.bench.thread_probe import probe_said
@@ -91,8 +92,9 @@ def too_few_measured(calibration: int, evaluation: int, busy: list[str]) -> None
 
 def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 50, threads: int | None = None,
                          repeat: int = 20, report: Callable[[str], None] = lambda line: None,
-                         allow_busy: bool = False) -> dict[str, Any]:
-    """Figures for each K (see the module's docstring)."""
+                         allow_busy: bool = False, fresh: bool = False) -> dict[str, Any]:
+    """Figures for each K (see the module's docstring). `fresh`: every model timed again, none reused
+    from the store (`calibrate.measure_models`), so calibration and held-out times share one sitting."""
     from narcli.bench.device import device_info
     from narcli.bench.transfer import predict_log
     from narcli.predict.metrics import spearman
@@ -112,11 +114,12 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
     pool = with_parts(pool, head)
     report(f"measuring {len(pool)} calibration candidates and {len(test)} held-out models on {info.describe()}")
     many, one, pointwise, busy = info.threads > 1, None, None, []
+    timings: dict[str, dict[str, Any]] = {}
     with measuring("cpu"):
-        calibration = measure_models(pool, threads, repeat, None, report, allow_busy, busy)
-        evaluation = measure_models(test, threads, repeat, None, report, allow_busy, busy)
+        calibration = measure_models(pool, threads, repeat, None, report, allow_busy, busy, fresh=fresh, timings=timings)
+        evaluation = measure_models(test, threads, repeat, None, report, allow_busy, busy, fresh=fresh, timings=timings)
         if many:  # as `nar calibrate` does: the calibration models at one thread too
-            one, calibration = timed_at_one_thread(calibration, repeat, None, report, allow_busy, busy)
+            one, calibration = timed_at_one_thread(calibration, repeat, None, report, allow_busy, busy, fresh=fresh)
             pointwise = probe_said(info.threads, report)
     too_few_measured(len(calibration), len(evaluation), busy)
     reference = measured_on_reference()
@@ -161,4 +164,4 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
                             for c, ms in calibration], "results": rows,
             "threads_fit": THREADS_FIT if many else "one thread", "pointwise_probe": pointwise,
             "gmacs_range": [round(float(macs_test.min()) / 1e9, 3), round(float(macs_test.max()) / 1e9, 3)],
-            "kinds": kinds}
+            "kinds": kinds, "timings": timings_summary(timings)}

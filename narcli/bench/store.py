@@ -126,17 +126,18 @@ def save(graph_hash: str, batch: int, device: str, name: str, result: dict[str, 
 
 @_guarded
 def load(graph_hash: str, batch: int, device: str, macs: int | None = None) -> dict[str, Any] | None:
-    """The timing stored under this key (a plain hash or a `sized_key`), if it was taken at `macs`."""
+    """The timing stored under this key (a plain hash or a `sized_key`), if it was taken at `macs`, with
+    when it was stored (`measured_at`, seconds since the epoch)."""
     if not store_path().exists():
         return None
     connection = _connect()
     try:
-        row = connection.execute("select info from measurements where graph_hash = ? and batch = ? and device = ?",
-                                 (graph_hash, batch, device)).fetchone()
+        row = connection.execute("select info, measured_at from measurements where graph_hash = ? and batch = ? "
+                                 "and device = ?", (graph_hash, batch, device)).fetchone()
     finally:
         connection.close()
     info = _json(row[0]) if row else None
-    return info if info is not None and same_size(info, macs) else None
+    return info | {"measured_at": row[1]} if info is not None and same_size(info, macs) else None
 
 
 FAILURES = """create table if not exists unmeasured (

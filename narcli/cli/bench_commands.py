@@ -8,7 +8,7 @@ import typer
 
 from narcli.bench.quiet import ATTEMPTS
 from narcli.cli.common import run, stderr_console
-from narcli.cli.options import AllowBusyOption, BudgetOption, InputDtypeOption, InputShapeOption, JsonOption, ModelOption, RepeatOption, RetryFailedOption, SourcesOption, ThreadsOption, TimeoutOption, reporter, scan_options
+from narcli.cli.options import AllowBusyOption, BudgetOption, FreshOption, InputDtypeOption, InputShapeOption, JsonOption, ModelOption, RepeatOption, RetryFailedOption, SourcesOption, ThreadsOption, TimeoutOption, reporter, scan_options
 from narcli.cli.learn_commands import eval_app
 
 
@@ -92,14 +92,15 @@ def calibrate_command(
     repeat: RepeatOption = 20,
     as_json: JsonOption = False,
     allow_busy: AllowBusyOption = False,
+    fresh: FreshOption = False,
 ) -> None:
-    """Fit this machine's latency head from a few zoo measurements (resumable: stored ones are reused).
-    At more than one thread the same models are timed at one thread too."""
+    """Fit this machine's latency head from a few zoo measurements (resumable: stored ones are reused
+    unless --fresh). At more than one thread the same models are timed at one thread too."""
     from narcli.bench.calibrate import calibrate
 
     console = stderr_console()
     head = run(calibrate, name, models, budget, threads, repeat, report=reporter(console),
-               allow_busy=allow_busy)
+               allow_busy=allow_busy, fresh=fresh)
     if as_json:
         print(json.dumps(head, indent=2))
         return
@@ -116,6 +117,7 @@ def eval_calibration_command(
     repeat: RepeatOption = 20,
     as_json: JsonOption = False,
     allow_busy: AllowBusyOption = False,
+    fresh: FreshOption = False,
 ) -> None:
     """MAPE, ±10 %, rank correlation and interval coverage of the calibrated latency head on held-out
     zoo models of every kind, beside the previous head, a MACs-only fit and the reference rescaled."""
@@ -128,7 +130,7 @@ def eval_calibration_command(
         fail(f"--ks must be comma-separated integers, not {ks!r}", 2)
     console = stderr_console()
     result = run(evaluate_calibration, sizes, held_out, threads, repeat,
-                 report=reporter(console), allow_busy=allow_busy)
+                 report=reporter(console), allow_busy=allow_busy, fresh=fresh)
     if as_json:
         print(json.dumps(result, indent=2))
         return

@@ -44,6 +44,9 @@ RepeatOption = Annotated[int, typer.Option("--repeat", "-r", help="Timed runs pe
 BudgetOption = Annotated[float | None, typer.Option("--budget", help="Stop measuring after this many seconds.")]
 AllowBusyOption = Annotated[bool, typer.Option(
     "--allow-busy", help="Keep timings taken on a busy machine: other processes on the CPU, or a core slowed from outside (flagged, and not stored otherwise).")]
+FreshOption = Annotated[bool, typer.Option(
+    "--fresh", help="Time every model again instead of reusing stored timings (a machine's speed moves between "
+                    "days); the new timings replace the stored ones.")]
 GraphsDbOption = Annotated[Path | None, typer.Option("--graphs-db", help="Zoo database of the NAS-Bench-201 cells "
                                                                          "(default: built under $NAR_HOME/predictor).")]
 PredictorWeightsOption = Annotated[Path | None, typer.Option(

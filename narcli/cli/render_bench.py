@@ -76,6 +76,21 @@ def print_reference_summary(summary: dict[str, Any]) -> None:
           f"in {summary['seconds']:.0f} s; {summary['stored']:,} of {summary['candidates']:,} reference models stored")
 
 
+def print_timings(timings: dict[str, Any] | None, again: str = "--fresh") -> None:
+    """Where a calibration's times came from, when some were reused from the store: when they were
+    taken, and, when they may not be this machine's speed now, how to time them again."""
+    from narcli.bench.calibrate import stale_timings
+
+    if not timings or not timings.get("reused"):
+        return
+    total = timings["reused"] + timings.get("taken_now", 0)
+    span = timings.get("reused_from"), timings.get("reused_to")
+    when = "" if not span[0] else f" (taken {span[0]})" if span[0] == span[1] else f" (taken {span[0]} to {span[1]})"
+    why = stale_timings(timings)
+    print(f"{timings['reused']} of {total} timings reused from the store{when}"
+          + (f"; {why}: {again} times them all again" if why else ""))
+
+
 def print_calibrated(name: str, head: dict[str, Any]) -> None:
     device = head["device"]
     print(f"calibrated {name!r} on {len(head['models'])} zoo models at {device['threads']} thread"
@@ -112,6 +127,7 @@ def print_calibrated(name: str, head: dict[str, Any]) -> None:
               f"counted as {PRIOR_MODELS} models)"
               + ("; calibrating with more models (--models 20) makes it more this machine's own"
                  if count < 2 * PRIOR_MODELS else ""))
+    print_timings(head.get("timings"))
     missing = head.get("asked", 0) - len(head["models"])
     if missing > 0:  # busy timings (or a spent budget) left models out: the head is weaker than asked for
         print(f"note: {missing} of the {head['asked']} models asked for were not measured (the machine was busy "
@@ -131,3 +147,4 @@ def print_calibration_evaluation(result: dict[str, Any]) -> None:
         print(f"{row['k']:>3}  {c['mape']:>11.1f} % / {c['within10']:>5.1f} %  {c['spearman']:>8.3f}  "
               f"{c['coverage90']:>6.0f} %  {c['half_width_pct']:>7.0f} %  {p['mape']:>12.1f} %  {m['mape']:>8.1f} %"
               f"  {n['mape']:>7.1f} %")
+    print_timings(result.get("timings"))
