@@ -560,6 +560,10 @@ def test_a_calibration_a_busy_machine_left_short_says_so_not_raise_the_budget(mo
         cal.calibrate("dev", budget=5)
     with pytest.raises(NarError, match=r"\(the others could not be measured: see above\)"):
         cal.calibrate("dev")
+    monkeypatch.setattr(cal, "measure_models", lambda chosen, *args, **_: [(chosen[0], 2.0)] if chosen else [])
+    monkeypatch.setattr(cal, "candidates", lambda: [cal.Candidate("zoo/one", 10**8, 10**6, {}, np.zeros(0))])
+    with pytest.raises(NarError, match=r"^only 1 model measured; calibration needs at least 3"):
+        cal.calibrate("dev")
 
 
 def test_a_machine_that_stays_busy_stops_the_calibration_and_counts_what_is_left(monkeypatch):

@@ -238,7 +238,8 @@ def calibrate(name: str = "local", models: int = 20, budget: float | None = None
         why = (f"{len(busy)} left out: the machine stayed busy while timing them; run again when it is "
                "quiet, or --allow-busy to keep them" if busy else "raise --budget" if budget is not None
                else "the others could not be measured: see above")
-        raise NarError(f"only {len(measured)} models measured; calibration needs at least 3 ({why})")
+        raise NarError(f"only {len(measured)} model{'' if len(measured) == 1 else 's'} measured; calibration needs at "
+                       f"least 3 ({why})")
     reference = measured_on_reference()
     parts = fitting_parts([c for c, _ in measured], reference)
     y = np.log([ms for _, ms in measured])
