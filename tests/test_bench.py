@@ -662,11 +662,26 @@ def test_the_thread_factors_keep_their_prior_shape_when_the_models_cannot_tell_t
     assert np.allclose(relative, THREAD_SHAPE, atol=0.1)  # the serial part and the calls stay dearer
 
 
-def test_calibrating_at_two_threads_times_the_same_models_at_one_thread_too(monkeypatch, tmp_path):
-    from narcli.bench import device, thread_probe, transfer
+def calibrating_offline(monkeypatch, tmp_path, timed) -> list:
+    """`cal.calibrate` on five fake zoo models timed by `timed` (`measure_models`' signature), on a
+    fake two-thread AMD EPYC, with no zoo or reference set read and devices written under
+    `tmp_path`; returns the five models."""
+    from narcli.bench import device
 
     chosen = [cal.Candidate(f"zoo/m{i}", 10**8, 10**6, {}, np.zeros(0), graph_hash=f"h{i}",
                             parts=np.array([4.0, 1.0, 2.0, 5.0, 1.0, 0.5, 0.5]) * (i + 1)) for i in range(5)]
+    monkeypatch.setattr(cal, "candidates", lambda: chosen)
+    monkeypatch.setattr(cal, "with_parts", lambda models: models)
+    monkeypatch.setattr(cal, "measure_models", timed)
+    monkeypatch.setattr(cal, "measured_on_reference", lambda: {})
+    monkeypatch.setattr(cal, "devices_dir", lambda: tmp_path)
+    monkeypatch.setattr(device, "device_info", lambda kind, threads: device.DeviceInfo("cpu", "AMD EPYC", "2.13.0", 2))
+    return chosen
+
+
+def test_calibrating_at_two_threads_times_the_same_models_at_one_thread_too(monkeypatch, tmp_path):
+    from narcli.bench import device, thread_probe, transfer
+
     asked = []
 
     def timed(models, threads, repeat, budget, report, allow_busy, busy, **_):
@@ -674,12 +689,7 @@ def test_calibrating_at_two_threads_times_the_same_models_at_one_thread_too(monk
         times = [(c, float(c.parts[:3].sum()) * (0.7 if threads == 2 else 1.2)) for c in models]
         return times if threads == 2 else times[1:]  # one model could not be timed at one thread
 
-    monkeypatch.setattr(cal, "candidates", lambda: chosen)
-    monkeypatch.setattr(cal, "with_parts", lambda models: models)
-    monkeypatch.setattr(cal, "measure_models", timed)
-    monkeypatch.setattr(cal, "measured_on_reference", lambda: {})
-    monkeypatch.setattr(cal, "devices_dir", lambda: tmp_path)
-    monkeypatch.setattr(device, "device_info", lambda kind, threads: device.DeviceInfo("cpu", "AMD EPYC", "2.13.0", 2))
+    chosen = calibrating_offline(monkeypatch, tmp_path, timed)
     probed = {"threads": 2, "pointwise": 1.7, "matrix": 0.6, "relative": 1.04}
     monkeypatch.setattr(thread_probe, "probe", lambda threads: probed if threads == 2 else None)
     lines = []

@@ -112,10 +112,10 @@ def test_calibrate_says_which_timings_it_reused_and_how_to_time_them_again(capsy
 
 
 def test_the_fresh_option_reaches_both_thread_counts_and_the_head_keeps_the_summary(monkeypatch, tmp_path):
-    from narcli.bench import device, thread_probe
+    from narcli.bench import thread_probe
 
-    chosen = [cal.Candidate(f"zoo/m{i}", 10**8, 10**6, {}, np.zeros(0), graph_hash=f"h{i}",
-                            parts=np.array([4.0, 1.0, 2.0, 5.0, 1.0, 0.5, 0.5]) * (i + 1)) for i in range(5)]
+    from .test_bench import calibrating_offline
+
     asked = []
 
     def timed(models, threads, repeat, budget, report, allow_busy, busy, fresh=False, timings=None):
@@ -124,12 +124,7 @@ def test_the_fresh_option_reaches_both_thread_counts_and_the_head_keeps_the_summ
             timings[c.name] = {"reused": not fresh, "measured_at": time.time(), "compute_probe_ms": 1.0}
         return [(c, float(c.parts[:3].sum()) * (0.7 if threads == 2 else 1.2)) for c in models]
 
-    monkeypatch.setattr(cal, "candidates", lambda: chosen)
-    monkeypatch.setattr(cal, "with_parts", lambda models: models)
-    monkeypatch.setattr(cal, "measure_models", timed)
-    monkeypatch.setattr(cal, "measured_on_reference", lambda: {})
-    monkeypatch.setattr(cal, "devices_dir", lambda: tmp_path)
-    monkeypatch.setattr(device, "device_info", lambda kind, threads: device.DeviceInfo("cpu", "AMD EPYC", "2.13.0", 2))
+    calibrating_offline(monkeypatch, tmp_path, timed)
     monkeypatch.setattr(thread_probe, "probe", lambda threads: None)
     head = cal.calibrate("two", models=5, threads=2, fresh=True)
     assert asked == [(2, True), (1, True)]
