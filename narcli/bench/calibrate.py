@@ -35,10 +35,10 @@ from narcli.fsutil import write_text
 # neighbour's bursts on a shared core come and go within seconds)
 BUSY_TRIES = 3
 # the core's speed (its matrix-product probe) in the reused timings against those taken now, moved by
-# more than this: said, with `--fresh` (this project's VM timed resnet18 at one thread at 26-100 ms
-# on different days, each run quiet; its probe moved with it)
+# more than this: said, with `--fresh` (a laptop on battery, a VM with new neighbours; on this
+# project's VM one model's quiet timings moved by up to 25 % between runs hours apart)
 SPEED_MOVED = 0.10
-STALE_HOURS = 12  # reused timings older than this: said, with `--fresh` (the speed moved from night to night here)
+STALE_HOURS = 12  # reused timings older than this: said, with `--fresh`, even where no probe tells
 
 
 def devices_dir() -> Path:
@@ -98,8 +98,7 @@ def measure_models(chosen: list[Candidate], threads: int | None, repeat: int, bu
                 busy.append(candidate.name)
                 continue
             found[candidate.name] = (result.median_ms, result.reused)
-            note(candidate, result.median_ms, result.reused,
-                 {"quiet": result.quiet, "measured_at": getattr(result, "measured_at", None)})
+            note(candidate, result.median_ms, result.reused, {"quiet": result.quiet})  # a reused one's date: unknown
         if candidate.name in found:
             out.append((candidate, found[candidate.name][0]))
     if len(out) < len(chosen) and budget is not None and time.perf_counter() - began > budget:
