@@ -76,7 +76,7 @@ def print_reference_summary(summary: dict[str, Any]) -> None:
           f"in {summary['seconds']:.0f} s; {summary['stored']:,} of {summary['candidates']:,} reference models stored")
 
 
-def print_timings(timings: dict[str, Any] | None, again: str = "--fresh") -> None:
+def print_timings(timings: dict[str, Any] | None) -> None:
     """Where a calibration's times came from, when some were reused from the store: when they were
     taken, and, when they may not be this machine's speed now, how to time them again."""
     from narcli.bench.calibrate import stale_timings
@@ -88,7 +88,7 @@ def print_timings(timings: dict[str, Any] | None, again: str = "--fresh") -> Non
     when = "" if not span[0] else f" (taken {span[0]})" if span[0] == span[1] else f" (taken {span[0]} to {span[1]})"
     why = stale_timings(timings)
     print(f"{timings['reused']} of {total} timings reused from the store{when}"
-          + (f"; {why}: {again} times them all again" if why else ""))
+          + (f"; {why}: --fresh times them all again" if why else ""))
 
 
 def print_calibrated(name: str, head: dict[str, Any]) -> None:
