@@ -449,7 +449,7 @@ def test_a_matrix_product_slower_than_the_machines_best_makes_it_busy():
     verdict = {"busy": False, "reasons": [], "compute_probe_median": 0.63, "threads": 2}
     busy = quiet.compute_against_best(verdict, 0.57)
     assert busy["busy"] and "arithmetic ran 11 % slower than it has on this machine" in busy["reasons"][0]
-    assert "0.630 ms in the median, at best 0.570 ms at 2 threads" in busy["reasons"][0]
+    assert "0.630 ms in the median; at best 0.570 ms at 2 threads" in busy["reasons"][0]
     assert quiet.compute_against_best(verdict, 0.61) == verdict  # within COMPUTE_SLOWER_THAN_BEST
     assert quiet.compute_against_best(verdict, None) == verdict  # the first measurement at 2 threads
     # a laptop's clock 12 % lower slows the loop as much: not a busy machine
@@ -500,3 +500,36 @@ def test_a_tiny_model_is_probed_often_enough_that_one_slow_product_does_not_cond
     assert len(taken) >= quiet.MEDIAN_RUNS
     assert not result.quiet["busy"]
     assert result.left_out == list(range(10)) and result.runs == 30  # went on until 20 ran at full speed
+
+
+def test_the_speed_a_machine_reaches_is_its_fastest_tenth_once_ten_were_seen(monkeypatch):
+    from narcli.bench import store
+
+    seen = [store.usual_fast_probe("m:product:1t", 1.20 + 0.01 * i) for i in range(store.SPEED_HISTORY_NEEDED)]
+    assert seen == [None] * store.SPEED_HISTORY_NEEDED  # too few yet: the caller holds against the lowest
+    usual, count = store.usual_fast_probe("m:product:1t", 1.50)
+    assert count == 10 and usual == pytest.approx(1.209)  # 1.20..1.29, linear between the two fastest
+    assert store.usual_fast_probe("other:product:1t", 1.0) is None  # per key
+    monkeypatch.setattr(store, "SPEED_HISTORY", 12)  # only the most recent are kept
+    for _ in range(12):
+        store.usual_fast_probe("m:product:1t", 2.0)
+    assert store.usual_fast_probe("m:product:1t", 2.0) == (pytest.approx(2.0), 12)
+
+
+def test_one_lucky_fast_measurement_does_not_make_the_usual_speed_busy_ever_after():
+    """The lowest median ever shown only falls with use: held against it, every later timing at this
+    machine's usual speed was busy. Against the fastest tenth, one outlier moves nothing, and a stretch
+    slower than the machine reaches is still caught, saying what it was held against."""
+    from narcli.bench.runner import core_speed_checked
+
+    def verdict(product):
+        return {"busy": False, "reasons": [], "probe_ms": [0.55, 0.58], "compute_probe_median": product, "threads": 1}
+
+    assert core_speed_checked(verdict(1.00))["busy"] is False  # a lucky first: 20 % faster than usual
+    early = [core_speed_checked(verdict(1.24 + 0.002 * (i % 5))) for i in range(9)]
+    assert all(v["busy"] for v in early)  # until ten were seen, held against that lowest, as before
+    later = [core_speed_checked(verdict(1.24 + 0.002 * (i % 5))) for i in range(20)]
+    assert not any(v["busy"] for v in later)
+    slowed = core_speed_checked(verdict(1.40))
+    assert slowed["busy"] and quiet.slowed_from_outside(slowed)
+    assert "the fastest tenth of its last 30 measurements took 1.240 ms or less at 1 thread" in slowed["reasons"][-1]

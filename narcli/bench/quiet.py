@@ -23,8 +23,8 @@ at the system around the timed runs, in the process that runs them:
   (`child.matmul_probe`): the same VM's neighbour slowed two-thread arithmetic 10-35 % in episodes
   of seconds, and the one-thread loop saw only half of them. Other guests' memory traffic can slow
   the product (and the model) for a minute at a time, so evenly that nothing inside the measurement
-  stands out: its median is also held against the lowest this machine has shown at that thread
-  count (`compute_against_best`).
+  stands out: its median is also held against the speed this machine reaches at that thread count,
+  the fastest tenth of its recent measurements (`compute_against_best`).
 
 `assess` turns two samples into a verdict with reasons. Where /proc is not there (macOS, Windows)
 only what getrusage and the runs themselves tell is used, and the verdict says so.
@@ -59,11 +59,12 @@ COMPUTE_DRIFT = 0.10
 # slower than the machine's fastest probe for the whole measurement: a laptop's sustained clock sits
 # 20-35 % below its first burst, which is not a busy machine; a shared core's half speed is
 SLOWER_THAN_BEST = 0.5
-# the matrix product's median over a measurement, slower than the lowest median this machine has
-# shown at that thread count: other guests' memory traffic slowed it for minutes at a time on
-# 2026-11-28 (two threads: product 0.57 -> 0.63 ms, resnet18 24.6 -> 29.0 ms for 48 s; one thread:
-# 1.12 -> 1.14-1.20 ms, resnet18 45.5 -> 47-49 ms) while the loop probe, in the core's own cache,
-# did not move; inside such a stretch every run is equally slow, so only the machine's best tells
+# the matrix product's median over a measurement, slower than the speed this machine reaches at that
+# thread count (the fastest tenth of its recent measurements, `store.usual_fast_probe`): other
+# guests' memory traffic slowed it for minutes at a time on 2026-11-28 (two threads: product 0.57 ->
+# 0.63 ms, resnet18 24.6 -> 29.0 ms for 48 s; one thread: 1.12 -> 1.14-1.20 ms, resnet18 45.5 ->
+# 47-49 ms) while the loop probe, in the core's own cache, did not move; inside such a stretch every
+# run is equally slow, so only the machine's own record tells
 COMPUTE_SLOWER_THAN_BEST = 0.05
 # a core that ran this much slower than the machine's fastest, all through a measurement, but less than
 # SLOWER_THAN_BEST: not busy (a laptop's sustained clock), but said, so the figure is read with care
@@ -318,10 +319,11 @@ def clock_can_change() -> bool:
 
 
 def compute_against_best(verdict: dict[str, Any] | None, best_ms: float | None,
-                         clock: float = 1.0) -> dict[str, Any] | None:
+                         clock: float = 1.0, seen: int = 0) -> dict[str, Any] | None:
     """The verdict, made busy when the matrix product's median over this measurement ran more than
-    COMPUTE_SLOWER_THAN_BEST slower than the lowest median this machine has shown at the same thread
-    count (`best_ms`), beyond what the core's own clock explains (`clock`: this measurement's
+    COMPUTE_SLOWER_THAN_BEST slower than the speed this machine reaches at the same thread count
+    (`best_ms`: the fastest tenth of the `seen` measurements before it, or with `seen` 0 the lowest
+    median it has shown), beyond what the core's own clock explains (`clock`: this measurement's
     fastest loop probe over the machine's fastest, >= 1). A laptop whose clock settles 20-35 % below
     its first burst slows both probes alike, which is not a busy machine (`SLOWER_THAN_BEST`);
     memory traffic from other VMs slows the product and leaves the loop alone."""
@@ -330,9 +332,11 @@ def compute_against_best(verdict: dict[str, Any] | None, best_ms: float | None,
     if not typical or not expected or typical / expected - 1 <= COMPUTE_SLOWER_THAN_BEST:
         return verdict
     threads = verdict.get("threads") or "?"
+    at = f"{threads} thread{'s' * (threads != 1)}{', allowing for the clock' if clock > 1.005 else ''}"
+    basis = (f"the fastest tenth of its last {seen} measurements took {best_ms:.3f} ms or less at {at}" if seen
+             else f"at best {best_ms:.3f} ms at {at}")
     reason = (f"{SLOWED_CORE}'s arithmetic ran {(typical / expected - 1) * 100:.0f} % slower than it has on this "
-              f"machine (a fixed matrix product took {typical:.3f} ms in the median, at best {best_ms:.3f} ms at "
-              f"{threads} thread{'s' * (threads != 1)}{', allowing for the clock' if clock > 1.005 else ''}): "
+              f"machine (a fixed matrix product took {typical:.3f} ms in the median; {basis}): "
               "other VMs' memory traffic, or a busy memory bus")
     return verdict | {"busy": True, "reasons": [*verdict.get("reasons", []), reason]}
 

@@ -239,8 +239,10 @@ def _disturbed_entry(result: BenchResult) -> dict[str, Any]:
 
 def core_speed_checked(verdict: dict[str, Any] | None) -> dict[str, Any] | None:
     """A measurement's verdict checked against the fastest core speed this machine has shown
-    (`quiet.against_best`) and the lowest median matrix product at its thread count
-    (`quiet.compute_against_best`); the bests are kept in bench.db, per machine digest."""
+    (`quiet.against_best`) and the speed its matrix product reaches at that thread count
+    (`quiet.compute_against_best`): the fastest tenth of its recent measurements
+    (`store.usual_fast_probe`), or the lowest median until ten were seen; kept in bench.db, per
+    machine digest."""
     from narcli.bench.device import machine_digest
     from narcli.bench.quiet import against_best, clock_can_change, compute_against_best, note_slow_core
 
@@ -250,8 +252,10 @@ def core_speed_checked(verdict: dict[str, Any] | None) -> dict[str, Any] | None:
     typical = (verdict or {}).get("compute_probe_median")
     if typical:
         clock = probes[0] / loop_best if probes and loop_best and clock_can_change() else 1.0
-        best = store.best_probe(_product_key(digest, verdict.get("threads") or 0), typical)
-        verdict = compute_against_best(verdict, best, clock)
+        key = _product_key(digest, verdict.get("threads") or 0)
+        best = store.best_probe(key, typical)
+        usual = store.usual_fast_probe(key, typical)  # None until enough were seen: the lowest, as before
+        verdict = compute_against_best(verdict, usual[0] if usual else best, clock, seen=usual[1] if usual else 0)
         if best is None:  # nothing to hold a slowed stretch against: "quiet" says less than usual
             verdict = verdict | {"first_on_machine": True}
     return note_slow_core(verdict, loop_best)

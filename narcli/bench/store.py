@@ -33,7 +33,7 @@ def store_path() -> Path:
     return nar_home() / "bench.db"
 
 
-TABLES = ("measurements", "unmeasured", "core_speed")
+TABLES = ("measurements", "unmeasured", "core_speed", "core_speed_seen")
 WHAT = "measurement store"
 
 
@@ -252,3 +252,48 @@ def best_probe(machine: str, fastest_ms: float) -> float | None:
     finally:
         connection.close()
     return float(row[0]) if row else None
+
+
+# The matrix product's median over each measurement, busy or not, per machine, thread count and torch
+# build: its fastest tenth is the speed this machine reaches, held against each new measurement
+# (`runner.core_speed_checked`). The lowest median ever shown only falls as measurements pile up, so a
+# check against it grew stricter with use: on this project's VM the best one-thread product was
+# 1.188 ms, the quiet timings' median 1.241 ms, and about half of the timings stored before 2026-12-07
+# sat within 5 % of it.
+CORE_SPEED_SEEN = """create table if not exists core_speed_seen (
+    machine text not null, ms real not null, at real not null)"""
+SPEED_HISTORY = 400  # measurements kept per key: the speed of recent weeks, not of a machine's first day
+SPEED_HISTORY_NEEDED = 10  # fewer seen before: held against the lowest (`best_probe`), as before
+FAST_SHARE = 0.10  # the share of measurements at least as fast as "the speed this machine reaches"
+
+
+@_guarded
+def usual_fast_probe(machine: str, ms: float) -> tuple[float, int] | None:
+    """The speed `machine` (a `best_probe` key) reaches: the FAST_SHARE quantile of the probes its last
+    SPEED_HISTORY measurements showed before this one, and how many that was; None when fewer than
+    SPEED_HISTORY_NEEDED. `ms` is added to them."""
+    connection = _connect()
+    try:
+        with connection:
+            connection.execute(CORE_SPEED_SEEN)
+            seen = [row[0] for row in connection.execute(
+                "select ms from core_speed_seen where machine = ? order by at desc, rowid desc limit ?",
+                (machine, SPEED_HISTORY))]
+            connection.execute("insert into core_speed_seen values (?, ?, ?)", (machine, ms, time.time()))
+            connection.execute("delete from core_speed_seen where machine = ? and rowid not in (select rowid from "
+                               "core_speed_seen where machine = ? order by at desc, rowid desc limit ?)",
+                               (machine, machine, SPEED_HISTORY))
+    finally:
+        connection.close()
+    if len(seen) < SPEED_HISTORY_NEEDED:
+        return None
+    return _quantile(seen, FAST_SHARE), len(seen)
+
+
+def _quantile(values: list[float], share: float) -> float:
+    """The `share` quantile of `values`, linear between the two nearest (numpy's default rule)."""
+    ordered = sorted(values)
+    at = share * (len(ordered) - 1)
+    low = int(at)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
