@@ -113,6 +113,20 @@ def test_a_small_source_is_seen_as_often_as_its_share_of_the_largest_asks():
     assert lt.oversampled(samples, rows, 0.0) == rows
 
 
+def test_a_repeated_row_keeps_its_familys_weight():
+    """Oversampling repeats a small source's rows; their families are as large as before, so each
+    row weighs as much as it did and is simply seen more often."""
+    samples, rows = synthetic_samples(44)
+    for sample in samples[40:]:
+        sample.row = sample.row | {"source": "classics"}
+    once = lt.family_weights(samples, rows, 0.5)
+    repeated = lt.family_weights(samples, lt.oversampled(samples, rows, 1.0), 0.5)
+    assert repeated == once
+    family = samples[40].row["family"]
+    size = sum(samples[i].row["family"] == family for i in rows)
+    assert once[40] == pytest.approx(size ** -0.5)
+
+
 def test_oversampling_a_small_source_fits_its_own_cost_law_better():
     # a large source follows one cost law; a small source of 6 costs 3x per MAC and is what is asked about
     samples, _ = synthetic_samples(60)

@@ -165,6 +165,17 @@ def _batch(samples: list[Sample], ids: list[int]) -> tuple[Any, ...]:
             torch.from_numpy(owner))
 
 
+def family_weights(samples: list[Sample], rows: list[int], balance: float) -> dict[int, float]:
+    """Each row's weight, 1 / (its family's rows) ** `balance`, counted over the distinct `rows`.
+    Counted after `oversampled` repeats a small source's rows, its families would look larger and
+    weigh less, undoing about half of the oversampling at balance 0.5 (so it was until 2026-12-07)."""
+    distinct = list(dict.fromkeys(rows))
+    family_rows: dict[str, int] = defaultdict(int)
+    for i in distinct:
+        family_rows[family_of(samples[i])] += 1
+    return {i: family_rows[family_of(samples[i])] ** -balance for i in distinct}
+
+
 def fit(samples: list[Sample], rows: list[int], config: Config,
         report: Callable[[str], None] = lambda line: None) -> dict[str, np.ndarray]:
     """Train the node-cost network on `rows`; its weights as numpy arrays (the head's layout)."""
@@ -173,6 +184,7 @@ def fit(samples: list[Sample], rows: list[int], config: Config,
     from narcli.encode.features import OP_INDEX
 
     torch.manual_seed(config.seed)
+    weight = family_weights(samples, rows, config.balance)  # before repetition: see family_weights
     rows = oversampled(samples, rows, config.source_balance) if config.source_balance else list(rows)
     net = network(len(OP_INDEX), config)
     figures = np.stack([samples[i].figures for i in rows])
@@ -187,11 +199,7 @@ def fit(samples: list[Sample], rows: list[int], config: Config,
                                                    pct_start=max(0.1, 2 / steps))
     rng = random.Random(config.seed)
     order = list(rows)
-    family_rows: dict[str, int] = defaultdict(int)
-    for i in rows:
-        family_rows[family_of(samples[i])] += 1
-    weight = {i: family_rows[family_of(samples[i])] ** -config.balance for i in rows}
-    mean_weight = sum(weight.values()) / len(weight)
+    mean_weight = sum(weight[i] for i in rows) / len(rows)  # over the rows as seen, repeats too
     for epoch in range(config.epochs):
         rng.shuffle(order)
         total = 0.0
