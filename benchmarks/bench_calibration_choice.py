@@ -48,7 +48,7 @@ def main() -> None:
     reference = transfer.measured_on_reference()
     ways = {"shipped order (no work split)": None, "with the work split": 1.0,
             "with the work split, weight 2": 2.0}
-    out: dict = {"runs": {}, "ways": list(ways) + ["random"]}
+    out: dict = {"runs": {}, "ways": list(ways) + ["reference-measured first", "random"]}
     totals: dict = {}
     with Zoo() as zoo:
         for path in files:
@@ -79,6 +79,11 @@ def main() -> None:
                 for way, weight in ways.items():
                     shares = None if weight is None else weight * split_shares
                     orders[way] = [rest[i] for i in calibration_set.spread_order([pool[i] for i in rest], shares)]
+                measured_first = [i for i in rest if pool[i].graph_hash in reference]
+                unmeasured = [i for i in rest if pool[i].graph_hash not in reference]
+                orders["reference-measured first"] = [
+                    group[i] for group in (measured_first, unmeasured) if group
+                    for i in calibration_set.spread_order([pool[j] for j in group])]
                 orders["random"] = list(rng.permutation(rest))
                 for k in ks:
                     for way, order in orders.items():

@@ -6,6 +6,7 @@ benchmarks/bench_quiet.py, not here (tests do not depend on the machine's load).
 import json
 import os
 import statistics
+import time
 
 import pytest
 from narcli.bench import quiet, runner
@@ -514,6 +515,9 @@ def test_the_speed_a_machine_reaches_is_its_fastest_tenth_once_ten_were_seen(mon
     for _ in range(12):
         store.usual_fast_probe("m:product:1t", 2.0)
     assert store.usual_fast_probe("m:product:1t", 2.0) == (pytest.approx(2.0), 12)
+    later = time.time() + (store.SPEED_HISTORY_DAYS + 1) * 86_400  # and none older than the window
+    monkeypatch.setattr(store.time, "time", lambda: later)
+    assert store.usual_fast_probe("m:product:1t", 2.0) is None
 
 
 def test_one_lucky_fast_measurement_does_not_make_the_usual_speed_busy_ever_after():

@@ -262,27 +262,31 @@ def best_probe(machine: str, fastest_ms: float) -> float | None:
 # sat within 5 % of it.
 CORE_SPEED_SEEN = """create table if not exists core_speed_seen (
     machine text not null, ms real not null, at real not null)"""
-SPEED_HISTORY = 400  # measurements kept per key: the speed of recent weeks, not of a machine's first day
+SPEED_HISTORY = 2000  # measurements kept per key, at most
+SPEED_HISTORY_DAYS = 14  # and none older: the speed of recent weeks, not of a machine's first day
 SPEED_HISTORY_NEEDED = 10  # fewer seen before: held against the lowest (`best_probe`), as before
 FAST_SHARE = 0.10  # the share of measurements at least as fast as "the speed this machine reaches"
 
 
 @_guarded
 def usual_fast_probe(machine: str, ms: float) -> tuple[float, int] | None:
-    """The speed `machine` (a `best_probe` key) reaches: the FAST_SHARE quantile of the probes its last
-    SPEED_HISTORY measurements showed before this one, and how many that was; None when fewer than
-    SPEED_HISTORY_NEEDED. `ms` is added to them."""
+    """The speed `machine` (a `best_probe` key) reaches: the FAST_SHARE quantile of the probes its
+    measurements of the last SPEED_HISTORY_DAYS (at most SPEED_HISTORY) showed before this one, and how
+    many that was; None when fewer than SPEED_HISTORY_NEEDED. `ms` is added to them. A window of days,
+    not of measurements: one calibration on a noisy morning is a hundred of them."""
+    now = time.time()
+    since = now - SPEED_HISTORY_DAYS * 86_400
     connection = _connect()
     try:
         with connection:
             connection.execute(CORE_SPEED_SEEN)
             seen = [row[0] for row in connection.execute(
-                "select ms from core_speed_seen where machine = ? order by at desc, rowid desc limit ?",
-                (machine, SPEED_HISTORY))]
-            connection.execute("insert into core_speed_seen values (?, ?, ?)", (machine, ms, time.time()))
-            connection.execute("delete from core_speed_seen where machine = ? and rowid not in (select rowid from "
-                               "core_speed_seen where machine = ? order by at desc, rowid desc limit ?)",
-                               (machine, machine, SPEED_HISTORY))
+                "select ms from core_speed_seen where machine = ? and at >= ? order by at desc, rowid desc limit ?",
+                (machine, since, SPEED_HISTORY))]
+            connection.execute("insert into core_speed_seen values (?, ?, ?)", (machine, ms, now))
+            connection.execute("delete from core_speed_seen where machine = ? and (at < ? or rowid not in (select rowid "
+                               "from core_speed_seen where machine = ? order by at desc, rowid desc limit ?))",
+                               (machine, since, machine, SPEED_HISTORY))
     finally:
         connection.close()
     if len(seen) < SPEED_HISTORY_NEEDED:
