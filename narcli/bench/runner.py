@@ -237,12 +237,19 @@ def _disturbed_entry(result: BenchResult) -> dict[str, Any]:
     return {"median_ms": result.median_ms, "reasons": (result.quiet or {}).get("reasons", [])}
 
 
+# the speed a machine reaches (the fastest tenth of its recent matrix products) is taken as at most
+# this much slower than the fastest it ever showed: a history made on a noisy morning would otherwise
+# make the check lenient (2026-12-07 here, two threads: after an hour of neighbours' traffic the
+# fastest tenth of 166 products was 0.708 ms, the fastest ever 0.615 ms)
+USUAL_ABOVE_BEST = 0.05
+
+
 def core_speed_checked(verdict: dict[str, Any] | None) -> dict[str, Any] | None:
     """A measurement's verdict checked against the fastest core speed this machine has shown
     (`quiet.against_best`) and the speed its matrix product reaches at that thread count
     (`quiet.compute_against_best`): the fastest tenth of its recent measurements
-    (`store.usual_fast_probe`), or the lowest median until ten were seen; kept in bench.db, per
-    machine digest."""
+    (`store.usual_fast_probe`), but no more than USUAL_ABOVE_BEST above the lowest median it ever showed,
+    or that lowest until ten were seen; kept in bench.db, per machine digest."""
     from narcli.bench.device import machine_digest
     from narcli.bench.quiet import against_best, clock_can_change, compute_against_best, note_slow_core
 
@@ -255,7 +262,10 @@ def core_speed_checked(verdict: dict[str, Any] | None) -> dict[str, Any] | None:
         key = _product_key(digest, verdict.get("threads") or 0)
         best = store.best_probe(key, typical)
         usual = store.usual_fast_probe(key, typical)  # None until enough were seen: the lowest, as before
-        verdict = compute_against_best(verdict, usual[0] if usual else best, clock, seen=usual[1] if usual else 0)
+        ceiling = best * (1 + USUAL_ABOVE_BEST) if best else None
+        capped = bool(usual and ceiling and usual[0] > ceiling)
+        verdict = compute_against_best(verdict, ceiling if capped else usual[0] if usual else best, clock,
+                                       seen=usual[1] if usual else 0, capped_over=best if capped else None)
         if best is None:  # nothing to hold a slowed stretch against: "quiet" says less than usual
             verdict = verdict | {"first_on_machine": True}
     return note_slow_core(verdict, loop_best)
