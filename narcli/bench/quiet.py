@@ -323,8 +323,9 @@ def compute_against_best(verdict: dict[str, Any] | None, best_ms: float | None,
     """The verdict, made busy when the matrix product's median over this measurement ran more than
     COMPUTE_SLOWER_THAN_BEST slower than the speed this machine reaches at the same thread count
     (`best_ms`: the fastest tenth of the `seen` measurements before it, or a ceiling over the lowest
-    median it has shown, `capped_over`, when that is faster; with `seen` 0 that lowest), beyond what the core's own clock explains (`clock`: this measurement's
-    fastest loop probe over the machine's fastest, >= 1). A laptop whose clock settles 20-35 % below
+    median it has shown, `capped_over`, when that is faster; with `seen` 0 that lowest), beyond what
+    the core's own clock explains (`clock`: this measurement's fastest loop probe over the machine's
+    fastest, >= 1). A laptop whose clock settles 20-35 % below
     its first burst slows both probes alike, which is not a busy machine (`SLOWER_THAN_BEST`);
     memory traffic from other VMs slows the product and leaves the loop alone."""
     typical = (verdict or {}).get("compute_probe_median")
@@ -333,11 +334,13 @@ def compute_against_best(verdict: dict[str, Any] | None, best_ms: float | None,
         return verdict
     threads = verdict.get("threads") or "?"
     at = f"{threads} thread{'s' * (threads != 1)}{', allowing for the clock' if clock > 1.005 else ''}"
-    basis = (f"at best {best_ms:.3f} ms at {at}" if not seen
-             else f"the fastest tenth of its last {seen} measurements at {at} took {best_ms:.3f} ms or less" if not capped_over
-             else f"held against {best_ms:.3f} ms at {at}, {(best_ms / capped_over - 1) * 100:.0f} % over the fastest it has "
-                  f"shown ({capped_over:.3f} ms): the "
-                  f"fastest tenth of its last {seen} measurements ran slower")
+    if not seen:
+        basis = f"at best {best_ms:.3f} ms at {at}"
+    elif not capped_over:
+        basis = f"the fastest tenth of its last {seen} measurements at {at} took {best_ms:.3f} ms or less"
+    else:
+        basis = (f"held against {best_ms:.3f} ms at {at}, {(best_ms / capped_over - 1) * 100:.0f} % over the fastest "
+                 f"it has shown ({capped_over:.3f} ms): the fastest tenth of its last {seen} measurements ran slower")
     reason = (f"{SLOWED_CORE}'s arithmetic ran {(typical / expected - 1) * 100:.0f} % slower than it has on this "
               f"machine (a fixed matrix product took {typical:.3f} ms in the median; {basis}): "
               "other VMs' memory traffic, or a busy memory bus")
