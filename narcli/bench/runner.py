@@ -262,10 +262,12 @@ def core_speed_checked(verdict: dict[str, Any] | None) -> dict[str, Any] | None:
         key = _product_key(digest, verdict.get("threads") or 0)
         best = store.best_probe(key, typical)
         usual = store.usual_fast_probe(key, typical)  # None until enough were seen: the lowest, as before
-        ceiling = best * (1 + USUAL_ABOVE_BEST) if best else None
-        capped = bool(usual and ceiling and usual[0] > ceiling)
-        verdict = compute_against_best(verdict, ceiling if capped else usual[0] if usual else best, clock,
-                                       seen=usual[1] if usual else 0, capped_over=best if capped else None)
+        against, seen, capped_over = best, 0, None
+        if usual:
+            against, seen = usual
+            if best and against > best * (1 + USUAL_ABOVE_BEST):
+                against, capped_over = best * (1 + USUAL_ABOVE_BEST), best
+        verdict = compute_against_best(verdict, against, clock, seen=seen, capped_over=capped_over)
         if best is None:  # nothing to hold a slowed stretch against: "quiet" says less than usual
             verdict = verdict | {"first_on_machine": True}
     return note_slow_core(verdict, loop_best)

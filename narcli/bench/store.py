@@ -291,13 +291,6 @@ def usual_fast_probe(machine: str, ms: float) -> tuple[float, int] | None:
         connection.close()
     if len(seen) < SPEED_HISTORY_NEEDED:
         return None
-    return _quantile(seen, FAST_SHARE), len(seen)
+    import numpy as np  # only here: the store is read where numpy is not otherwise needed
 
-
-def _quantile(values: list[float], share: float) -> float:
-    """The `share` quantile of `values`, linear between the two nearest (numpy's default rule)."""
-    ordered = sorted(values)
-    at = share * (len(ordered) - 1)
-    low = int(at)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
+    return float(np.quantile(seen, FAST_SHARE)), len(seen)
