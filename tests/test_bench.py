@@ -544,11 +544,12 @@ def test_a_model_busy_every_time_is_tried_three_times_then_left_out_and_the_rest
 def test_a_calibration_a_busy_machine_left_short_says_so_not_raise_the_budget(monkeypatch):
     from narcli.errors import NarError
 
-    monkeypatch.setattr(cal, "candidates", lambda: [])
-    monkeypatch.setattr(cal, "with_parts", lambda chosen: chosen)
+    monkeypatch.setattr(cal, "candidates", lambda: [cal.Candidate(f"zoo/{n}", 10**8, 10**6, {}, np.zeros(0))
+                                                    for n in "ab"])
+    monkeypatch.setattr(cal, "with_parts", lambda chosen, head=None: chosen)
 
     def all_busy(chosen, threads, repeat, budget, report, allow_busy, busy, **_):
-        busy.extend(["zoo/a", "zoo/b"])
+        busy.extend(c.name for c in chosen)
         return []
 
     monkeypatch.setattr(cal, "measure_models", all_busy)
@@ -671,7 +672,7 @@ def calibrating_offline(monkeypatch, tmp_path, timed) -> list:
     chosen = [cal.Candidate(f"zoo/m{i}", 10**8, 10**6, {}, np.zeros(0), graph_hash=f"h{i}",
                             parts=np.array([4.0, 1.0, 2.0, 5.0, 1.0, 0.5, 0.5]) * (i + 1)) for i in range(5)]
     monkeypatch.setattr(cal, "candidates", lambda: chosen)
-    monkeypatch.setattr(cal, "with_parts", lambda models: models)
+    monkeypatch.setattr(cal, "with_parts", lambda models, head=None: models)
     monkeypatch.setattr(cal, "measure_models", timed)
     monkeypatch.setattr(cal, "measured_on_reference", lambda: {})
     monkeypatch.setattr(cal, "devices_dir", lambda: tmp_path)
@@ -715,7 +716,63 @@ def test_calibrating_at_two_threads_times_the_same_models_at_one_thread_too(monk
     monkeypatch.setattr(cal, "measure_models", lambda models, threads, repeat, budget, *rest, **options:
                         budgets.append(budget) or timed(models, threads, repeat, budget, *rest, **options))
     cal.calibrate("two", models=5, threads=2, budget=60)
-    assert budgets[0] == 60 and 0 < budgets[1] <= 60  # one budget for both thread counts, not one each
+    assert 59 < budgets[0] <= 60 and 0 < budgets[1] <= budgets[0]  # one budget for both thread counts, not one each
+
+
+def test_models_the_machine_left_out_are_replaced_by_the_next_in_the_calibration_order(monkeypatch, tmp_path, capsys):
+    from narcli.bench import device
+    from narcli.cli.render_bench import print_calibrated
+
+    order = [cal.Candidate(f"zoo/m{i}", 10**8, 10**6, {}, np.zeros(0), graph_hash=f"h{i}",
+                           parts=np.array([4.0, 1.0, 2.0, 5.0, 1.0, 0.5, 0.5]) * (i + 1)) for i in range(12)]
+    rounds = []
+
+    def timed(models, threads, repeat, budget, report, allow_busy, busy, **_):
+        rounds.append([c.name for c in models])
+        left_out = {"zoo/m1", "zoo/m3", "zoo/m6"}  # busy through their attempts
+        busy.extend(c.name for c in models if c.name in left_out)
+        return [(c, float(c.parts[:3].sum())) for c in models if c.name not in left_out]
+
+    calibrating_offline(monkeypatch, tmp_path, timed)
+    monkeypatch.setattr(cal, "candidates", lambda: order)
+    monkeypatch.setattr(device, "device_info", lambda kind, threads: device.DeviceInfo("cpu", "AMD EPYC", "2.13.0", 1))
+    lines = []
+    head = cal.calibrate("one", models=5, threads=1, report=lines.append)
+    # m1 and m3 left out of the first five: m5 and m6 stand in; m6 is left out too, and m7 stands in for it
+    assert rounds == [["zoo/m0", "zoo/m1", "zoo/m2", "zoo/m3", "zoo/m4"], ["zoo/m5", "zoo/m6"], ["zoo/m7"]]
+    assert [m["name"] for m in head["models"]] == ["zoo/m0", "zoo/m2", "zoo/m4", "zoo/m5", "zoo/m7"]
+    assert head["stand_ins"] == 3 == json.loads((tmp_path / "one.json").read_text())["stand_ins"]
+    assert "2 of the 5 models left out; timing the next 2 in the calibration order in their place" in lines
+    capsys.readouterr()
+    print_calibrated("one", head)  # the summary says so, and that nothing asked for is missing
+    out = capsys.readouterr().out
+    assert "3 stand-ins from further down the calibration order timed in place of models the machine left out" in out
+    assert "were not measured" not in out
+
+
+def test_stand_ins_stop_at_as_many_again_or_when_a_round_measures_nothing(monkeypatch, tmp_path):
+    from narcli.bench import device
+
+    order = [cal.Candidate(f"zoo/m{i}", 10**8, 10**6, {}, np.zeros(0), graph_hash=f"h{i}",
+                           parts=np.array([4.0, 1.0, 2.0, 5.0, 1.0, 0.5, 0.5]) * (i + 1)) for i in range(40)]
+    rounds = []
+
+    def every_third(models, threads, repeat, budget, report, allow_busy, busy, **_):
+        rounds.append(len(models))
+        return [(c, float(c.parts[:3].sum())) for c in models if int(c.name[5:]) % 3 == 0]
+
+    calibrating_offline(monkeypatch, tmp_path, every_third)
+    monkeypatch.setattr(cal, "candidates", lambda: order)
+    monkeypatch.setattr(device, "device_info", lambda kind, threads: device.DeviceInfo("cpu", "AMD EPYC", "2.13.0", 1))
+    head = cal.calibrate("one", models=8, threads=1)
+    # m0-m7 give three, m8-m12 two more, m13-m15 one: eight stand-ins, as many as asked for, and no more
+    assert rounds == [8, 5, 3] and head["stand_ins"] == 8
+    assert [m["name"] for m in head["models"]] == [f"zoo/m{i}" for i in (0, 3, 6, 9, 12, 15)]
+    rounds.clear()
+    monkeypatch.setattr(cal, "measure_models", lambda models, *a, **k: rounds.append(len(models)) or
+                        ([(c, 1.0 + i) for i, c in enumerate(models[:3])] if len(rounds) == 1 else []))
+    head = cal.calibrate("one", models=8, threads=1)  # three measured, then a round that measured nothing
+    assert rounds == [8, 5] and len(head["models"]) == 3 and head["stand_ins"] == 5
 
 
 def test_a_two_thread_device_fitted_against_another_reference_head_is_fitted_over_its_one_thread_times(
@@ -804,7 +861,7 @@ def test_evaluating_a_calibration_at_two_threads_fits_over_the_one_thread_times(
                                                                 "relative": 0.69})
     monkeypatch.setattr(device, "device_info", lambda kind, threads: device.DeviceInfo("cpu", "AMD EPYC", "2.13.0", 2))
     result = ev.evaluate_calibration(ks=(10,), held_out=10, threads=2)
-    assert asked == [2, 2, 1] and result["threads_fit"] == transfer.THREADS_FIT
+    assert asked == [2, 1, 2] and result["threads_fit"] == transfer.THREADS_FIT  # calibration models at both first
     assert result["pointwise_probe"]["relative"] == 0.69
     assert all(r["one_thread_ms"] > 0 for r in result["calibration"])
     (row,) = result["results"]
@@ -820,18 +877,26 @@ def test_an_evaluation_left_with_too_few_quiet_timings_says_why_in_one_line(monk
     models = [cal.Candidate(f"zoo/m{i}", 10**8, 10**6, {REFERENCE_COLUMN: 2.0}, np.zeros(0), coarse="mlp",
                             family=f"f{i}", graph_hash=f"h{i}", parts=np.ones(8)) for i in range(30)]
 
+    calls = []
+
     def timed(chosen, threads, repeat, budget, report, allow_busy=False, busy=None, **_):
-        busy.extend(c.name for c in chosen[2:])  # the machine stayed busy after the first two
-        return [(c, 5.0) for c in chosen[:2]]
+        calls.append(len(chosen))
+        busy.extend(c.name for c in chosen[2:] if len(calls) == 1)  # busy after the first two, then through
+        busy.extend(c.name for c in chosen if len(calls) > 1)       # their stand-ins and the held-out models
+        return [(c, 5.0) for c in chosen[:2]] if len(calls) == 1 else []
 
     monkeypatch.setattr(ev, "held_out_head", lambda: SimpleNamespace(half=0.2, metrics={}))
     monkeypatch.setattr(ev, "candidates", lambda head: models)
     monkeypatch.setattr(ev, "with_parts", lambda chosen, head=None: chosen)
+    monkeypatch.setattr(cal, "with_parts", lambda chosen, head=None: chosen)
     monkeypatch.setattr(ev, "measure_models", timed)
-    with pytest.raises(NarError, match=r"^only 2 calibration models measured; .*\(16 left out: the machine stayed busy"):
+    monkeypatch.setattr(cal, "measure_models", timed)
+    with pytest.raises(NarError, match=r"^only 2 calibration models measured; .*\(26 left out: the machine stayed busy"):
         ev.evaluate_calibration(ks=(10,), held_out=10, threads=1)
-    monkeypatch.setattr(ev, "measure_models", lambda chosen, *args, **_: [(c, 5.0) for c in chosen] if len(chosen) == 10
-                        and chosen[0].name == "zoo/m0" else [])
+    assert calls == [10, 8, 10]  # eight stand-ins, none measured: no further round; then the held-out models
+    every_calibration = lambda chosen, *args, **_: [(c, 5.0) for c in chosen] if chosen[0].name == "zoo/m0" else []
+    monkeypatch.setattr(ev, "measure_models", every_calibration)
+    monkeypatch.setattr(cal, "measure_models", every_calibration)
     with pytest.raises(NarError, match=r"^no held-out model measured; the evaluation needs at least one \(the others"):
         ev.evaluate_calibration(ks=(10,), held_out=10, threads=1)
 

@@ -4,6 +4,8 @@ answers for.
 
 Choosing models: `calibration_set` (zoo models in farthest-point order); `--models K` takes the
 first K; `--budget` stops when the time is spent. Measurements already stored are reused (resumable).
+Where the machine leaves some of the K out (busy through their attempts, or they fail), the next
+candidates in the order take their places (`measured_with_replacements`), at most K more in all.
 
 The head: the reference prediction split by how its work parallelises, each part with its own
 scale (`transfer.fit_head`, where the fit is explained), fitted on the calibration models' parts
@@ -220,18 +222,15 @@ def calibrate(name: str = "local", models: int = 20, budget: float | None = None
         raise UsageError(f"--models must be between 3 and 500, not {models}")
     if budget is not None and not 0 < budget <= 86_400:
         raise UsageError(f"--budget must be between 0 and 86,400 seconds, not {budget}")
-    chosen = with_parts(candidates()[:models])
+    order = candidates()
     busy: list[str] = []
     timings: dict[str, dict[str, Any]] = {}
     one_timings: dict[str, dict[str, Any]] = {}
-    info, began, one, pointwise = device_info("cpu", threads), time.perf_counter(), None, None
+    info, pointwise = device_info("cpu", threads), None
     with measuring("cpu"):  # the whole calibration: no other measurement may interleave with it
-        measured = measure_models(chosen, threads, repeat, budget, report, allow_busy, busy,
-                                  fresh=fresh, timings=timings)
-        if info.threads > 1 and len(measured) >= 3:
-            left = None if budget is None else max(budget - (time.perf_counter() - began), 1e-3)  # one budget for both
-            one, measured = timed_at_one_thread(measured, repeat, left, report, allow_busy, busy,
-                                                fresh=fresh, timings=one_timings)
+        measured, one, stand_ins = measured_with_replacements(
+            order, models, info.threads, repeat, budget, report, allow_busy, busy, fresh, timings, one_timings)
+        if one is not None and len(measured) >= 3:
             pointwise = probe_said(info.threads, report)
     if len(measured) < 3:
         why = (f"{len(busy)} left out: the machine stayed busy while timing them; run again when it is "
@@ -247,14 +246,54 @@ def calibrate(name: str = "local", models: int = 20, budget: float | None = None
         "models": [{"name": c.name, "ms": ms} for c, ms in measured], "columns": list(CPU_COLUMNS),
         "created": time.strftime("%Y-%m-%d %H:%M:%S"), "reference": _reference_fingerprint(),
         "fitted_on": fitted_on([c for c, _ in measured], reference),
-        "timings": timings_summary({c.name: timings[c.name] for c, _ in measured if c.name in timings})}
+        "timings": timings_summary({c.name: timings[c.name] for c, _ in measured if c.name in timings}),
+        "stand_ins": stand_ins}
     if one is not None:
         head["one_thread_timings"] = timings_summary({n: one_timings[n] for n in one if n in one_timings})
     path = _save_head(name, head)
     return head | {"path": str(path), "half_width_pct": round((math.exp(head["half"]) - 1) * 100, 1),
                    "own_half_width_pct": round((math.exp(head["loo_half"]) - 1) * 100, 1),
                    "prior_half_width_pct": round((math.exp(head["prior_half"]) - 1) * 100, 1)
-                   if head.get("prior_half") else None, "asked": len(chosen)}
+                   if head.get("prior_half") else None, "asked": min(models, len(order))}
+
+
+def measured_with_replacements(order: list[Candidate], count: int, threads: int, repeat: int, budget: float | None,
+                               report: Callable[[str], None], allow_busy: bool, busy: list[str], fresh: bool,
+                               timings: dict[str, dict[str, Any]], one_timings: dict[str, dict[str, Any]],
+                               head: Any = None) -> tuple[list[tuple[Candidate, float]], dict[str, float] | None, int]:
+    """The first `count` of `order` timed at `threads` (and, above one thread, at one thread too:
+    `timed_at_one_thread`), with the next candidates in `order` taking the places of those the machine
+    left out (busy through their attempts, failed, or gone from the zoo): a calibration asked for 20
+    models fits on 20 where it can, and each stand-in is the farthest from those before it, as the
+    order makes it. At most `count` stand-ins in all, and none once a round measured nothing (a machine
+    that stays busy) or the budget is spent. Returns (the measured pairs, name -> one-thread ms or
+    None at one thread, how many stand-ins were timed). Parts come from `head` (default: the bundled
+    reference head; `with_parts`)."""
+    began, many = time.perf_counter(), threads > 1
+    measured: list[tuple[Candidate, float]] = []
+    one: dict[str, float] | None = {} if many else None
+    batch, tried = with_parts(order[:count], head), min(count, len(order))
+
+    def left() -> float | None:  # one budget for every round and both thread counts
+        return None if budget is None else budget - (time.perf_counter() - began)
+
+    while batch:
+        got = measure_models(batch, threads, repeat, left(), report, allow_busy, busy, fresh=fresh, timings=timings)
+        if many and got:
+            remaining = left()
+            times, got = timed_at_one_thread(got, repeat, None if remaining is None else max(remaining, 1e-3), report,
+                                             allow_busy, busy, fresh=fresh, timings=one_timings)
+            one.update(times)
+        measured += got
+        short, spent = count - len(measured), left() is not None and left() <= 0
+        if short <= 0 or not got or spent or tried >= min(2 * count, len(order)):
+            break
+        stand_ins = order[tried:min(tried + short, 2 * count)]
+        tried += len(stand_ins)
+        report(f"{short} of the {count} models left out; timing the next {len(stand_ins)} in the calibration order "
+               "in their place")
+        batch = with_parts(stand_ins, head)
+    return measured, one, tried - min(count, len(order))
 
 
 def timed_at_one_thread(measured: list[tuple[Candidate, float]], repeat: int, budget: float | None,

@@ -9,7 +9,9 @@ well as to the calibration; the result says how many were. Beside the calibrated
 the head fitted before it (ridge on the whole reference prediction and MACs), a MACs-only line, and
 the reference prediction rescaled by the K points' median ratio. At more than one thread the
 calibration models are timed at one thread too and the head is fitted over them
-(`transfer.fit_over_one_thread`), as `nar calibrate` fits it.
+(`transfer.fit_over_one_thread`), as `nar calibrate` fits it. Calibration models the machine leaves
+out are replaced from further down the order, as `nar calibrate` replaces them
+(`calibrate.measured_with_replacements`), never by a held-out model.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from narcli.bench.calibrate import (fit_device, fitting_parts, measure_models, measured_on_reference, timed_at_one_thread,
-                                    timings_summary)
+from narcli.bench.calibrate import (fit_device, fitting_parts, measure_models, measured_on_reference,
+                                    measured_with_replacements, timings_summary)
 from narcli.bench.calibration_set import CPU_COLUMNS, REFERENCE_COLUMN, Candidate, candidates, with_parts
 from narcli.bench.lock import measuring
 from narcli.bench.thread_probe import probe_said
@@ -111,15 +113,16 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
         raise NarError(f"only {len(rest)} zoo models left for the held-out set")
     new_families = unfitted_families(head)
     test = with_parts(held_out_models(rest, held_out, new_families), head)
-    pool = with_parts(pool, head)
+    testing = {c.name for c in test}
     report(f"measuring {len(pool)} calibration candidates and {len(test)} held-out models on {info.describe()}")
-    many, one, pointwise, busy = info.threads > 1, None, None, []
+    many, pointwise, busy = info.threads > 1, None, []
     timings: dict[str, dict[str, Any]] = {}
-    with measuring("cpu"):
-        calibration = measure_models(pool, threads, repeat, None, report, allow_busy, busy, fresh=fresh, timings=timings)
+    with measuring("cpu"):  # as `nar calibrate` does: stand-ins for those left out, at one thread too above one
+        calibration, one, stand_ins = measured_with_replacements(
+            pool + [c for c in rest if c.name not in testing], max(ks), info.threads, repeat, None, report, allow_busy,
+            busy, fresh, timings, {}, head)
         evaluation = measure_models(test, threads, repeat, None, report, allow_busy, busy, fresh=fresh, timings=timings)
-        if many:  # as `nar calibrate` does: the calibration models at one thread too
-            one, calibration = timed_at_one_thread(calibration, repeat, None, report, allow_busy, busy, fresh=fresh)
+        if many:
             pointwise = probe_said(info.threads, report)
     too_few_measured(len(calibration), len(evaluation), busy)
     reference = measured_on_reference()
@@ -161,7 +164,7 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
                           "new_family": c.family in new_families} for c, ms in evaluation],
             "new_families": int(new.sum()),
             "calibration": [{"name": c.name, "ms": ms, "coarse": c.coarse} | ({"one_thread_ms": one[c.name]} if many else {})
-                            for c, ms in calibration], "results": rows,
+                            for c, ms in calibration], "stand_ins": stand_ins, "results": rows,
             "threads_fit": THREADS_FIT if many else "one thread", "pointwise_probe": pointwise,
             "gmacs_range": [round(float(macs_test.min()) / 1e9, 3), round(float(macs_test.max()) / 1e9, 3)],
             "kinds": kinds, "timings": timings_summary(timings)}

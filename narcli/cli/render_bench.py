@@ -128,6 +128,9 @@ def print_calibrated(name: str, head: dict[str, Any]) -> None:
               + ("; calibrating with more models (--models 20) makes it more this machine's own"
                  if count < 2 * PRIOR_MODELS else ""))
     print_timings(head.get("timings"))
+    if head.get("stand_ins"):
+        print(f"{head['stand_ins']} stand-in{'s' * (head['stand_ins'] != 1)} from further down the calibration "
+              "order timed in place of models the machine left out")
     missing = head.get("asked", 0) - len(head["models"])
     if missing > 0:  # busy timings (or a spent budget) left models out: the head is weaker than asked for
         print(f"note: {missing} of the {head['asked']} models asked for were not measured (the machine was busy "
@@ -147,4 +150,7 @@ def print_calibration_evaluation(result: dict[str, Any]) -> None:
         print(f"{row['k']:>3}  {c['mape']:>11.1f} % / {c['within10']:>5.1f} %  {c['spearman']:>8.3f}  "
               f"{c['coverage90']:>6.0f} %  {c['half_width_pct']:>7.0f} %  {p['mape']:>12.1f} %  {m['mape']:>8.1f} %"
               f"  {n['mape']:>7.1f} %")
+    if result.get("stand_ins"):
+        print(f"calibration: {result['stand_ins']} stand-in{'s' * (result['stand_ins'] != 1)} from further down the "
+              "order timed in place of models the machine left out (never a held-out model)")
     print_timings(result.get("timings"))
