@@ -1,6 +1,6 @@
 """Same-machine repeatability of `nar bench`, and whether it notices a busy machine.
 
-    python benchmarks/bench_quiet.py [--model resnet18] [--runs 3] [--out FILE]
+    python benchmarks/bench_quiet.py [--model resnet18] [--runs 3] [--out NAME | --out PATH.json]
 
 Run it alone on the machine. For each thread setting (all cores, one thread): `--runs` runs of
 `nar bench MODEL --json` in a row, the CV of their medians and each run's verdict; then the same
@@ -23,6 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def results_path(out: str) -> Path:
+    """Where `--out` writes: a bare name under benchmarks/results (NAME.json), a .json path as given."""
+    return Path(out) if out.endswith(".json") else ROOT / "benchmarks" / "results" / f"{out}.json"
+
+
 def bench(model: str, threads: int | None, extra: list[str] | None = None) -> dict:
     command = [sys.executable, "-m", "narcli", "bench", model, "--json"] + (["--threads", str(threads)] if threads else [])
     done = subprocess.run(command + (extra or []), capture_output=True, text=True, check=True)
@@ -39,7 +44,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="resnet18")
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "quiet.json")
+    parser.add_argument("--out", default="quiet", help="a name (written as benchmarks/results/NAME.json, as the "
+                        "other scripts do) or a path ending in .json")
     args = parser.parse_args()
     out: dict = {"model": args.model, "cores": os.cpu_count(), "settings": []}
     for threads in (None, 1):
@@ -77,8 +83,9 @@ def main() -> None:
                                 "times_quiet": round(loaded["median_ms"] / statistics.median(medians), 2)}
         out["settings"].append(setting)
         print(json.dumps(setting))
-    args.out.write_text(json.dumps(out, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    path = results_path(args.out)
+    path.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":
