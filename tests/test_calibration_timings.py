@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from narcli.bench import calibrate as cal
-from narcli.bench import store
+from narcli.bench import store, timing_records
 from narcli.bench.device import device_info
 from narcli.cli.app import app
 
@@ -79,21 +79,21 @@ def test_a_summary_of_mixed_timings_gives_their_dates_and_how_far_the_core_speed
                "b": {"reused": True, "measured_at": now - day, "compute_probe_ms": 1.2},
                "c": {"reused": False, "measured_at": now, "compute_probe_ms": 1.32},
                "d": {"reused": False, "measured_at": now, "compute_probe_ms": None}}
-    summary = cal.timings_summary(timings)
+    summary = timing_records.timings_summary(timings)
     assert summary["taken_now"] == 2 and summary["reused"] == 2
     assert summary["core_speed_moved"] == pytest.approx(0.2)  # 1.32 against the median 1.1 of the reused
     assert 47.9 < summary["oldest_hours"] < 48.1
     assert summary["reused_from"] < summary["reused_to"]
-    assert cal.stale_timings(summary) == "this run's core ran 20 % slower than in the reused timings"
-    faster = cal.timings_summary(timings | {"c": timings["c"] | {"compute_probe_ms": 0.88}})
-    assert cal.stale_timings(faster) == "this run's core ran 20 % faster than in the reused timings"
+    assert timing_records.stale_timings(summary) == "this run's core ran 20 % slower than in the reused timings"
+    faster = timing_records.timings_summary(timings | {"c": timings["c"] | {"compute_probe_ms": 0.88}})
+    assert timing_records.stale_timings(faster) == "this run's core ran 20 % faster than in the reused timings"
     # no probe to compare: the age alone speaks; recent ones at the same speed say nothing
-    old = cal.timings_summary({"a": timings["a"]})
-    assert "core_speed_moved" not in old and cal.stale_timings(old) == "the oldest reused timing is 48 hours old"
+    old = timing_records.timings_summary({"a": timings["a"]})
+    assert "core_speed_moved" not in old and timing_records.stale_timings(old) == "the oldest reused timing is 48 hours old"
     recent = {"a": {"reused": True, "measured_at": now - 600, "compute_probe_ms": 1.0},
               "c": {"reused": False, "measured_at": now, "compute_probe_ms": 1.05}}
-    assert cal.stale_timings(cal.timings_summary(recent)) is None
-    assert cal.stale_timings(cal.timings_summary({"c": timings["c"]})) is None  # nothing reused
+    assert timing_records.stale_timings(timing_records.timings_summary(recent)) is None
+    assert timing_records.stale_timings(timing_records.timings_summary({"c": timings["c"]})) is None  # nothing reused
 
 
 def test_calibrate_says_which_timings_it_reused_and_how_to_time_them_again(capsys):

@@ -23,10 +23,11 @@ from typing import Any
 import numpy as np
 
 from narcli.bench.calibrate import (fit_device, fitting_parts, measure_models, measured_on_reference,
-                                    measured_with_replacements, timings_summary)
+                                    measured_with_replacements)
 from narcli.bench.calibration_set import CPU_COLUMNS, REFERENCE_COLUMN, Candidate, candidates, with_parts
 from narcli.bench.lock import measuring
 from narcli.bench.thread_probe import probe_said
+from narcli.bench.timing_records import timings_summary
 from narcli.bench.transfer import THREADS_FIT, ridge_apply, ridge_fit
 from narcli.errors import NarError, UsageError
 

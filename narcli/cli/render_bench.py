@@ -79,7 +79,7 @@ def print_reference_summary(summary: dict[str, Any]) -> None:
 def print_timings(timings: dict[str, Any] | None) -> None:
     """Where a calibration's times came from, when some were reused from the store: when they were
     taken, and, when they may not be this machine's speed now, how to time them again."""
-    from narcli.bench.calibrate import stale_timings
+    from narcli.bench.timing_records import stale_timings
 
     if not timings or not timings.get("reused"):
         return
