@@ -240,8 +240,8 @@ def measured_with_replacements(order: list[Candidate], count: int, threads: int,
                                              allow_busy, busy, fresh=fresh, timings=one_timings)
             one.update(times)
         measured += got
-        short, spent = count - len(measured), left() is not None and left() <= 0
-        if short <= 0 or not got or spent or tried >= min(2 * count, len(order)):
+        short, remaining = count - len(measured), left()
+        if short <= 0 or not got or (remaining is not None and remaining <= 0) or tried >= min(2 * count, len(order)):
             break
         stand_ins = order[tried:min(tried + short, 2 * count)]
         tried += len(stand_ins)

@@ -91,6 +91,12 @@ def print_timings(timings: dict[str, Any] | None) -> None:
           + (f"; {why}: --fresh times them all again" if why else ""))
 
 
+def stand_ins_line(count: int) -> str:
+    """What `calibrate.measured_with_replacements` did, for the summaries of both calibration commands."""
+    return (f"{count} stand-in{'s' * (count != 1)} from further down the calibration order timed in place of "
+            "models the machine left out")
+
+
 def print_calibrated(name: str, head: dict[str, Any]) -> None:
     device = head["device"]
     print(f"calibrated {name!r} on {len(head['models'])} zoo models at {device['threads']} thread"
@@ -129,8 +135,7 @@ def print_calibrated(name: str, head: dict[str, Any]) -> None:
                  if count < 2 * PRIOR_MODELS else ""))
     print_timings(head.get("timings"))
     if head.get("stand_ins"):
-        print(f"{head['stand_ins']} stand-in{'s' * (head['stand_ins'] != 1)} from further down the calibration "
-              "order timed in place of models the machine left out")
+        print(stand_ins_line(head["stand_ins"]))
     missing = head.get("asked", 0) - len(head["models"])
     if missing > 0:  # busy timings (or a spent budget) left models out: the head is weaker than asked for
         print(f"note: {missing} of the {head['asked']} models asked for were not measured (the machine was busy "
@@ -151,6 +156,5 @@ def print_calibration_evaluation(result: dict[str, Any]) -> None:
               f"{c['coverage90']:>6.0f} %  {c['half_width_pct']:>7.0f} %  {p['mape']:>12.1f} %  {m['mape']:>8.1f} %"
               f"  {n['mape']:>7.1f} %")
     if result.get("stand_ins"):
-        print(f"calibration: {result['stand_ins']} stand-in{'s' * (result['stand_ins'] != 1)} from further down the "
-              "order timed in place of models the machine left out (never a held-out model)")
+        print(f"calibration: {stand_ins_line(result['stand_ins'])} (never a held-out model)")
     print_timings(result.get("timings"))
