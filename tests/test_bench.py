@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 from narcli.bench import calibrate as cal
+from narcli.bench.allocator import allocator_regime
 from narcli.bench import transfer
 from narcli.bench.calibration_set import REFERENCE_COLUMN
 from narcli.bench.device_rows import device_rows
@@ -84,6 +85,22 @@ def test_a_stored_measurement_is_reused(write, monkeypatch):
     monkeypatch.setattr("narcli.trace.isolation.run_isolated", must_not_run)
     again = runner.bench_target(str(model), repeat=2, options=options, reuse=True)
     assert again.reused and again.median_ms == first.median_ms
+    assert first.allocator == again.allocator == allocator_regime()  # the real child said its malloc regime
+
+
+def test_a_stored_measurement_from_before_the_allocator_was_held_steady_is_taken_again(write, monkeypatch):
+    from narcli.bench import runner
+    from narcli.scan.scanner import ScanOptions
+
+    model, options = str(write("tiny.py", TINY.format(width=8))), ScanOptions(input_shapes=["1,16"])
+    fake_timings(monkeypatch, {(1, 16): 2.0}, allocator="")  # as versions before 2026-12-07 stored it
+    runner.bench_target(model, repeat=3, options=options)
+    fake_timings(monkeypatch, {(1, 16): 5.0})
+    again = runner.bench_target(model, repeat=3, options=options, reuse=True)
+    assert not again.reused and again.median_ms == 5.0 and again.allocator == allocator_regime()
+    fake_timings(monkeypatch, {(1, 16): 9.0})
+    third = runner.bench_target(model, repeat=3, options=options, reuse=True)
+    assert third.reused and third.median_ms == 5.0
 
 
 @pytest.mark.parametrize("args, message", [
@@ -915,8 +932,9 @@ class SmallConv(nn.Module):
 """
 
 
-def fake_timings(monkeypatch, ms_of_shape):
-    """`nar bench`'s child replaced: the median is ms_of_shape[first input's shape]; tracing still runs."""
+def fake_timings(monkeypatch, ms_of_shape, allocator=None):
+    """`nar bench`'s child replaced: the median is ms_of_shape[first input's shape], timed in this
+    version's malloc regime unless `allocator` names another; tracing still runs."""
     from narcli.bench.child import measure_in_child
     from narcli.trace import isolation
 
@@ -926,7 +944,8 @@ def fake_timings(monkeypatch, ms_of_shape):
         if function is not measure_in_child:
             return real(function, args, *rest, **kwargs)
         ms = ms_of_shape[tuple(args[0].inputs[0]["shape"])]
-        return {"median_ms": ms, "iqr_ms": 0.1, "runs": 3, "warmup": 1, "times_ms": [ms - 0.1, ms, ms + 0.1]}
+        return {"median_ms": ms, "iqr_ms": 0.1, "runs": 3, "warmup": 1, "times_ms": [ms - 0.1, ms, ms + 0.1],
+                "allocator": allocator_regime() if allocator is None else allocator}
 
     monkeypatch.setattr(isolation, "run_isolated", run)
 

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from narcli.bench import calibrate as cal
 from narcli.bench import store, timing_records
+from narcli.bench.allocator import allocator_regime
 from narcli.bench.device import device_info
 from narcli.cli.app import app
 
@@ -19,17 +20,19 @@ def candidates(count: int = 3) -> list:
             for i in range(count)]
 
 
-def timed_by_pool(monkeypatch, ms: float, probe: float) -> list[str]:
+def timed_by_pool(monkeypatch, ms: float, probe: float, allocator: str | None = None) -> list[str]:
     """The measuring pool faked: every model it is given takes `ms`, beside a matrix product of `probe`
-    ms; returns the names it was asked to time, in order."""
+    ms, in the worker's malloc regime (`allocator`: this version's unless named; "" for a timing taken
+    before the regime was held steady); returns the names it was asked to time, in order."""
     from narcli.trace.pool import TaskResult
 
     asked = []
+    regime = allocator_regime() if allocator is None else allocator
 
     def one_worker(fn, tasks, on_result, **options):
         for key, _ in tasks:
             asked.append(key)
-            on_result(TaskResult(key, True, {"median_ms": ms, "iqr_ms": 0.1, "runs": 2,
+            on_result(TaskResult(key, True, {"median_ms": ms, "iqr_ms": 0.1, "runs": 2, "allocator": regime,
                                              "quiet": {"busy": False, "reasons": [], "compute_probe_median": probe}}))
 
     monkeypatch.setattr("narcli.trace.pool.run_pool", one_worker)
@@ -57,6 +60,20 @@ def test_stored_timings_are_reused_and_say_when_they_were_taken_and_how_fast_the
     assert asked == [] and [ms for _, ms in measured] == [2.0] * 3
     assert all(t["reused"] and t["compute_probe_ms"] == 1.20 for t in again.values())
     assert all(line.endswith("(stored)") for line in lines)
+
+
+def test_a_timing_stored_before_the_allocator_was_held_steady_is_taken_again_not_reused(monkeypatch):
+    # such a timing came from a worker whose malloc regime depended on what it had run before
+    chosen = candidates()
+    timed_by_pool(monkeypatch, 2.0, 1.20, allocator="")
+    cal.measure_models(chosen, 1, 2, None, lambda line: None)
+    asked = timed_by_pool(monkeypatch, 3.0, 1.50)
+    timings: dict = {}
+    measured = cal.measure_models(chosen, 1, 2, None, lambda line: None, timings=timings)
+    assert asked == [c.name for c in chosen] and [ms for _, ms in measured] == [3.0] * 3
+    assert not any(t["reused"] for t in timings.values())
+    asked = timed_by_pool(monkeypatch, 4.0, 1.50)  # now stored in this regime: reused
+    assert [ms for _, ms in cal.measure_models(chosen, 1, 2, None, lambda line: None)] == [3.0] * 3 and asked == []
 
 
 def test_fresh_times_every_model_again_and_replaces_the_stored_timing(monkeypatch):

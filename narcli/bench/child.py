@@ -36,14 +36,16 @@ def matmul_probe(torch: Any) -> Callable[[], float]:
 
 
 def measure_in_child(request: Any) -> dict[str, Any]:
+    from narcli.bench.allocator import hold_allocator_steady
     from narcli.bench.measure import time_runs
     from narcli.bench.quiet import pin
 
+    regime = hold_allocator_steady()  # before the model's first tensor
     pinned = pin(request.threads) if request.device == "cpu" else []
     watch = request.threads if request.device == "cpu" else 0
     if request.kind == "onnx":
         run = _onnx_runner(request)
-        return time_runs(run, request.repeat, watch_threads=watch).to_dict() | {"pinned": pinned}
+        return time_runs(run, request.repeat, watch_threads=watch).to_dict() | {"pinned": pinned, "allocator": regime}
     import torch
 
     if request.device == "cpu":
@@ -59,7 +61,7 @@ def measure_in_child(request: Any) -> dict[str, Any]:
 
     compute = matmul_probe(torch) if request.device == "cpu" else None
     return time_runs(run, request.repeat, sync=sync, watch_threads=watch,
-                     compute_probe=compute).to_dict() | {"pinned": pinned}
+                     compute_probe=compute).to_dict() | {"pinned": pinned, "allocator": regime}
 
 
 def _build(request: Any) -> tuple[Any, list[Any]]:

@@ -92,6 +92,7 @@ def measure_zoo_model(source: str, model_id: str, threads: int, protocol: dict[s
     import torch
 
     from narcli.bench.child import _listed, example_inputs, fill_weights, matmul_probe
+    from narcli.bench.allocator import hold_allocator_steady
     from narcli.bench.measure import time_runs
     from narcli.bench.quiet import pin
     from narcli.trace.compat import ensure_torchvision_importable
@@ -99,6 +100,7 @@ def measure_zoo_model(source: str, model_id: str, threads: int, protocol: dict[s
 
     ensure_torchvision_importable()
     cpu = device == "cpu"
+    regime = hold_allocator_steady()  # the same regime as `nar bench FILE`'s fresh child (`allocator`)
     pinned = pin(threads) if cpu else []
     torch.set_num_threads(threads if cpu else max(threads, 1))
     torch.set_flush_denormal(True)  # random weights must not time denormal arithmetic
@@ -123,7 +125,7 @@ def measure_zoo_model(source: str, model_id: str, threads: int, protocol: dict[s
         gc.collect()
         if not cpu:
             torch.cuda.empty_cache()
-    return measured.to_dict() | {"pinned": pinned}
+    return measured.to_dict() | {"pinned": pinned, "allocator": regime}
 
 
 def reference_value(measured: dict[str, Any], name: str, graph_hash: str, params: int, macs: int, info: Any,

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from narcli.bench import store
+from narcli.bench.allocator import same_regime
 from narcli.bench.child import measure_in_child
 from narcli.bench.device import DeviceInfo, available_bytes, check_device, device_info
 from narcli.bench.lock import measuring
@@ -44,6 +45,7 @@ class BenchResult:
     disturbed: list[dict[str, Any]] = field(default_factory=list)  # the earlier, busy ones: median_ms, reasons
     inputs: list[dict[str, Any]] = field(default_factory=list)  # the example inputs at batch 1 (`InputSpec` JSON)
     assumed: str | None = None  # why those inputs were guessed, when no --input-shape named them
+    allocator: str = ""  # the measuring process's malloc regime (`allocator`); "" before it was fixed
 
     @property
     def busy(self) -> bool:
@@ -172,7 +174,7 @@ def bench_target(text: str, batch: int = 1, device: str = "cpu", threads: int | 
     key = graph_hash if request.kind == "zoo" else store.sized_key(graph_hash, macs)
     if reuse:
         stored = store.load(key, batch, info.key, macs)
-        if stored:
+        if stored and same_regime(stored):  # one taken before the allocator was held steady: timed again
             known = {f.name for f in fields(BenchResult)}  # a row stored by another version may carry more
             return BenchResult(**{k: v for k, v in stored.items() if k in known} | {"reused": True, "stored": True})
     check_fits(params, activations_per_sample(graph), batch, available_bytes(device))
@@ -192,7 +194,7 @@ def bench_target(text: str, batch: int = 1, device: str = "cpu", threads: int | 
                            warmup_ms=measured.get("warmup_ms", 0.0), quiet=core_speed_checked(raw),
                            pinned=measured.get("pinned", []), left_out=measured.get("left_out", []),
                            attempts=attempt, disturbed=list(disturbed), inputs=request.inputs,
-                           assumed=request.assumed), raw
+                           assumed=request.assumed, allocator=measured.get("allocator", "")), raw
 
     result, raw = measure(1)
     busy_ones: list[BenchResult] = []  # every disturbed measurement of the loop below, in turn
