@@ -55,3 +55,17 @@ def test_a_real_process_holds_the_regime():
     code = "from narcli.bench.allocator import hold_allocator_steady as h; print(h())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == allocator.STEADY
+
+
+def test_the_calibration_worker_times_in_the_regime_and_says_so():
+    # `nar calibrate`'s long-lived worker; in a child, as the pool runs it (it pins its process)
+    from narcli.bench.reference import measure_zoo_model
+    from narcli.trace.isolation import run_isolated
+    from narcli.zoo.plugins import zoo_sources
+
+    if "classics" not in zoo_sources():
+        pytest.skip("the nar-classics plugin is not installed")
+    protocol = {"repeat": 3, "warmup_runs": 1, "warmup_seconds": 0.0, "max_seconds": None, "min_repeat": 3}
+    measured = run_isolated(measure_zoo_model, ("classics", "classics/gru_forecaster_small", 1, protocol), 120,
+                            "timing a classic")
+    assert measured["allocator"] == allocator.allocator_regime() and measured["median_ms"] > 0
