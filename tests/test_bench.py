@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 from narcli.bench import calibrate as cal
-from narcli.bench.allocator import allocator_regime
 from narcli.bench import transfer
+from narcli.bench.allocator import allocator_regime
 from narcli.bench.calibration_set import REFERENCE_COLUMN
 from narcli.bench.device_rows import device_rows
 from narcli.bench.measure import check_fits, time_runs

@@ -10,10 +10,10 @@ FILE` times in a fresh child while `nar calibrate` times zoo models one after an
 worker, so a user's model was timed in the slow regime and the calibration models in the fast one: the
 calibrated head came out 10-20 % under what users measured for small, memory-bound nets.
 
-Holding the threshold fixed (32 MiB, glibc's own ceiling for it) and never trimming the heap puts every
-measuring process, fresh or not, in the regime a long-running program reaches: mobilenet_v2 then takes
-~16 ms either way. Setting only one of the two is worse than neither (a fixed trim threshold also
-freezes the mmap threshold at 128 KiB).
+Holding the threshold fixed (32 MiB, as high as glibc's own would ever rise) and never trimming the
+heap puts every measuring process, fresh or not, in the regime a long-running program reaches:
+mobilenet_v2 then takes ~16 ms either way. Setting only one of the two is worse than neither (a fixed
+trim threshold also freezes the mmap threshold at 128 KiB).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import sys
 
 M_TRIM_THRESHOLD = -1  # glibc's mallopt parameters (malloc.h)
 M_MMAP_THRESHOLD = -3
-MMAP_THRESHOLD = 32 << 20  # glibc refuses more (HEAP_MAX_SIZE / 2 on 64-bit)
+MMAP_THRESHOLD = 32 << 20  # glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit: bigger blocks keep their own mapping
 TRIM_THRESHOLD = 1 << 30
 
 STEADY = "steady"  # glibc, both thresholds fixed
@@ -44,7 +44,8 @@ def hold_allocator_steady() -> str:
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         # the mmap threshold first: fixing the trim threshold alone freezes mmap's at 128 KiB
-        done = libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1 and libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
+        done = (libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
+                and libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1)
     except (OSError, AttributeError):
         return SYSTEM
     return STEADY if done else SYSTEM

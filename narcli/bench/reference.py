@@ -91,8 +91,8 @@ def measure_zoo_model(source: str, model_id: str, threads: int, protocol: dict[s
 
     import torch
 
-    from narcli.bench.child import _listed, example_inputs, fill_weights, matmul_probe
     from narcli.bench.allocator import hold_allocator_steady
+    from narcli.bench.child import _listed, example_inputs, fill_weights, matmul_probe
     from narcli.bench.measure import time_runs
     from narcli.bench.quiet import pin
     from narcli.trace.compat import ensure_torchvision_importable
