@@ -976,7 +976,8 @@ def test_a_timing_stored_before_under_the_plain_hash_is_shown_only_at_its_own_si
 
     info = device_info("cpu", 1)
     store.save("ef" * 16, 1, info.key, "old.py:Net", {"median_ms": 133.0, "iqr_ms": 5.0, "runs": 20, "macs": 4_068_922_368,
-                                                      "device": info.to_dict(), "batch": 1})
+                                                      "device": info.to_dict(), "batch": 1,
+                                                      "allocator": allocator_regime()})  # its size alone is old
     assert measured_rows("ef" * 16, 1_328_627_712) == []  # the same file scanned at 128x128
     assert [row.value for row in measured_rows("ef" * 16, 4_068_922_368)] == [133.0]
     assert store.load("ef" * 16, 1, info.key, 1_328_627_712) is None

@@ -53,5 +53,6 @@ def hold_allocator_steady() -> str:
 
 def same_regime(stored: dict) -> bool:
     """Whether a stored timing was taken in the regime this version measures in: older timings (no
-    `allocator` field) were taken before the regime was fixed and are timed again rather than reused."""
+    `allocator` field) were taken before the regime was fixed; `store.load` does not return them, so
+    they are timed again rather than reused."""
     return stored.get("allocator") == allocator_regime()

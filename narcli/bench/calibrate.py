@@ -63,7 +63,6 @@ def measure_models(chosen: list[Candidate], threads: int | None, repeat: int, bu
     busy = [] if busy is None else busy  # the caller's list, to say why too few were measured
     timings = {} if timings is None else timings
     from narcli.bench import store
-    from narcli.bench.allocator import same_regime
     from narcli.bench.device import device_info
     from narcli.bench.runner import bench_target
 
@@ -79,7 +78,7 @@ def measure_models(chosen: list[Candidate], threads: int | None, repeat: int, bu
     pooled = [c for c in chosen if c.graph_hash]
     for candidate in pooled if not fresh else []:
         stored = store.load(candidate.graph_hash, 1, info.key, candidate.macs)
-        if stored and same_regime(stored):  # taken before the allocator was held steady: timed again
+        if stored:
             found[candidate.name] = (stored["median_ms"], True)
             note(candidate, stored["median_ms"], True, stored)
     todo = [c for c in pooled if c.name not in found]

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from narcli.bench import store
-from narcli.bench.allocator import same_regime
 from narcli.bench.child import measure_in_child
 from narcli.bench.device import DeviceInfo, available_bytes, check_device, device_info
 from narcli.bench.lock import measuring
@@ -174,7 +173,7 @@ def bench_target(text: str, batch: int = 1, device: str = "cpu", threads: int | 
     key = graph_hash if request.kind == "zoo" else store.sized_key(graph_hash, macs)
     if reuse:
         stored = store.load(key, batch, info.key, macs)
-        if stored and same_regime(stored):  # one taken before the allocator was held steady: timed again
+        if stored:
             known = {f.name for f in fields(BenchResult)}  # a row stored by another version may carry more
             return BenchResult(**{k: v for k, v in stored.items() if k in known} | {"reused": True, "stored": True})
     check_fits(params, activations_per_sample(graph), batch, available_bytes(device))

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from narcli.bench.allocator import same_regime
 from narcli.errors import StoreError, damaged_store, storage_trouble
 from narcli.scan import sqlite_files
 
@@ -126,8 +127,9 @@ def save(graph_hash: str, batch: int, device: str, name: str, result: dict[str, 
 
 @_guarded
 def load(graph_hash: str, batch: int, device: str, macs: int | None = None) -> dict[str, Any] | None:
-    """The timing stored under this key (a plain hash or a `sized_key`), if it was taken at `macs`, with
-    when it was stored (`measured_at`, seconds since the epoch)."""
+    """The timing stored under this key (a plain hash or a `sized_key`), if it was taken at `macs` and
+    in the malloc regime this version measures in (`allocator.same_regime`: an older one is timed
+    again, not reused), with when it was stored (`measured_at`, seconds since the epoch)."""
     if not store_path().exists():
         return None
     connection = _connect()
@@ -137,7 +139,8 @@ def load(graph_hash: str, batch: int, device: str, macs: int | None = None) -> d
     finally:
         connection.close()
     info = _json(row[0]) if row else None
-    return info | {"measured_at": row[1]} if info is not None and same_size(info, macs) else None
+    reusable = info is not None and same_size(info, macs) and same_regime(info)
+    return info | {"measured_at": row[1]} if reusable else None
 
 
 FAILURES = """create table if not exists unmeasured (
