@@ -17,7 +17,9 @@ over the pooled head on the 2026-11-25 and 2026-11-27 runs. At one thread the sh
 head's per-call terms and the operation count as columns of their own (since 2026-12-06); the
 variants beside it put the count at 3 or 30 µs a call instead of 10, or leave the calls column out,
 and "the work parts alone" is the fit before; at two threads, the interval from the whole figure's
-leave-one-out errors (`over_one_thread_loo`) was tried beside the shipped one. Nothing is measured, so it runs anywhere the
+leave-one-out errors (`over_one_thread_loo`) was tried beside the shipped one, and the thread
+factors' interval is shown unpooled (before 2026-12-07) and pooled with the other days' spread (the
+shipped `THREAD_RATIO_HALF` has seen every day). Nothing is measured, so it runs anywhere the
 bundled zoo is. Writes benchmarks/results/calibration-fit.json (or --out NAME).
 """
 
@@ -101,6 +103,19 @@ def over_one_thread_loo(parts: np.ndarray, y_one: np.ndarray, y: np.ndarray, one
     return np.array(errors)
 
 
+def ratio_half(pairs: dict[Path, tuple[np.ndarray, np.ndarray, np.ndarray]]) -> float:
+    """The thread factors' 90 % half-width (log) on these days' timings (`thread_pairs`): each day's
+    two-thread times from its one-thread times, the thread shares and `THREAD_SHAPE`, with one common
+    factor of its own; how `transfer.THREAD_RATIO_HALF` was set (over every dated day)."""
+    from narcli.bench import transfer
+
+    errors = []
+    for parts, y_one, y in pairs.values():
+        columns = transfer.thread_share(parts) * np.exp(y_one)[:, None] * np.exp(np.array(transfer.THREAD_SHAPE))
+        errors.append(transfer._predict(transfer.fit_scales(columns, y, 3.0), columns) - y)
+    return transfer.robust_half(np.concatenate(errors))
+
+
 def thread_pairs(files: list[Path], parts) -> dict[Path, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Per two-thread result with one-thread times beside it: (parts, log ms at one thread, log ms at
     two) of every model timed at both, held-out and calibration models alike. Only dated runs
@@ -157,6 +172,9 @@ def main() -> None:
         if pairs:
             every = [np.concatenate(column) for column in zip(*pairs.values())]
             out["thread_shape_all_days"] = transfer.thread_shape(*every)
+            out["thread_ratio_half_all_days"] = round(ratio_half(pairs), 4)
+            print(f"thread factors' 90 % half-width over those days: {out['thread_ratio_half_all_days']} "
+                  f"(shipped THREAD_RATIO_HALF {transfer.THREAD_RATIO_HALF})")
             print(f"thread shape over {len(every[0])} one- and two-thread timings: {out['thread_shape_all_days']} "
                   f"(shipped THREAD_SHAPE {transfer.THREAD_SHAPE})")
         for path in files:
@@ -218,6 +236,15 @@ def main() -> None:
 
                     variants["over one thread, interval from the composed leave-one-out errors"] = (
                         composed, held_out, head.half)
+                    variants["over one thread, the factors' interval unpooled (until 2026-12-07)"] = (
+                        lambda: (lambda fit: fit | {"half": max(fit["loo_half"], fit["one_thread_half"])})(
+                            transfer.fit_over_one_thread(measured, y_one, y, prior_half=head.half, ratio_half=None)),
+                        held_out, head.half)
+                    if len(pairs) > 1 and path in pairs:  # the shipped prior has seen this day: here it has not
+                        other_days = ratio_half({p: v for p, v in pairs.items() if p != path})
+                        variants["over one thread, factor interval pooled with the other days' spread"] = (
+                            lambda: transfer.fit_over_one_thread(measured, y_one, y, prior_half=head.half,
+                                                                 ratio_half=other_days), held_out, head.half)
                     others = [v for other, v in pairs.items() if other != path]
                     if others:  # THREAD_SHAPE was set on every day's timings, this one's too: here it is not
                         shape = transfer.thread_shape(*[np.concatenate(c) for c in zip(*others)])

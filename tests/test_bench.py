@@ -851,6 +851,25 @@ def test_calibrate_at_two_threads_says_what_the_thread_factors_are(capsys):
     assert "convolution ×1.99, matrix products ×1.11, other work ×1.22, calls ×1.35; plus 27 µs per operation call" in out
 
 
+def test_the_thread_factors_interval_is_pooled_with_their_spread_on_many_days():
+    from narcli.bench.transfer import THREAD_RATIO_HALF, fit_over_one_thread, pooled_half
+
+    rng = np.random.default_rng(11)
+    work = rng.uniform(0.1, 10, size=(12, 3))
+    shares = rng.dirichlet([1.0, 1.0, 1.0, 1.0], size=12)
+    parts = with_thread_parts(work, shares)
+    y_one = np.log(work.sum(1) * 1.3)
+    # a noisy day: the two-thread times stray far more than the many days' spread says
+    y = y_one + np.log(shares @ np.array([0.5, 1.1, 1.6, 0.5])) + rng.normal(scale=0.6, size=12)
+    alone = fit_over_one_thread(parts, y_one, y, ratio_half=None)
+    pooled = fit_over_one_thread(parts, y_one, y)
+    assert alone["factors_half"] == alone["loo_half"] > THREAD_RATIO_HALF
+    assert pooled["factors_half"] == pytest.approx(pooled_half(pooled["loo_half"], 12, THREAD_RATIO_HALF))
+    assert THREAD_RATIO_HALF < pooled["factors_half"] < alone["factors_half"]
+    assert pooled["half"] == max(pooled["factors_half"], pooled["one_thread_half"])
+    assert pooled["thread_factors"] == alone["thread_factors"]  # only the interval moves
+
+
 def test_evaluating_a_calibration_at_two_threads_fits_over_the_one_thread_times(monkeypatch):
     from types import SimpleNamespace
 

@@ -65,8 +65,9 @@ HUBER = 0.1  # log error beyond which a model counts linearly (an outlier of the
 PRIOR_MODELS = 5  # how many calibration models the reference head's own spread counts as
 INTERVAL = f"pooled-{PRIOR_MODELS}"  # how a head's `half` was set; heads set otherwise are fitted again
 # how a head for more than one thread is fitted (`fit_over_one_thread`); heads fitted otherwise (before
-# 2026-12-05: "over-one-thread", one factor per work part) are fitted again from their measurements
-THREADS_FIT = "thread-parts-pointwise"
+# 2026-12-05: "over-one-thread", one factor per work part; until 2026-12-07 "thread-parts-pointwise", the
+# factors' interval unpooled: `THREAD_RATIO_HALF`) are fitted again from their measurements
+THREADS_FIT = "thread-parts-pointwise-pooled"
 # the prior shape of the thread factors (log, against the parallel part's): the serial part ran 2.1x and
 # the calls 3.0x as slow, relative to the parallel part, and the pointwise convolutions that leave the
 # matrix product for oneDNN 0.95x, in a pooled fit of 535 one- and two-thread timings on this project's
@@ -74,6 +75,14 @@ THREADS_FIT = "thread-parts-pointwise"
 # last part ran no faster at two threads than at one, at times 3-10x slower: a CPU's own calibration moves
 # it (`thread_probe`). Measured at two threads only
 THREAD_SHAPE = (0.0, 0.721, 1.114, -0.054)
+# the thread factors' own 90 % half-width (log) on the pooled one- and two-thread timings of the nine dated
+# `nar eval calibration` runs at two threads (2026-11-25 to 12-07; each day its own common factor, the shape
+# above): +-29.6 %. A calibration's factor interval is pooled with it as the one-thread interval is with the
+# reference head's (`PRIOR_MODELS`): scored with each day's prior from the other days alone, the mean
+# half-width fell from +-37.6 to +-36.4 % and the coverage stayed 86-100 % (mean 92.9 -> 92.2 %)
+# (`benchmarks/bench_calibration_fit.py`, "factor interval pooled"); until 2026-12-07 the factors' own
+# interval stood alone
+THREAD_RATIO_HALF = 0.2593
 # how many thread parts heads fitted from 2026-12-05 until the pointwise part had its own (read, then fitted again)
 LEGACY_THREAD_PARTS = 3
 # the work parts device heads were fitted on before 2026-12-05 (read, then fitted again: `calibrate.refitted`)
@@ -175,7 +184,8 @@ def fit_head(parts: np.ndarray, y: np.ndarray, delta: float = HUBER, prior_half:
 
 
 def fit_over_one_thread(parts: np.ndarray, y_one: np.ndarray, y: np.ndarray, delta: float = HUBER,
-                        prior_half: float | None = None, shape: tuple[float, ...] = THREAD_SHAPE) -> dict:
+                        prior_half: float | None = None, shape: tuple[float, ...] = THREAD_SHAPE,
+                        ratio_half: float | None = THREAD_RATIO_HALF) -> dict:
     """The head for more than one thread, from the same models measured at one thread (`y_one`, log
     ms) and at this thread count (`y`): the one-thread head (`fit_head` on the work columns), times
     a factor per thread part (`latency.THREAD_PARTS`: parallel, serial, calls), fitted on each
@@ -183,18 +193,20 @@ def fit_over_one_thread(parts: np.ndarray, y_one: np.ndarray, y: np.ndarray, del
     part speeds up with threads on this CPU, free of the reference head's errors on these few models.
     Their ridge pulls them towards `shape` (`THREAD_SHAPE`) rather than one common factor: 20 models
     rarely tell the parts apart, and one common factor gave a small GRU or MobileNet, which a second
-    thread barely helps, the big models' 1.7x. The interval is the wider of the factors' own
-    leave-one-out interval and the one-thread head's: a figure built on the one-thread prediction is
-    no surer than it."""
+    thread barely helps, the big models' 1.7x. The interval is the wider of the factors' leave-one-out interval, pooled
+    with `ratio_half` (`THREAD_RATIO_HALF`: how far a thread ratio strays on many days' timings) as
+    the one-thread interval is with the reference head's, and the one-thread head's: a figure built
+    on the one-thread prediction is no surer than it."""
     parts, y_one, y = (np.asarray(a, dtype=np.float64) for a in (parts, y_one, y))
     one = fit_head(prediction_columns(parts), y_one, delta, prior_half)
     shape = np.array(shape, dtype=np.float64)
     factors = fit_head(thread_share(parts) * np.exp(y_one)[:, None] * np.exp(shape), y, delta)
+    factors_half = pooled_half(factors["loo_half"], len(y), ratio_half) if ratio_half else factors["half"]
     scales = np.array(factors["scales"]) + shape
     return one | {"thread_scales": scales.tolist(), "thread_factors": [round(float(np.exp(t)), 4) for t in scales],
                   "thread_prior": factors["prior"], "one_thread_half": one["half"],
                   "loo_half": factors["loo_half"], "loo_mape": factors["loo_mape"],
-                  "half": max(factors["half"], one["half"]), "threads_fit": THREADS_FIT}
+                  "factors_half": factors_half, "half": max(factors_half, one["half"]), "threads_fit": THREADS_FIT}
 
 
 def thread_shape(parts: np.ndarray, y_one: np.ndarray, y: np.ndarray) -> tuple[float, ...]:
