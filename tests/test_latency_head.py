@@ -427,6 +427,21 @@ def test_a_small_operation_or_one_recurrent_step_spreads_less_of_its_compute_ove
     assert latency_parts.parallel_share(conv)[1] > 0.9
 
 
+def test_an_lstm_spreads_over_threads_as_one_kernel_a_gru_step_by_step():
+    # 2 layers x 2 directions, 128 inputs, 192 hidden, 64 steps: as `recurrent_attrs` records them
+    def whole(op: str, gates: int) -> ArchGraph:
+        matrix = 2 * gates * 192 * (128 + 192) + 2 * gates * 192 * (384 + 192)
+        return ArchGraph([Node("input", [1, 64, 128]), Node(op, [1, 64, 384], macs=64 * matrix,
+                                                             attrs={"hidden": 192, "input_size": 128,
+                                                                    "matrix_size": matrix})], [(0, 1)])
+
+    lstm, gru = latency_parts.parallel_share(whole("lstm", 4))[1], latency_parts.parallel_share(whole("gru", 3))[1]
+    assert lstm > 0.75  # oneDNN runs each layer and direction over the whole sequence at once
+    assert gru < 0.5  # PyTorch's own loop: only the input products are large
+    # its hidden products (60 % of the compute here) spread hardly at all, one step at a time
+    assert gru < 0.4 * latency_parts.parallel_share(chain([("linear", 64 * 3 * 192 * 128)]))[1] + 0.6 * 0.05
+
+
 def test_a_gpu_head_names_itself_and_its_column(tmp_path):
     head = head_for()
     head.device = {"kind": "cuda", "name": "Test GPU", "threads": 0}

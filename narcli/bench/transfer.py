@@ -66,8 +66,9 @@ PRIOR_MODELS = 5  # how many calibration models the reference head's own spread 
 INTERVAL = f"pooled-{PRIOR_MODELS}"  # how a head's `half` was set; heads set otherwise are fitted again
 # how a head for more than one thread is fitted (`fit_over_one_thread`); heads fitted otherwise (before
 # 2026-12-05: "over-one-thread", one factor per work part; until 2026-12-07 "thread-parts-pointwise", the
-# factors' interval unpooled: `THREAD_RATIO_HALF`) are fitted again from their measurements
-THREADS_FIT = "thread-parts-pointwise-pooled"
+# factors' interval unpooled (`THREAD_RATIO_HALF`) and a whole recurrence's thread split one step's MACs
+# (`latency_parts.recurrent_share`)) are fitted again from their measurements
+THREADS_FIT = "thread-parts-recurrent-pooled"
 # the prior shape of the thread factors (log, against the parallel part's): the serial part ran 2.1x and
 # the calls 3.0x as slow, relative to the parallel part, and the pointwise convolutions that leave the
 # matrix product for oneDNN 0.95x, in a pooled fit of 535 one- and two-thread timings on this project's

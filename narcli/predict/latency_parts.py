@@ -52,19 +52,45 @@ def _convolution(node) -> tuple[list, bool, int] | None:
 
 def parallel_share(graph) -> np.ndarray:
     """Per node, the share of its compute that spreads over threads: w / (w + PARALLEL_MACS) for the
-    MACs w one call does at once. A recurrent layer's call is its time steps one after another, so
-    its w is one step's MACs (a GRU over 64 tokens gained 1.1x from a second thread where a
-    convolution net of the same MACs gained 1.7x)."""
+    MACs w one call does at once. A whole recurrence (`recurrent_share`) is several calls of its own;
+    a recurrent cell called from a Python loop is one step, its w one step's MACs."""
     from narcli.graph.vocab import RECURRENT, RECURRENT_CALLS
 
-    work = []
+    out = []
     for node in graph.nodes or []:
         macs = float(max(node.macs, 0))
-        if (node.op in RECURRENT_CALLS or node.op in RECURRENT) and node.shape and len(node.shape) >= 3:
-            macs /= max(int(node.shape[1]), 1)  # (batch, steps, features), as the trace records it
-        work.append(macs)
-    work_array = np.array(work or [0.0])
-    return work_array / (work_array + PARALLEL_MACS)
+        whole = (node.op in RECURRENT_CALLS or node.op in RECURRENT) and node.shape and len(node.shape) >= 3
+        out.append(recurrent_share(node, macs) if whole else macs / (macs + PARALLEL_MACS))
+    return np.array(out or [0.0])
+
+
+def recurrent_share(node, macs: float) -> float:
+    """The share of a whole recurrence's compute (output (batch, steps, features)) that spreads over
+    threads, by how eager PyTorch 2.x runs it on a CPU (profiled on torch 2.13, 2-layer bidirectional,
+    64 steps): an LSTM is one oneDNN kernel per layer and direction over the whole sequence
+    (`mkldnn_rnn_layer`; 1.9x faster at two threads), a GRU or plain RNN is PyTorch's own loop: each
+    layer's input product once over the sequence, then a small hidden product and a few elementwise
+    calls per step (about 1,500 calls in that GRU, 0.96x at two threads). Over nine days of one- and
+    two-thread timings, LSTMs ran faster at two threads and GRUs slower than one step's MACs said
+    (README, "Recurrent layers over threads"). Without the layer's sizes (`recurrent_attrs`): one
+    step's MACs, as before 2026-12-07."""
+    attrs = node.attrs or {}
+    hidden, inputs, matrix = (int(attrs.get(k) or 0) for k in ("hidden", "input_size", "matrix_size"))
+    steps = max(int(node.shape[1]), 1)
+    if hidden <= 0 or inputs <= 0 or matrix <= 0:
+        per_step = macs / steps
+        return per_step / (per_step + PARALLEL_MACS)
+    gates = RECURRENT_GATES.get(node.op, 1)
+    if node.op == "lstm":  # one kernel per layer and direction (about matrix / one such layer's matrices)
+        layers = max(1, round(matrix / (gates * hidden * (inputs + hidden))))
+        return (macs / layers) / (macs / layers + PARALLEL_MACS)
+    sequence = macs / (matrix or 1) * gates * hidden * inputs  # a first layer's input product, whole sequence
+    step = gates * hidden * hidden  # one direction's hidden product, one step
+    through_input = inputs / (inputs + hidden)  # that share of the compute is the input products
+    return through_input * sequence / (sequence + PARALLEL_MACS) + (1 - through_input) * step / (step + PARALLEL_MACS)
+
+
+RECURRENT_GATES = {"lstm": 4, "gru": 3}  # weight matrices per gate set (a plain RNN: 1)
 
 
 # how a prediction splits for carrying it to other CPUs (`LatencyHead.parts`, first group): convolutions
