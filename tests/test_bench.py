@@ -258,7 +258,7 @@ def test_a_per_call_cost_of_this_machine_is_fitted_on_the_operation_count():
 
     rng = np.random.default_rng(5)
     work = rng.dirichlet([1.0] * 3, size=30) * np.exp(rng.uniform(np.log(0.5), np.log(500), size=(30, 1)))
-    shares = rng.dirichlet([1.0] * 4, size=30)
+    shares = rng.dirichlet([1.0] * 5, size=30)
     operations = rng.integers(10, 800, size=30).astype(float)
     parts = np.column_stack([with_thread_parts(work, shares), operations * 0.01])
     # this CPU: every part 1.5x the reference's time, plus 40 microseconds a call the reference head never saw
@@ -643,12 +643,12 @@ def test_over_one_thread_the_thread_factors_come_from_the_same_models_timed_at_o
     rng = np.random.default_rng(7)
     work = rng.uniform(0.1, 10, size=(20, 3)) * rng.uniform(0.1, 10, size=(20, 1))
     # some models mostly parallel work, others (small nets, recurrent ones) mostly serial work and calls
-    shares = rng.dirichlet([1.0, 1.0, 1.0, 1.0], size=20)
+    shares = rng.dirichlet([1.0] * 5, size=20)
     parts = with_thread_parts(work, shares)
     machine = 1.3  # this CPU: 1.3x the reference at one thread
-    # two threads: parallel work halves, serial work does not, calls get dearer, and the pointwise
-    # convolutions that leave the matrix product for oneDNN take three times as long
-    threads = np.array([0.5, 1.1, 1.6, 3.0])
+    # two threads: parallel work halves, serial work does not, calls and a recurrence's steps get dearer,
+    # and the pointwise convolutions that leave the matrix product for oneDNN take three times as long
+    threads = np.array([0.5, 1.1, 1.6, 1.4, 3.0])
     wrong = np.exp(rng.normal(scale=0.3, size=20))  # the reference head's error on each model
     one_thread = work.sum(1) * machine * wrong
     y_one, y = np.log(one_thread), np.log(one_thread * (shares @ threads))
@@ -672,7 +672,7 @@ def test_the_thread_factors_keep_their_prior_shape_when_the_models_cannot_tell_t
 
     rng = np.random.default_rng(3)
     work = rng.uniform(1, 10, size=(8, 3))
-    shares = np.tile([0.85, 0.05, 0.05, 0.05], (8, 1))  # every model alike: the parts' factors cannot be told apart
+    shares = np.tile([0.8, 0.05, 0.05, 0.05, 0.05], (8, 1))  # every model alike: the parts' factors cannot be told apart
     y_one = np.log(work.sum(1))
     y = y_one + np.log(0.6) + rng.normal(scale=0.05, size=8)
     head = fit_over_one_thread(with_thread_parts(work, shares), y_one, y)
@@ -687,7 +687,7 @@ def calibrating_offline(monkeypatch, tmp_path, timed) -> list:
     from narcli.bench import device
 
     chosen = [cal.Candidate(f"zoo/m{i}", 10**8, 10**6, {}, np.zeros(0), graph_hash=f"h{i}",
-                            parts=np.array([4.0, 1.0, 2.0, 5.0, 1.0, 0.5, 0.5]) * (i + 1)) for i in range(5)]
+                            parts=np.array([4.0, 1.0, 2.0, 5.0, 1.0, 0.5, 0.0, 0.5]) * (i + 1)) for i in range(5)]
     monkeypatch.setattr(cal, "candidates", lambda: chosen)
     monkeypatch.setattr(cal, "with_parts", lambda models, head=None: models)
     monkeypatch.setattr(cal, "measure_models", timed)
@@ -741,7 +741,7 @@ def test_models_the_machine_left_out_are_replaced_by_the_next_in_the_calibration
     from narcli.cli.render_bench import print_calibrated
 
     order = [cal.Candidate(f"zoo/m{i}", 10**8, 10**6, {}, np.zeros(0), graph_hash=f"h{i}",
-                           parts=np.array([4.0, 1.0, 2.0, 5.0, 1.0, 0.5, 0.5]) * (i + 1)) for i in range(12)]
+                           parts=np.array([4.0, 1.0, 2.0, 5.0, 1.0, 0.5, 0.0, 0.5]) * (i + 1)) for i in range(12)]
     rounds = []
 
     def timed(models, threads, repeat, budget, report, allow_busy, busy, **_):
@@ -771,7 +771,7 @@ def test_stand_ins_stop_at_as_many_again_or_when_a_round_measures_nothing(monkey
     from narcli.bench import device
 
     order = [cal.Candidate(f"zoo/m{i}", 10**8, 10**6, {}, np.zeros(0), graph_hash=f"h{i}",
-                           parts=np.array([4.0, 1.0, 2.0, 5.0, 1.0, 0.5, 0.5]) * (i + 1)) for i in range(40)]
+                           parts=np.array([4.0, 1.0, 2.0, 5.0, 1.0, 0.5, 0.0, 0.5]) * (i + 1)) for i in range(40)]
     rounds = []
 
     def every_third(models, threads, repeat, budget, report, allow_busy, busy, **_):
@@ -833,8 +833,8 @@ def test_calibrate_at_two_threads_says_what_the_thread_factors_are(capsys):
     from narcli.cli.render_bench import print_calibrated
 
     head = {"device": {"threads": 2}, "models": [{}] * 20, "asked": 20, "path": "/x/dev.json", "half_width_pct": 33.0,
-            "own_half_width_pct": 30.4, "prior_half_width_pct": 28.9, "thread_factors": [0.55, 1.2, 1.56, 2.5],
-            "thread_scales": [-0.6, 0.18, 0.44, 0.92],
+            "own_half_width_pct": 30.4, "prior_half_width_pct": 28.9, "thread_factors": [0.55, 1.2, 1.56, 1.7, 2.5],
+            "thread_scales": [-0.6, 0.18, 0.44, 0.53, 0.92],
             "one_thread_half": 0.2852}
     print_calibrated("dev", head)
     out = " ".join(capsys.readouterr().out.split())
@@ -843,7 +843,7 @@ def test_calibrate_at_two_threads_says_what_the_thread_factors_are(capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "at 1 thread against the reference machine's times: convolution ×1.99, matrix products ×1.11" in out
     assert "µs per operation call" not in out  # over one thread: the work parts alone at one thread
-    assert "calls ×1.56, pointwise to oneDNN ×2.50" in out and "thread factors' (±30 %) and the 1-thread head's (±33 %)" in out
+    assert "calls ×1.56, recurrent steps ×1.70, pointwise to oneDNN ×2.50" in out and "thread factors' (±30 %) and the 1-thread head's (±33 %)" in out
     assert "pooled" not in out
     print_calibrated("dev", {k: v for k, v in head.items() if not k.startswith(("thread", "one_thread"))}
                      | {"device": {"threads": 1}, "scales": [0.69, 0.1, 0.2, 0.3, 1.0]})
@@ -856,11 +856,11 @@ def test_the_thread_factors_interval_is_pooled_with_their_spread_on_many_days():
 
     rng = np.random.default_rng(11)
     work = rng.uniform(0.1, 10, size=(12, 3))
-    shares = rng.dirichlet([1.0, 1.0, 1.0, 1.0], size=12)
+    shares = rng.dirichlet([1.0] * 5, size=12)
     parts = with_thread_parts(work, shares)
     y_one = np.log(work.sum(1) * 1.3)
     # a noisy day: the two-thread times stray far more than the many days' spread says
-    y = y_one + np.log(shares @ np.array([0.5, 1.1, 1.6, 0.5])) + rng.normal(scale=0.6, size=12)
+    y = y_one + np.log(shares @ np.array([0.5, 1.1, 1.6, 1.4, 0.5])) + rng.normal(scale=0.6, size=12)
     alone = fit_over_one_thread(parts, y_one, y, ratio_half=None)
     pooled = fit_over_one_thread(parts, y_one, y)
     assert alone["factors_half"] == alone["loo_half"] > THREAD_RATIO_HALF
@@ -880,12 +880,12 @@ def test_evaluating_a_calibration_at_two_threads_fits_over_the_one_thread_times(
     models = [cal.Candidate(f"zoo/m{i}", int(10**8 * (i + 1)), 10**6, {REFERENCE_COLUMN: 2.0 + i}, np.zeros(0),
                             coarse="convolutional", family=f"f{i}", graph_hash=f"h{i}",
                             parts=with_thread_parts(np.array([[4.0, 1.0, 2.0]]) * rng.uniform(0.5, 5),
-                                                    rng.dirichlet([2.0, 1.0, 1.0, 1.0], size=1))[0]) for i in range(30)]
+                                                    rng.dirichlet([2.0, 1.0, 1.0, 1.0, 1.0], size=1))[0]) for i in range(30)]
     asked = []
 
     def timed(chosen, threads, repeat, budget, report, allow_busy=False, busy=None, **_):
         asked.append(threads)
-        return [(c, float(c.parts[3:] @ ([0.6, 1.1, 1.5, 2.0] if threads == 2 else [1.0] * 4))) for c in chosen]
+        return [(c, float(c.parts[3:] @ ([0.6, 1.1, 1.5, 1.4, 2.0] if threads == 2 else [1.0] * 5))) for c in chosen]
 
     monkeypatch.setattr(ev, "held_out_head", lambda: SimpleNamespace(half=0.2, metrics={}))
     monkeypatch.setattr(ev, "candidates", lambda head: models)
@@ -901,7 +901,7 @@ def test_evaluating_a_calibration_at_two_threads_fits_over_the_one_thread_times(
     assert result["pointwise_probe"]["relative"] == 0.69
     assert all(r["one_thread_ms"] > 0 for r in result["calibration"])
     (row,) = result["results"]
-    assert row["calibrated"]["mape"] < 5 and len(row["calibrated"]["thread_factors"]) == 4
+    assert row["calibrated"]["mape"] < 5 and len(row["calibrated"]["thread_factors"]) == 5
 
 
 
@@ -1038,11 +1038,11 @@ def test_the_pointwise_probe_places_the_pointwise_thread_factor_where_this_cpu_p
     # the models cannot tell the parts apart: the pointwise factor lands where the probe put it
     rng = np.random.default_rng(3)
     work = rng.uniform(1, 10, size=(8, 3))
-    parts = with_thread_parts(work, np.tile([0.85, 0.05, 0.05, 0.05], (8, 1)))
+    parts = with_thread_parts(work, np.tile([0.8, 0.05, 0.05, 0.05, 0.05], (8, 1)))
     y_one = np.log(work.sum(1))
     y = y_one + np.log(0.6) + rng.normal(scale=0.05, size=8)
     head = fit_over_one_thread(parts, y_one, y, shape=thread_probe.shape_with({"relative": 1.2}))
-    assert np.log(head["thread_factors"][3] / head["thread_factors"][0]) == pytest.approx(1.2, abs=0.1)
+    assert np.log(head["thread_factors"][-1] / head["thread_factors"][0]) == pytest.approx(1.2, abs=0.1)
 
 
 def test_the_pointwise_probe_times_this_cpu_in_a_child_process():

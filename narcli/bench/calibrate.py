@@ -358,7 +358,7 @@ def _read_head(path: Path) -> dict[str, Any]:
         scales, half, threads = head.get("scales"), head.get("half"), head.get("thread_scales", [0.0] * len(THREAD_PARTS))
         # one-thread heads on FIT_COLUMNS, others on PARTS; LEGACY_PARTS before 2026-12-05 (then fitted again)
         if not isinstance(scales, list) or len(scales) not in (len(FIT_COLUMNS), len(PARTS), len(LEGACY_PARTS)) or \
-                not isinstance(threads, list) or len(threads) not in (len(THREAD_PARTS), LEGACY_THREAD_PARTS) or \
+                not isinstance(threads, list) or len(threads) not in (len(THREAD_PARTS), *LEGACY_THREAD_PARTS) or \
                 not all(isinstance(v, (int, float)) and math.isfinite(v) for v in scales + threads + [half]):
             raise ValueError("its fitted scales do not fit together")
         return head

@@ -17,7 +17,8 @@ one-thread latency is modelled as
 with positive scales fitted to the measured models (Gauss-Newton on a Huber loss of the log
 error), shrunk towards one common scale by a ridge whose strength is chosen by leave-one-out error
 on the same measurements (with 5 models the scales stay together; with 40 they can part). By how
-the work spreads over threads: parallel, serial, calls (`fit_over_one_thread`, for more than one
+the work spreads over threads: parallel, serial, calls, a recurrence's steps, pointwise convolutions
+handed to oneDNN (`fit_over_one_thread`, for more than one
 thread; its one-thread head scales the three work parts alone, without the calls and dispatch
 columns, which made two-thread predictions worse: `THREADS_WORK_SPLIT`).
 
@@ -66,26 +67,28 @@ PRIOR_MODELS = 5  # how many calibration models the reference head's own spread 
 INTERVAL = f"pooled-{PRIOR_MODELS}"  # how a head's `half` was set; heads set otherwise are fitted again
 # how a head for more than one thread is fitted (`fit_over_one_thread`); heads fitted otherwise (before
 # 2026-12-05: "over-one-thread", one factor per work part; until 2026-12-07 "thread-parts-pointwise", the
-# factors' interval unpooled (`THREAD_RATIO_HALF`) and a whole recurrence's thread split one step's MACs
-# (`latency_parts.recurrent_share`)) are fitted again from their measurements
-THREADS_FIT = "thread-parts-recurrent-pooled"
-# the prior shape of the thread factors (log, against the parallel part's): the serial part ran 2.1x and
-# the calls 3.0x as slow, relative to the parallel part, and the pointwise convolutions that leave the
-# matrix product for oneDNN 0.95x, in a pooled fit of 535 one- and two-thread timings on this project's
-# 2-vCPU VMs (6 days of `nar eval calibration`, 2026-11-25 to 12-01). On the Xeon VM of 2026-12-05 that
-# last part ran no faster at two threads than at one, at times 3-10x slower: a CPU's own calibration moves
-# it (`thread_probe`). Measured at two threads only
-THREAD_SHAPE = (0.0, 0.721, 1.114, -0.054)
+# factors' interval unpooled (`THREAD_RATIO_HALF`), a whole recurrence's thread split one step's MACs
+# (`latency_parts.recurrent_share`) and its steps part of the serial part) are fitted again from their measurements
+THREADS_FIT = "thread-parts-steps-pooled"
+# the prior shape of the thread factors (log, against the parallel part's), from a pooled fit of 583 one- and
+# two-thread timings on this project's 2-vCPU VMs (nine dated `nar eval calibration` runs, 2026-11-25 to 12-07):
+# relative to the parallel part, small operations' compute ran 1.35x as slow, the calls 3.3x, a recurrence's
+# steps 3.0x and the pointwise convolutions that leave the matrix product for oneDNN 0.90x. Before the steps had
+# a part of their own (until 2026-12-07) the serial part held both, at 2.1x (THREAD_SHAPE then (0, 0.721, 1.114,
+# -0.054), on 535 timings to 12-01). On the Xeon VM of 2026-12-05 the pointwise part ran no faster at two threads
+# than at one, at times 3-10x slower: a CPU's own calibration moves it (`thread_probe`). Measured at two threads only
+THREAD_SHAPE = (0.0, 0.301, 1.19, 1.104, -0.109)
 # the thread factors' own 90 % half-width (log) on the pooled one- and two-thread timings of the nine dated
 # `nar eval calibration` runs at two threads (2026-11-25 to 12-07; each day its own common factor, the shape
-# above): +-29.6 %. A calibration's factor interval is pooled with it as the one-thread interval is with the
-# reference head's (`PRIOR_MODELS`): scored with each day's prior from the other days alone, the mean
-# half-width fell from +-37.6 to +-36.4 % and the coverage stayed 86-100 % (mean 92.9 -> 92.2 %)
+# above): +-29.1 %. A calibration's factor interval is pooled with it as the one-thread interval is with the
+# reference head's (`PRIOR_MODELS`): scored with each day's prior from the other days alone (before the steps
+# part), the mean half-width fell from +-37.6 to +-36.4 % and the coverage stayed 86-100 % (mean 92.9 -> 92.2 %)
 # (`benchmarks/bench_calibration_fit.py`, "factor interval pooled"); until 2026-12-07 the factors' own
 # interval stood alone
-THREAD_RATIO_HALF = 0.2593
-# how many thread parts heads fitted from 2026-12-05 until the pointwise part had its own (read, then fitted again)
-LEGACY_THREAD_PARTS = 3
+THREAD_RATIO_HALF = 0.2553
+# how many thread parts heads had from 2026-12-05 until the pointwise part had its own, and then until the
+# recurrence's steps had theirs (2026-12-07): read, then fitted again
+LEGACY_THREAD_PARTS = (3, 4)
 # the work parts device heads were fitted on before 2026-12-05 (read, then fitted again: `calibrate.refitted`)
 LEGACY_PARTS = ("dense", "other compute", "memory", "calls")
 # how a one-thread head's columns are split now (`work_columns`): a head that says otherwise was fitted on
@@ -189,7 +192,7 @@ def fit_over_one_thread(parts: np.ndarray, y_one: np.ndarray, y: np.ndarray, del
                         ratio_half: float | None = THREAD_RATIO_HALF) -> dict:
     """The head for more than one thread, from the same models measured at one thread (`y_one`, log
     ms) and at this thread count (`y`): the one-thread head (`fit_head` on the work columns), times
-    a factor per thread part (`latency.THREAD_PARTS`: parallel, serial, calls), fitted on each
+    a factor per thread part (`latency_parts.THREAD_PARTS`), fitted on each
     model's thread parts rescaled to what it measured at one thread. The factors then say how each
     part speeds up with threads on this CPU, free of the reference head's errors on these few models.
     Their ridge pulls them towards `shape` (`THREAD_SHAPE`) rather than one common factor: 20 models

@@ -35,7 +35,7 @@ from narcli.graph.structure_idioms import as_run
 from narcli.fsutil import write_bytes, write_text
 from narcli.predict.latency_parts import (DENSE_MACS, DISPATCH_MS, NOT_CALLED,
                                           convolution_leaves_gemm_over_one_thread, convolution_runs_as_gemm,
-                                          parallel_share)
+                                          parallel_share, recurrent_steps)
 
 HEAD_NAME = "reference"
 COLUMN = "reference-cpu"
@@ -338,9 +338,11 @@ class LatencyHead:
         calls = terms[:, 2].sum() + float(np.exp(self.weights["overhead"][0]))
         spread = parallel_share(graph)
         stays = terms[:, 0] * ~leaves  # the pointwise convolutions' compute is their own thread part
+        serial = stays * (1 - spread)
+        steps = np.array([recurrent_steps(n) for n in graph.nodes] or [False])  # a part of their own
         out = np.array([terms[convolution, 0].sum(), terms[matrix, 0].sum(),
                         terms[~(convolution | matrix), 0].sum() + terms[:, 1].sum() + calls,
-                        (stays * spread).sum() + terms[:, 1].sum(), (stays * (1 - spread)).sum(), calls,
+                        (stays * spread).sum() + terms[:, 1].sum(), serial[~steps].sum(), calls, serial[steps].sum(),
                         terms[leaves, 0].sum()])
         scale = math.exp(whole_graph_correction(self.weights, graph_features(graph)))
         if macs is not None and graph.macs and macs != graph.macs:

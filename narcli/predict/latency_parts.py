@@ -93,6 +93,16 @@ def recurrent_share(node, macs: float) -> float:
 RECURRENT_GATES = {"lstm": 4, "gru": 3}  # weight matrices per gate set (a plain RNN: 1)
 
 
+def recurrent_steps(node) -> bool:
+    """Whether this node's compute that does not spread (`parallel_share`) is a recurrence's steps,
+    one after another (a whole recurrence, or a cell a Python loop calls), rather than a small
+    operation's: a thread part of its own (`THREAD_PARTS`). The two move apart with threads: a GRU
+    ran 0.96x as fast at two threads, while small operations elsewhere sped up."""
+    from narcli.graph.vocab import RECURRENT, RECURRENT_CALLS
+
+    return node.op in RECURRENT or node.op in RECURRENT_CALLS
+
+
 # how a prediction splits for carrying it to other CPUs (`LatencyHead.parts`, first group): convolutions
 # and matrix products of a million MACs or more, and the rest (smaller arithmetic, memory traffic, call
 # overhead). Another CPU can run each faster or slower by its own factor: the 2-vCPU VM of 2026-12-04
@@ -112,7 +122,7 @@ DENSE_MACS = 1_000_000  # a product below a million MACs is over before its kern
 # The fourth thread part is the compute of the pointwise convolutions that leave the matrix product for
 # oneDNN over one thread (`convolution_leaves_gemm_over_one_thread`): their time changes by a factor of
 # its own, larger than one on a CPU where that path is slow
-THREAD_PARTS = ("parallel", "serial", "calls", "pointwise to oneDNN")
+THREAD_PARTS = ("parallel", "serial", "calls", "recurrent steps", "pointwise to oneDNN")
 PARALLEL_MACS = 4e6
 # ... and a last column, not part of the prediction: the graph's operations as traced (a loop's body
 # once) times DISPATCH_MS, a fixed cost per operation call (eager PyTorch's dispatch, argument checks,
