@@ -658,7 +658,7 @@ def test_over_one_thread_the_thread_factors_come_from_the_same_models_timed_at_o
     assert head["threads_fit"] == THREADS_FIT and head["half"] >= head["one_thread_half"]
     one = fit_head(prediction_columns(parts), y_one)  # at one thread: the work parts alone
     assert len(head["scales"]) == len(prediction_columns(parts)[0])
-    assert np.allclose(predict_log(head, parts), predict_log(one, parts) + np.log(shares @ threads), atol=0.05)
+    assert np.allclose(predict_log(head, parts), predict_log(one, parts) + np.log(shares @ threads), atol=0.08)
     # one factor for every model misses the serial ones by far more
     common = np.exp(np.median(y - y_one))
     assert np.abs(np.log(shares @ threads / common)).max() > 3 * np.abs(np.log(shares @ head["thread_factors"] /

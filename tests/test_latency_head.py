@@ -416,30 +416,46 @@ def test_pointwise_convolutions_that_go_to_onednn_over_one_thread_have_a_thread_
     assert threads[-1] < alone[len(latency_parts.PARTS):-1].sum()  # only the pointwise convolution's compute
 
 
-def test_a_small_operation_or_one_recurrent_step_spreads_less_of_its_compute_over_threads():
+def test_a_small_operation_spreads_less_of_its_compute_over_threads():
     big, small = chain([("linear", 400_000_000)]), chain([("linear", 40_000)])
     assert latency_parts.parallel_share(big)[1] > 0.98 and latency_parts.parallel_share(small)[1] < 0.02
     assert latency_parts.parallel_share(big)[0] == 0  # the input does no arithmetic
-    # a GRU over 64 steps does its MACs one step after another: only one step's work spreads
-    gru = ArchGraph([Node("input", [1, 64, 128]), Node("gru", [1, 64, 384], macs=64 * 1_000_000)], [(0, 1)])
     conv = ArchGraph([Node("input", [1, 64, 128]), Node("conv1d", [1, 64, 384], macs=64 * 1_000_000)], [(0, 1)])
-    assert latency_parts.parallel_share(gru)[1] == pytest.approx(1e6 / (1e6 + latency_parts.PARALLEL_MACS))
     assert latency_parts.parallel_share(conv)[1] > 0.9
 
 
-def test_an_lstm_spreads_over_threads_as_one_kernel_a_gru_step_by_step():
-    # 2 layers x 2 directions, 128 inputs, 192 hidden, 64 steps: as `recurrent_attrs` records them
-    def whole(op: str, gates: int) -> ArchGraph:
-        matrix = 2 * gates * 192 * (128 + 192) + 2 * gates * 192 * (384 + 192)
-        return ArchGraph([Node("input", [1, 64, 128]), Node(op, [1, 64, 384], macs=64 * matrix,
-                                                             attrs={"hidden": 192, "input_size": 128,
-                                                                    "matrix_size": matrix})], [(0, 1)])
+def test_a_recurrence_spreads_over_threads_as_pytorch_runs_it():
+    # 2 layers, 128 inputs, 192 hidden, 64 steps, as `recurrent_attrs` records them
+    def whole(op: str, hidden: int = 192, **attrs) -> ArchGraph:
+        matrix = 4 * hidden * (128 + hidden) + 4 * hidden * (2 * hidden)
+        sizes = {"hidden": hidden, "input_size": 128, "matrix_size": matrix} | attrs
+        return ArchGraph([Node("input", [1, 64, 128]), Node(op, [1, 64, hidden], macs=64 * matrix, attrs=sizes)],
+                         [(0, 1)])
 
-    lstm, gru = latency_parts.parallel_share(whole("lstm", 4))[1], latency_parts.parallel_share(whole("gru", 3))[1]
-    assert lstm > 0.75  # oneDNN runs each layer and direction over the whole sequence at once
-    assert gru < 0.5  # PyTorch's own loop: only the input products are large
-    # its hidden products (60 % of the compute here) spread hardly at all, one step at a time
-    assert gru < 0.4 * latency_parts.parallel_share(chain([("linear", 64 * 3 * 192 * 128)]))[1] + 0.6 * 0.05
+    # a GRU or plain RNN is PyTorch's own loop of small calls: none of it spreads, whatever its size
+    assert latency_parts.parallel_share(whole("gru"))[1] == 0 == latency_parts.parallel_share(whole("gru", 1024))[1]
+    assert latency_parts.parallel_share(whole("rnn"))[1] == 0
+    # an LSTM is oneDNN's kernel: one layer's step against ONEDNN_STEP_MACS, so a wider one spreads more
+    narrow, wide = latency_parts.parallel_share(whole("lstm", 64))[1], latency_parts.parallel_share(whole("lstm", 1024))[1]
+    step = 4 * 1024 * (128 + 1024)  # about one layer's step (the second reads 1024 inputs: the layers are estimated)
+    assert narrow < 0.2 and wide > 0.9 and wide == pytest.approx(step / (step + latency_parts.ONEDNN_STEP_MACS), abs=0.05)
+    # traced without its sizes: one step's MACs against PARALLEL_MACS, as before
+    bare = ArchGraph([Node("input", [1, 64, 128]), Node("lstm", [1, 64, 384], macs=64 * 1_000_000)], [(0, 1)])
+    assert latency_parts.parallel_share(bare)[1] == pytest.approx(1e6 / (1e6 + latency_parts.PARALLEL_MACS))
+
+
+def test_a_recurrence_that_does_not_spread_is_a_thread_part_of_its_own():
+    from narcli.predict.bundle import load_bundle
+
+    head = load_bundle().latency  # the bundled head: it was trained on recurrent models
+    matrix = 3 * 192 * (128 + 192)
+    graph = ArchGraph([Node("input", [1, 64, 128]), Node("gru", [1, 64, 192], macs=64 * matrix,
+                                                          attrs={"hidden": 192, "input_size": 128, "matrix_size": matrix}),
+                       Node("linear", [1, 64, 10], macs=64 * 1920, attrs={"in_features": 192, "out_features": 10}),
+                       Node("output", [1, 64, 10])], [(0, 1), (1, 2), (2, 3)])
+    parts = head.parts(graph, macs=64 * (matrix + 1920), params=matrix + 1930)
+    threads = dict(zip(latency_parts.THREAD_PARTS, parts[len(latency_parts.PARTS):-1]))
+    assert threads["recurrent steps"] > 0 and threads["recurrent steps"] > threads["serial"]
 
 
 def test_a_gpu_head_names_itself_and_its_column(tmp_path):

@@ -66,31 +66,26 @@ def parallel_share(graph) -> np.ndarray:
 
 def recurrent_share(node, macs: float) -> float:
     """The share of a whole recurrence's compute (output (batch, steps, features)) that spreads over
-    threads, by how eager PyTorch 2.x runs it on a CPU (profiled on torch 2.13, 2-layer bidirectional,
-    64 steps): an LSTM is one oneDNN kernel per layer and direction over the whole sequence
-    (`mkldnn_rnn_layer`; 1.9x faster at two threads), a GRU or plain RNN is PyTorch's own loop: each
-    layer's input product once over the sequence, then a small hidden product and a few elementwise
-    calls per step (about 1,500 calls in that GRU, 0.96x at two threads). Over nine days of one- and
-    two-thread timings, LSTMs ran faster at two threads and GRUs slower than one step's MACs said
-    (README, "Recurrent layers over threads"). Without the layer's sizes (`recurrent_attrs`): one
-    step's MACs, as before 2026-12-07."""
+    threads, by how eager PyTorch 2.x runs it on a CPU. A GRU or plain RNN is PyTorch's own loop of
+    small per-step calls: none of it (five GRUs, hidden 64-1024, 1-2 layers, 32-96 steps, ran
+    0.95-1.05x as fast at two threads as at one, torch 2.13, 2026-12-07). An LSTM is one oneDNN kernel
+    per layer and direction (`mkldnn_rnn_layer`), which spreads each step's products over threads
+    from far smaller sizes than PyTorch's own operations do: one layer's step MACs w spread as
+    w / (w + ONEDNN_STEP_MACS) (the same five sizes as LSTMs: 0.78x at hidden 64, 1.12x at 128,
+    1.6-2.8x from 256). Without the layer's sizes (`recurrent_attrs`): one step's MACs against
+    PARALLEL_MACS, as before 2026-12-07."""
+    if node.op != "lstm":
+        return 0.0
     attrs = node.attrs or {}
     hidden, inputs, matrix = (int(attrs.get(k) or 0) for k in ("hidden", "input_size", "matrix_size"))
-    steps = max(int(node.shape[1]), 1)
+    per_step = macs / max(int(node.shape[1]), 1)
     if hidden <= 0 or inputs <= 0 or matrix <= 0:
-        per_step = macs / steps
         return per_step / (per_step + PARALLEL_MACS)
-    gates = RECURRENT_GATES.get(node.op, 1)
-    if node.op == "lstm":  # one kernel per layer and direction (about matrix / one such layer's matrices)
-        layers = max(1, round(matrix / (gates * hidden * (inputs + hidden))))
-        return (macs / layers) / (macs / layers + PARALLEL_MACS)
-    sequence = macs / (matrix or 1) * gates * hidden * inputs  # a first layer's input product, whole sequence
-    step = gates * hidden * hidden  # one direction's hidden product, one step
-    through_input = inputs / (inputs + hidden)  # that share of the compute is the input products
-    return through_input * sequence / (sequence + PARALLEL_MACS) + (1 - through_input) * step / (step + PARALLEL_MACS)
+    layers = max(1, round(matrix / (4 * hidden * (inputs + hidden))))  # about: later layers read more inputs
+    return (per_step / layers) / (per_step / layers + ONEDNN_STEP_MACS)
 
 
-RECURRENT_GATES = {"lstm": 4, "gru": 3}  # weight matrices per gate set (a plain RNN: 1)
+ONEDNN_STEP_MACS = 250_000  # one LSTM layer's step at which oneDNN spreads half its work (`recurrent_share`)
 
 
 def recurrent_steps(node) -> bool:
