@@ -456,6 +456,14 @@ def test_a_recurrence_that_does_not_spread_is_a_thread_part_of_its_own():
     parts = head.parts(graph, macs=64 * (matrix + 1920), params=matrix + 1930)
     threads = dict(zip(latency_parts.THREAD_PARTS, parts[len(latency_parts.PARTS):-1]))
     assert threads["recurrent steps"] > 0 and threads["recurrent steps"] > threads["serial"]
+    # a whole LSTM is oneDNN's kernel: what of it does not spread is serial, not PyTorch's own steps
+    lstm = ArchGraph([Node(n.op if n.op != "gru" else "lstm", n.shape, macs=n.macs, attrs=n.attrs) for n in graph.nodes],
+                     graph.edges)
+    split = dict(zip(latency_parts.THREAD_PARTS, head.parts(lstm, macs=64 * (matrix + 1920),
+                                                            params=matrix + 1930)[len(latency_parts.PARTS):-1]))
+    assert split["recurrent steps"] == 0 and split["serial"] > 0
+    cell = Node("lstm", [1, 192], macs=matrix, attrs={"hidden": 192, "input_size": 128, "matrix_size": matrix})
+    assert latency_parts.recurrent_steps(cell)  # a cell a Python loop calls is one of PyTorch's own steps
 
 
 def test_a_gpu_head_names_itself_and_its_column(tmp_path):

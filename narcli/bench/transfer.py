@@ -68,24 +68,25 @@ INTERVAL = f"pooled-{PRIOR_MODELS}"  # how a head's `half` was set; heads set ot
 # how a head for more than one thread is fitted (`fit_over_one_thread`); heads fitted otherwise (before
 # 2026-12-05: "over-one-thread", one factor per work part; until 2026-12-07 "thread-parts-pointwise", the
 # factors' interval unpooled (`THREAD_RATIO_HALF`), a whole recurrence's thread split one step's MACs
-# (`latency_parts.recurrent_share`) and its steps part of the serial part) are fitted again from their measurements
-THREADS_FIT = "thread-parts-steps-pooled"
-# the prior shape of the thread factors (log, against the parallel part's), from a pooled fit of 583 one- and
-# two-thread timings on this project's 2-vCPU VMs (nine dated `nar eval calibration` runs, 2026-11-25 to 12-07):
-# relative to the parallel part, small operations' compute ran 1.42x as slow, the calls 3.3x, a recurrence's
-# steps 2.3x and the pointwise convolutions that leave the matrix product for oneDNN 0.91x. Before the steps had
-# a part of their own (until 2026-12-07) the serial part held both, at 2.1x (THREAD_SHAPE then (0, 0.721, 1.114,
+# (`latency_parts.recurrent_share`) and its steps part of the serial part; "thread-parts-steps-pooled" for 40
+# minutes, a whole LSTM's steps among them: `latency_parts.recurrent_steps`) are fitted again from their measurements
+THREADS_FIT = "thread-parts-own-steps-pooled"
+# the prior shape of the thread factors (log, against the parallel part's), from a pooled fit of 602 one- and
+# two-thread timings on this project's 2-vCPU VMs (ten dated `nar eval calibration` runs, 2026-11-25 to 12-07):
+# relative to the parallel part, small operations' compute ran 1.38x as slow, the calls 3.3x, PyTorch's own
+# recurrent steps 2.3x and the pointwise convolutions that leave the matrix product for oneDNN 0.90x. Before the
+# steps had a part of their own (until 2026-12-07) the serial part held both, at 2.1x (THREAD_SHAPE then (0, 0.721, 1.114,
 # -0.054), on 535 timings to 12-01). On the Xeon VM of 2026-12-05 the pointwise part ran no faster at two threads
 # than at one, at times 3-10x slower: a CPU's own calibration moves it (`thread_probe`). Measured at two threads only
-THREAD_SHAPE = (0.0, 0.35, 1.2, 0.816, -0.09)
-# the thread factors' own 90 % half-width (log) on the pooled one- and two-thread timings of the nine dated
+THREAD_SHAPE = (0.0, 0.32, 1.187, 0.831, -0.1)
+# the thread factors' own 90 % half-width (log) on the pooled one- and two-thread timings of the ten dated
 # `nar eval calibration` runs at two threads (2026-11-25 to 12-07; each day its own common factor, the shape
-# above): +-28.4 %. A calibration's factor interval is pooled with it as the one-thread interval is with the
+# above): +-28.1 %. A calibration's factor interval is pooled with it as the one-thread interval is with the
 # reference head's (`PRIOR_MODELS`): scored with each day's prior from the other days alone (before the steps
 # part), the mean half-width fell from +-37.6 to +-36.4 % and the coverage stayed 86-100 % (mean 92.9 -> 92.2 %)
 # (`benchmarks/bench_calibration_fit.py`, "factor interval pooled"); until 2026-12-07 the factors' own
 # interval stood alone
-THREAD_RATIO_HALF = 0.2502
+THREAD_RATIO_HALF = 0.2476
 # how many thread parts heads had from 2026-12-05 until the pointwise part had its own, and then until the
 # recurrence's steps had theirs (2026-12-07): read, then fitted again
 LEGACY_THREAD_PARTS = (3, 4)

@@ -89,13 +89,17 @@ ONEDNN_STEP_MACS = 250_000  # one LSTM layer's step at which oneDNN spreads half
 
 
 def recurrent_steps(node) -> bool:
-    """Whether this node's compute that does not spread (`parallel_share`) is a recurrence's steps,
-    one after another (a whole recurrence, or a cell a Python loop calls), rather than a small
-    operation's: a thread part of its own (`THREAD_PARTS`). The two move apart with threads: a GRU
-    ran 0.96x as fast at two threads, while small operations elsewhere sped up."""
+    """Whether this node's compute that does not spread (`parallel_share`) is PyTorch's own loop over a
+    recurrence's steps (a whole GRU or plain RNN, or a recurrent cell a Python loop calls) rather than
+    a small operation's: a thread part of its own (`THREAD_PARTS`). The two move apart with threads:
+    GRUs ran 0.95-1.05x as fast at two threads, while small operations elsewhere sped up. A whole
+    LSTM is oneDNN's kernel, which does speed up: what of it does not spread counts as serial (with it
+    among the steps, the two-thread calibration of 2026-12-07 16:32 fitted the steps at 1.35x the
+    parallel factor and its GRUs came out 20-55 % fast)."""
     from narcli.graph.vocab import RECURRENT, RECURRENT_CALLS
 
-    return node.op in RECURRENT or node.op in RECURRENT_CALLS
+    whole_lstm = node.op == "lstm" and node.shape is not None and len(node.shape) >= 3
+    return (node.op in RECURRENT or node.op in RECURRENT_CALLS) and not whole_lstm
 
 
 # how a prediction splits for carrying it to other CPUs (`LatencyHead.parts`, first group): convolutions
