@@ -845,6 +845,9 @@ def test_calibrate_at_two_threads_says_what_the_thread_factors_are(capsys):
     assert "µs per operation call" not in out  # over one thread: the work parts alone at one thread
     assert "calls ×1.56, recurrent steps ×1.70, pointwise to oneDNN ×2.50" in out and "thread factors' (±30 %) and the 1-thread head's (±33 %)" in out
     assert "pooled" not in out
+    print_calibrated("dev", head | {"factors_half": 0.2776})  # the factors' interval pooled (since 2026-12-07)
+    out = " ".join(capsys.readouterr().out.split())
+    assert "thread factors' (±32 %, their own ±30 % pooled with their spread over many days)" in out
     print_calibrated("dev", {k: v for k, v in head.items() if not k.startswith(("thread", "one_thread"))}
                      | {"device": {"threads": 1}, "scales": [0.69, 0.1, 0.2, 0.3, 1.0]})
     out = " ".join(capsys.readouterr().out.split())
