@@ -827,6 +827,13 @@ def test_a_two_thread_device_fitted_against_another_reference_head_is_fitted_ove
         "work_split": transfer.WORK_SPLIT, "threads_fit": "thread-parts", "thread_scales": [-0.6, 0.18, 0.44]}))
     refitted = cal.calibrated_devices()["three"]
     assert len(refitted["thread_scales"]) == len(THREAD_PARTS) and refitted["threads_fit"] == transfer.THREADS_FIT
+    # and one fitted on the four before a recurrence's steps had their own (until 2026-12-07)
+    (tmp_path / "four.json").write_text(json.dumps(stale | {
+        "reference": head["reference"], "fitted_on": head["fitted_on"], "interval": transfer.INTERVAL,
+        "work_split": transfer.WORK_SPLIT, "threads_fit": "thread-parts-pointwise",
+        "thread_scales": [-0.6, 0.12, 0.51, -0.65]}))
+    refitted = cal.calibrated_devices()["four"]
+    assert len(refitted["thread_scales"]) == len(THREAD_PARTS) and refitted["threads_fit"] == transfer.THREADS_FIT
 
 
 def test_calibrate_at_two_threads_says_what_the_thread_factors_are(capsys):
