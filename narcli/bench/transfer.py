@@ -68,16 +68,18 @@ INTERVAL = f"pooled-{PRIOR_MODELS}"  # how a head's `half` was set; heads set ot
 # how a head for more than one thread is fitted (`fit_over_one_thread`); heads fitted otherwise (before
 # 2026-12-05: "over-one-thread", one factor per work part; until 2026-12-07 "thread-parts-pointwise", the
 # factors' interval unpooled (`THREAD_RATIO_HALF`), a whole recurrence's thread split one step's MACs
-# (`latency_parts.recurrent_share`) and its steps part of the serial part; "thread-parts-steps-pooled" for 40
-# minutes, a whole LSTM's steps among them: `latency_parts.recurrent_steps`) are fitted again from their measurements
+# (`latency_parts.recurrent_share`) and its steps part of the serial part; "thread-parts-steps-pooled" for
+# 40 minutes, a whole LSTM's steps among them: `latency_parts.recurrent_steps`) are fitted again from their
+# measurements
 THREADS_FIT = "thread-parts-own-steps-pooled"
 # the prior shape of the thread factors (log, against the parallel part's), from a pooled fit of 602 one- and
 # two-thread timings on this project's 2-vCPU VMs (ten dated `nar eval calibration` runs, 2026-11-25 to 12-07):
 # relative to the parallel part, small operations' compute ran 1.38x as slow, the calls 3.3x, PyTorch's own
-# recurrent steps 2.3x and the pointwise convolutions that leave the matrix product for oneDNN 0.90x. Before the
-# steps had a part of their own (until 2026-12-07) the serial part held both, at 2.1x (THREAD_SHAPE then (0, 0.721, 1.114,
-# -0.054), on 535 timings to 12-01). On the Xeon VM of 2026-12-05 the pointwise part ran no faster at two threads
-# than at one, at times 3-10x slower: a CPU's own calibration moves it (`thread_probe`). Measured at two threads only
+# recurrent steps 2.3x and the pointwise convolutions that leave the matrix product for oneDNN 0.90x. Before
+# the steps had a part of their own (until 2026-12-07) the serial part held both, at 2.1x (THREAD_SHAPE then
+# (0, 0.721, 1.114, -0.054), on 535 timings to 12-01). On the Xeon VM of 2026-12-05 the pointwise part ran
+# no faster at two threads than at one, at times 3-10x slower: a CPU's own calibration moves it
+# (`thread_probe`). Measured at two threads only
 THREAD_SHAPE = (0.0, 0.32, 1.187, 0.831, -0.1)
 # the thread factors' own 90 % half-width (log) on the pooled one- and two-thread timings of the ten dated
 # `nar eval calibration` runs at two threads (2026-11-25 to 12-07; each day its own common factor, the shape
@@ -198,10 +200,10 @@ def fit_over_one_thread(parts: np.ndarray, y_one: np.ndarray, y: np.ndarray, del
     part speeds up with threads on this CPU, free of the reference head's errors on these few models.
     Their ridge pulls them towards `shape` (`THREAD_SHAPE`) rather than one common factor: 20 models
     rarely tell the parts apart, and one common factor gave a small GRU or MobileNet, which a second
-    thread barely helps, the big models' 1.7x. The interval is the wider of the factors' leave-one-out interval, pooled
-    with `ratio_half` (`THREAD_RATIO_HALF`: how far a thread ratio strays on many days' timings) as
-    the one-thread interval is with the reference head's, and the one-thread head's: a figure built
-    on the one-thread prediction is no surer than it."""
+    thread barely helps, the big models' 1.7x. The interval is the wider of the factors' leave-one-out
+    interval, pooled with `ratio_half` (`THREAD_RATIO_HALF`: how far a thread ratio strays on many
+    days' timings) as the one-thread interval is with the reference head's, and the one-thread
+    head's: a figure built on the one-thread prediction is no surer than it."""
     parts, y_one, y = (np.asarray(a, dtype=np.float64) for a in (parts, y_one, y))
     one = fit_head(prediction_columns(parts), y_one, delta, prior_half)
     shape = np.array(shape, dtype=np.float64)

@@ -118,9 +118,11 @@ DENSE_MACS = 1_000_000  # a product below a million MACs is over before its kern
 # 535 one- and two-thread timings (6 days of `nar eval calibration` on this project's VM) chose,
 # 4.3 M; scored offline on the same timings, 1 M to 30 M came within 0.1 point of it, and a threshold
 # of its own for convolutions or matrix products did no better (README, "Threads and the work split")
-# The fourth thread part is the compute of the pointwise convolutions that leave the matrix product for
-# oneDNN over one thread (`convolution_leaves_gemm_over_one_thread`): their time changes by a factor of
-# its own, larger than one on a CPU where that path is slow
+# The fourth thread part is the compute of PyTorch's own recurrent loops that does not spread
+# (`recurrent_steps`): a second thread slows it, where small operations' compute ("serial") gains a little.
+# The fifth is the compute of the pointwise convolutions that leave the matrix product for oneDNN over one
+# thread (`convolution_leaves_gemm_over_one_thread`): their time changes by a factor of its own, larger than
+# one on a CPU where that path is slow
 THREAD_PARTS = ("parallel", "serial", "calls", "recurrent steps", "pointwise to oneDNN")
 PARALLEL_MACS = 4e6
 # ... and a last column, not part of the prediction: the graph's operations as traced (a loop's body
