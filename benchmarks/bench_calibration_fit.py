@@ -103,19 +103,6 @@ def over_one_thread_loo(parts: np.ndarray, y_one: np.ndarray, y: np.ndarray, one
     return np.array(errors)
 
 
-def ratio_half(pairs: dict[Path, tuple[np.ndarray, np.ndarray, np.ndarray]]) -> float:
-    """The thread factors' 90 % half-width (log) on these days' timings (`thread_pairs`): each day's
-    two-thread times from its one-thread times, the thread shares and `THREAD_SHAPE`, with one common
-    factor of its own; how `transfer.THREAD_RATIO_HALF` was set (over every dated day)."""
-    from narcli.bench import transfer
-
-    errors = []
-    for parts, y_one, y in pairs.values():
-        columns = transfer.thread_share(parts) * np.exp(y_one)[:, None] * np.exp(np.array(transfer.THREAD_SHAPE))
-        errors.append(transfer._predict(transfer.fit_scales(columns, y, 3.0), columns) - y)
-    return transfer.robust_half(np.concatenate(errors))
-
-
 def thread_pairs(files: list[Path], parts) -> dict[Path, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Per two-thread result with one-thread times beside it: (parts, log ms at one thread, log ms at
     two) of every model timed at both, held-out and calibration models alike. Only dated runs
@@ -172,7 +159,7 @@ def main() -> None:
         if pairs:
             every = [np.concatenate(column) for column in zip(*pairs.values())]
             out["thread_shape_all_days"] = transfer.thread_shape(*every)
-            out["thread_ratio_half_all_days"] = round(ratio_half(pairs), 4)
+            out["thread_ratio_half_all_days"] = round(transfer.thread_ratio_half(list(pairs.values())), 4)
             print(f"thread factors' 90 % half-width over those days: {out['thread_ratio_half_all_days']} "
                   f"(shipped THREAD_RATIO_HALF {transfer.THREAD_RATIO_HALF})")
             print(f"thread shape over {len(every[0])} one- and two-thread timings: {out['thread_shape_all_days']} "
@@ -236,12 +223,25 @@ def main() -> None:
 
                     variants["over one thread, interval from the composed leave-one-out errors"] = (
                         composed, held_out, head.half)
+                    def composed_both() -> dict:  # ... pooled with both priors' spreads, added in quadrature
+                        fit = transfer.fit_over_one_thread(measured, y_one, y, prior_half=head.half)
+                        errors = over_one_thread_loo(measured, y_one, y, fit["prior"], fit["thread_prior"],
+                                                     np.array(transfer.THREAD_SHAPE))
+                        prior = math.hypot(head.half, transfer.THREAD_RATIO_HALF)
+                        return fit | {"half": transfer.pooled_half(transfer.robust_half(errors), len(y), prior)}
+
+                    variants["over one thread, composed leave-one-out errors pooled with both priors"] = (
+                        composed_both, held_out, head.half)
                     variants["over one thread, the factors' interval unpooled (until 2026-12-07)"] = (
                         lambda: (lambda fit: fit | {"half": max(fit["loo_half"], fit["one_thread_half"])})(
                             transfer.fit_over_one_thread(measured, y_one, y, prior_half=head.half, ratio_half=None)),
                         held_out, head.half)
+                    variants["over one thread, the two intervals added in quadrature"] = (
+                        lambda: (lambda fit: fit | {"half": math.hypot(fit["factors_half"], fit["one_thread_half"])})(
+                            transfer.fit_over_one_thread(measured, y_one, y, prior_half=head.half)),
+                        held_out, head.half)
                     if len(pairs) > 1 and path in pairs:  # the shipped prior has seen this day: here it has not
-                        other_days = ratio_half({p: v for p, v in pairs.items() if p != path})
+                        other_days = transfer.thread_ratio_half([v for p, v in pairs.items() if p != path])
                         variants["over one thread, factor interval pooled with the other days' spread"] = (
                             lambda: transfer.fit_over_one_thread(measured, y_one, y, prior_half=head.half,
                                                                  ratio_half=other_days), held_out, head.half)

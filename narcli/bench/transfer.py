@@ -224,6 +224,17 @@ def thread_shape(parts: np.ndarray, y_one: np.ndarray, y: np.ndarray) -> tuple[f
     return tuple(round(float(t - theta[0]), 3) for t in theta)
 
 
+def thread_ratio_half(days: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> float:
+    """The thread factors' 90 % half-width (log) over many days' timings, each day (parts, log ms at
+    one thread, log ms at more) fitted with `THREAD_SHAPE` and one common factor of its own: how
+    `THREAD_RATIO_HALF` was set (`benchmarks/bench_calibration_fit.py`, over every dated day)."""
+    errors = []
+    for parts, y_one, y in days:
+        columns = thread_share(parts) * np.exp(y_one)[:, None] * np.exp(np.array(THREAD_SHAPE))
+        errors.append(_predict(fit_scales(columns, y, 3.0), columns) - y)
+    return robust_half(np.concatenate(errors))
+
+
 def work_columns(parts: np.ndarray) -> np.ndarray:
     """What a one-thread head scales (`FIT_COLUMNS`), from rows of `LatencyHead.parts`: the prediction
     split by kind of work (`PARTS`), with the per-call terms (the thread part "calls") taken out of the

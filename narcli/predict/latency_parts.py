@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from narcli.graph.vocab import RECURRENT, RECURRENT_CALLS
+
 
 def convolution_runs_as_gemm(node, input_elements: float) -> bool:
     """Whether eager PyTorch on a CPU, at one thread and batch 1, runs this convolution as im2col
@@ -54,14 +56,21 @@ def parallel_share(graph) -> np.ndarray:
     """Per node, the share of its compute that spreads over threads: w / (w + PARALLEL_MACS) for the
     MACs w one call does at once. A whole recurrence (`recurrent_share`) is several calls of its own;
     a recurrent cell called from a Python loop is one step, its w one step's MACs."""
-    from narcli.graph.vocab import RECURRENT, RECURRENT_CALLS
-
     out = []
     for node in graph.nodes or []:
         macs = float(max(node.macs, 0))
-        whole = (node.op in RECURRENT_CALLS or node.op in RECURRENT) and node.shape and len(node.shape) >= 3
+        whole = recurrence(node) == "whole"
         out.append(recurrent_share(node, macs) if whole else macs / (macs + PARALLEL_MACS))
     return np.array(out or [0.0])
+
+
+def recurrence(node) -> str | None:
+    """What kind of recurrent operation a node is: "whole" for a recurrence over all its steps
+    (output (batch, steps, features)), "cell" for one step a Python loop calls (traced cells take
+    their layer's name, `vocab.TORCH_ALIASES`), None for any other operation."""
+    if node.op not in RECURRENT and node.op not in RECURRENT_CALLS:
+        return None
+    return "whole" if node.shape and len(node.shape) >= 3 else "cell"
 
 
 def recurrent_share(node, macs: float) -> float:
@@ -96,10 +105,8 @@ def recurrent_steps(node) -> bool:
     LSTM is oneDNN's kernel, which does speed up: what of it does not spread counts as serial (with it
     among the steps, the two-thread calibration of 2026-12-07 16:32 fitted the steps at 1.35x the
     parallel factor and its GRUs came out 20-55 % fast)."""
-    from narcli.graph.vocab import RECURRENT, RECURRENT_CALLS
-
-    whole_lstm = node.op == "lstm" and node.shape is not None and len(node.shape) >= 3
-    return (node.op in RECURRENT or node.op in RECURRENT_CALLS) and not whole_lstm
+    kind = recurrence(node)
+    return kind is not None and not (kind == "whole" and node.op == "lstm")
 
 
 # how a prediction splits for carrying it to other CPUs (`LatencyHead.parts`, first group): convolutions
