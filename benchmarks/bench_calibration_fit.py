@@ -16,11 +16,10 @@ thread factors fitted on the same models' one-thread times (`transfer.fit_over_o
 over the pooled head on the 2026-11-25 and 2026-11-27 runs. At one thread the shipped head has the
 head's per-call terms and the operation count as columns of their own (since 2026-12-06); the
 variants beside it put the count at 3 or 30 µs a call instead of 10, or leave the calls column out,
-and "the work parts alone" is the fit before; at two threads the shipped interval comes from the
-whole figure's leave-one-out errors (`transfer.composed_loo`, since 2026-12-07 19:30), shown beside
-the wider of the thread factors' and the one-thread head's intervals (before; the factors' pooled
-with their spread over many days, `THREAD_RATIO_HALF`, or unpooled, as until that morning), the two
-added in quadrature, and the composed errors pooled with both priors. Nothing is measured, so it runs anywhere the
+and "the work parts alone" is the fit before; at two threads, the interval from the whole figure's
+leave-one-out errors (`over_one_thread_loo`) was tried beside the shipped one, and the thread
+factors' interval is shown unpooled (before 2026-12-07) and pooled with the other days' spread (the
+shipped `THREAD_RATIO_HALF` has seen every day). Nothing is measured, so it runs anywhere the
 bundled zoo is. Writes benchmarks/results/calibration-fit.json (or --out NAME).
 """
 
@@ -80,6 +79,28 @@ def over_work_parts(work: np.ndarray, y_one: np.ndarray, y: np.ndarray, prior: f
     factors = transfer.fit_head(scaled, y)
     return one | {"scales": (np.array(one["scales"]) + np.array(factors["scales"])).tolist(),
                   "half": max(factors["half"], one["half"])}
+
+
+def over_one_thread_loo(parts: np.ndarray, y_one: np.ndarray, y: np.ndarray, one_prior: float,
+                        thread_prior: float, shape: np.ndarray, delta: float = 0.1) -> np.ndarray:
+    """Leave-one-out log errors of the whole figure a head over one thread gives: for each model,
+    the one-thread scales and the thread factors both fitted without it (at the ridge strengths
+    chosen on all), and its time at these threads predicted from its parts alone. Tried on 2026-12-07
+    as the interval of a head over one thread instead of the wider of its two parts' intervals: on the
+    eight dated two-thread runs the mean width came out the same (±40 against ±40 %), wider on three
+    and coverage lower on four; not shipped."""
+    from narcli.bench import transfer
+
+    work, share = transfer.prediction_columns(parts), transfer.thread_share(parts)
+    errors = []
+    for i in range(len(y)):
+        keep = np.arange(len(y)) != i
+        one = transfer.fit_scales(work[keep], y_one[keep], one_prior, delta=delta)
+        factors = transfer.fit_scales(share[keep] * np.exp(y_one[keep])[:, None] * np.exp(shape), y[keep],
+                                      thread_prior, delta=delta) + shape
+        centre = transfer._predict(one, work[i:i + 1])[0] + math.log(max(float(share[i] @ np.exp(factors)), 1e-12))
+        errors.append(float(centre - y[i]))
+    return np.array(errors)
 
 
 def thread_pairs(files: list[Path], parts) -> dict[Path, tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -194,25 +215,36 @@ def main() -> None:
                     variants[f"as shipped: over one thread ({transfer.THREADS_FIT})"] = (
                         lambda: transfer.fit_over_one_thread(measured, y_one, y, prior_half=head.half), held_out,
                         head.half)
-                    variants["over one thread, the wider of the factors' and the 1-thread interval (until 2026-12-07)"] = (
-                        lambda: (lambda fit: fit | {"half": max(fit["factors_half"], fit["one_thread_half"])})(
-                            transfer.fit_over_one_thread(measured, y_one, y, prior_half=head.half)),
-                        held_out, head.half)
-                    def composed_both() -> dict:  # the composed errors pooled with both priors, in quadrature
+                    def composed() -> dict:  # the interval from the whole two-thread figure's leave-one-out errors
                         fit = transfer.fit_over_one_thread(measured, y_one, y, prior_half=head.half)
+                        errors = over_one_thread_loo(measured, y_one, y, fit["prior"], fit["thread_prior"],
+                                                              np.array(transfer.THREAD_SHAPE))
+                        return fit | {"half": transfer.pooled_half(transfer.robust_half(errors), len(y), head.half)}
+
+                    variants["over one thread, interval from the composed leave-one-out errors"] = (
+                        composed, held_out, head.half)
+                    def composed_both() -> dict:  # ... pooled with both priors' spreads, added in quadrature
+                        fit = transfer.fit_over_one_thread(measured, y_one, y, prior_half=head.half)
+                        errors = over_one_thread_loo(measured, y_one, y, fit["prior"], fit["thread_prior"],
+                                                     np.array(transfer.THREAD_SHAPE))
                         prior = math.hypot(head.half, transfer.THREAD_RATIO_HALF)
-                        return fit | {"half": transfer.pooled_half(fit["loo_half"], len(y), prior)}
+                        return fit | {"half": transfer.pooled_half(transfer.robust_half(errors), len(y), prior)}
 
                     variants["over one thread, composed leave-one-out errors pooled with both priors"] = (
                         composed_both, held_out, head.half)
                     variants["over one thread, the factors' interval unpooled (until 2026-12-07)"] = (
-                        lambda: (lambda fit: fit | {"half": max(fit["factors_loo_half"], fit["one_thread_half"])})(
-                            transfer.fit_over_one_thread(measured, y_one, y, prior_half=head.half)),
+                        lambda: (lambda fit: fit | {"half": max(fit["loo_half"], fit["one_thread_half"])})(
+                            transfer.fit_over_one_thread(measured, y_one, y, prior_half=head.half, ratio_half=None)),
                         held_out, head.half)
                     variants["over one thread, the two intervals added in quadrature"] = (
                         lambda: (lambda fit: fit | {"half": math.hypot(fit["factors_half"], fit["one_thread_half"])})(
                             transfer.fit_over_one_thread(measured, y_one, y, prior_half=head.half)),
                         held_out, head.half)
+                    if len(pairs) > 1 and path in pairs:  # the shipped prior has seen this day: here it has not
+                        other_days = transfer.thread_ratio_half([v for p, v in pairs.items() if p != path])
+                        variants["over one thread, factor interval pooled with the other days' spread"] = (
+                            lambda: transfer.fit_over_one_thread(measured, y_one, y, prior_half=head.half,
+                                                                 ratio_half=other_days), held_out, head.half)
                     others = [v for other, v in pairs.items() if other != path]
                     if others:  # THREAD_SHAPE was set on every day's timings, this one's too: here it is not
                         shape = transfer.thread_shape(*[np.concatenate(c) for c in zip(*others)])

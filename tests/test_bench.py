@@ -655,7 +655,7 @@ def test_over_one_thread_the_thread_factors_come_from_the_same_models_timed_at_o
     head = fit_over_one_thread(parts, y_one, y)
     assert len(head["thread_factors"]) == len(THREAD_PARTS)
     assert np.allclose(head["thread_factors"], threads, rtol=0.15)  # the head's errors cancel between the two
-    assert head["threads_fit"] == THREADS_FIT and head["half"] == head["loo_half"]  # no prior: its own errors
+    assert head["threads_fit"] == THREADS_FIT and head["half"] >= head["one_thread_half"]
     one = fit_head(prediction_columns(parts), y_one)  # at one thread: the work parts alone
     assert len(head["scales"]) == len(prediction_columns(parts)[0])
     assert np.allclose(predict_log(head, parts), predict_log(one, parts) + np.log(shares @ threads), atol=0.08)
@@ -850,14 +850,11 @@ def test_calibrate_at_two_threads_says_what_the_thread_factors_are(capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "at 1 thread against the reference machine's times: convolution ×1.99, matrix products ×1.11" in out
     assert "µs per operation call" not in out  # over one thread: the work parts alone at one thread
-    assert "calls ×1.56, recurrent steps ×1.70, pointwise to oneDNN ×2.50" in out and "interval: the wider of the thread factors' (±30 %) and the 1-thread head's (±33 %)" in out
+    assert "calls ×1.56, recurrent steps ×1.70, pointwise to oneDNN ×2.50" in out and "thread factors' (±30 %) and the 1-thread head's (±33 %)" in out
     assert "pooled" not in out
-    # since 2026-12-07 19:30 the interval is the whole figure's, each model left out of both fits
-    print_calibrated("dev", head | {"factors_half": 0.2776, "factors_loo_half": 0.26})
+    print_calibrated("dev", head | {"factors_half": 0.2776})  # the factors' interval pooled (since 2026-12-07)
     out = " ".join(capsys.readouterr().out.split())
-    assert ("interval: the whole figure's errors over 20 models, each left out of both fits (±30 %), pooled with "
-            "the reference head's on designs new to it (±29 %); the thread factors alone ±32 %, the 1-thread head "
-            "±33 %") in out and "the wider of" not in out
+    assert "thread factors' (±32 %, their own ±30 % pooled with their spread over many days)" in out
     print_calibrated("dev", {k: v for k, v in head.items() if not k.startswith(("thread", "one_thread"))}
                      | {"device": {"threads": 1}, "scales": [0.69, 0.1, 0.2, 0.3, 1.0]})
     out = " ".join(capsys.readouterr().out.split())
@@ -876,37 +873,11 @@ def test_the_thread_factors_interval_is_pooled_with_their_spread_on_many_days():
     y = y_one + np.log(shares @ np.array([0.5, 1.1, 1.6, 1.4, 0.5])) + rng.normal(scale=0.6, size=12)
     alone = fit_over_one_thread(parts, y_one, y, ratio_half=None)
     pooled = fit_over_one_thread(parts, y_one, y)
-    assert alone["factors_half"] == alone["factors_loo_half"] > THREAD_RATIO_HALF
-    assert pooled["factors_half"] == pytest.approx(pooled_half(pooled["factors_loo_half"], 12, THREAD_RATIO_HALF))
+    assert alone["factors_half"] == alone["loo_half"] > THREAD_RATIO_HALF
+    assert pooled["factors_half"] == pytest.approx(pooled_half(pooled["loo_half"], 12, THREAD_RATIO_HALF))
     assert THREAD_RATIO_HALF < pooled["factors_half"] < alone["factors_half"]
-    assert pooled["thread_factors"] == alone["thread_factors"] and pooled["half"] == alone["half"]
-
-
-def test_the_two_thread_interval_covers_both_heads_errors_on_models_left_out():
-    from narcli.bench.transfer import composed_loo, fit_over_one_thread, pooled_half, predict_log, robust_half
-
-    rng = np.random.default_rng(5)
-    threads = np.array([0.5, 1.1, 1.6, 1.4, 0.9])
-
-    def models(count: int):  # the reference head off by 15 % (log sd) on each, the thread ratio by as much
-        work = rng.uniform(0.1, 10, size=(count, 3)) * rng.uniform(0.1, 10, size=(count, 1))
-        shares = rng.dirichlet([1.0] * 5, size=count)
-        y_one = np.log(work.sum(1) * 1.3) + rng.normal(scale=0.15, size=count)
-        return with_thread_parts(work, shares), y_one, y_one + np.log(shares @ threads) + rng.normal(scale=0.15, size=count)
-
-    parts, y_one, y = models(20)
-    head = fit_over_one_thread(parts, y_one, y)
-    errors = composed_loo(parts, y_one, y, head["prior"], head["thread_prior"], np.zeros(5))
-    assert errors.shape == (20,) and head["loo_half"] > 0
-    # each model left out of both fits: wider than either part's interval, as a new model carries both errors
-    assert head["half"] > max(head["factors_loo_half"], head["one_thread_half"])
-    new_parts, _, new_y = models(400)
-    inside = np.abs(predict_log(head, new_parts) - new_y) <= head["half"]
-    narrower = np.abs(predict_log(head, new_parts) - new_y) <= max(head["factors_loo_half"], head["one_thread_half"])
-    assert 0.8 <= inside.mean() <= 0.98 and narrower.mean() < inside.mean()
-    assert fit_over_one_thread(parts, y_one, y, prior_half=0.3)["half"] == pytest.approx(
-        pooled_half(head["loo_half"], 20, 0.3))
-    assert robust_half(errors) > 0
+    assert pooled["half"] == max(pooled["factors_half"], pooled["one_thread_half"])
+    assert pooled["thread_factors"] == alone["thread_factors"]  # only the interval moves
 
 
 def test_evaluating_a_calibration_at_two_threads_fits_over_the_one_thread_times(monkeypatch):

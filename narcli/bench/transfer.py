@@ -69,10 +69,9 @@ INTERVAL = f"pooled-{PRIOR_MODELS}"  # how a head's `half` was set; heads set ot
 # 2026-12-05: "over-one-thread", one factor per work part; until 2026-12-07 "thread-parts-pointwise", the
 # factors' interval unpooled (`THREAD_RATIO_HALF`), a whole recurrence's thread split one step's MACs
 # (`latency_parts.recurrent_share`) and its steps part of the serial part; "thread-parts-steps-pooled" for
-# 40 minutes, a whole LSTM's steps among them: `latency_parts.recurrent_steps`; until 2026-12-07 19:30
-# "thread-parts-own-steps-pooled", the interval the wider of the factors' and the one-thread head's) are fitted
-# again from their measurements
-THREADS_FIT = "thread-parts-own-steps-composed"
+# 40 minutes, a whole LSTM's steps among them: `latency_parts.recurrent_steps`) are fitted again from their
+# measurements
+THREADS_FIT = "thread-parts-own-steps-pooled"
 # the prior shape of the thread factors (log, against the parallel part's), from a pooled fit of 602 one- and
 # two-thread timings on this project's 2-vCPU VMs (ten dated `nar eval calibration` runs, 2026-11-25 to 12-07):
 # relative to the parallel part, small operations' compute ran 1.38x as slow, the calls 3.3x, PyTorch's own
@@ -201,41 +200,20 @@ def fit_over_one_thread(parts: np.ndarray, y_one: np.ndarray, y: np.ndarray, del
     part speeds up with threads on this CPU, free of the reference head's errors on these few models.
     Their ridge pulls them towards `shape` (`THREAD_SHAPE`) rather than one common factor: 20 models
     rarely tell the parts apart, and one common factor gave a small GRU or MobileNet, which a second
-    thread barely helps, the big models' 1.7x. The interval comes from the whole figure's leave-one-out
-    errors (`composed_loo`: both heads fitted without the model), pooled with the reference head's
-    spread (`prior_half`) as a one-thread interval is: a model a user brings carries both heads'
-    errors, which the wider of the two intervals (until 2026-12-07, 19:30) did not. `factors_half`
-    keeps the factors' own interval pooled with their spread over many days (`ratio_half`)."""
+    thread barely helps, the big models' 1.7x. The interval is the wider of the factors' leave-one-out
+    interval, pooled with `ratio_half` (`THREAD_RATIO_HALF`: how far a thread ratio strays on many
+    days' timings) as the one-thread interval is with the reference head's, and the one-thread
+    head's: a figure built on the one-thread prediction is no surer than it."""
     parts, y_one, y = (np.asarray(a, dtype=np.float64) for a in (parts, y_one, y))
     one = fit_head(prediction_columns(parts), y_one, delta, prior_half)
     shape = np.array(shape, dtype=np.float64)
     factors = fit_head(thread_share(parts) * np.exp(y_one)[:, None] * np.exp(shape), y, delta)
     factors_half = pooled_half(factors["loo_half"], len(y), ratio_half) if ratio_half else factors["half"]
-    errors = composed_loo(parts, y_one, y, one["prior"], factors["prior"], shape, delta)
-    own = robust_half(errors)
     scales = np.array(factors["scales"]) + shape
     return one | {"thread_scales": scales.tolist(), "thread_factors": [round(float(np.exp(t)), 4) for t in scales],
                   "thread_prior": factors["prior"], "one_thread_half": one["half"],
-                  "factors_loo_half": factors["loo_half"], "factors_half": factors_half,
-                  "loo_half": own, "loo_mape": round(float(np.mean(np.abs(np.exp(errors) - 1)) * 100), 2),
-                  "half": pooled_half(own, len(y), prior_half) if prior_half else own, "threads_fit": THREADS_FIT}
-
-
-def composed_loo(parts: np.ndarray, y_one: np.ndarray, y: np.ndarray, one_prior: float, thread_prior: float,
-                 shape: np.ndarray, delta: float = HUBER) -> np.ndarray:
-    """Leave-one-out log errors of the whole figure a head over one thread gives: for each model the
-    one-thread scales and the thread factors both fitted without it (at the ridge strengths chosen on
-    all), and its time at these threads predicted from its parts alone, as a model a user brings is."""
-    work, share = prediction_columns(parts), thread_share(parts)
-    errors = []
-    for i in range(len(y)):
-        keep = np.arange(len(y)) != i
-        one = fit_scales(work[keep], y_one[keep], one_prior, delta=delta)
-        factors = fit_scales(share[keep] * np.exp(y_one[keep])[:, None] * np.exp(shape), y[keep],
-                             thread_prior, delta=delta) + shape
-        centre = _predict(one, work[i:i + 1])[0] + math.log(max(float(share[i] @ np.exp(factors)), 1e-12))
-        errors.append(float(centre - y[i]))
-    return np.array(errors)
+                  "loo_half": factors["loo_half"], "loo_mape": factors["loo_mape"],
+                  "factors_half": factors_half, "half": max(factors_half, one["half"]), "threads_fit": THREADS_FIT}
 
 
 def thread_shape(parts: np.ndarray, y_one: np.ndarray, y: np.ndarray) -> tuple[float, ...]:

@@ -120,17 +120,12 @@ def print_calibrated(name: str, head: dict[str, Any]) -> None:
 
         names = THREAD_PARTS if head.get("thread_scales") else LEGACY_PARTS  # before 2026-12-05: per work part
         factors = ", ".join(f"{part} ×{factor:.2f}" for part, factor in zip(names, head["thread_factors"]))
-        print(f"at {device['threads']} threads against 1 (the same models timed at both): {factors}")
-        if head.get("factors_loo_half") is not None:  # since 2026-12-07 19:30 (`transfer.composed_loo`)
-            prior = head.get("prior_half_width_pct")
-            print(f"interval: the whole figure's errors over {len(head['models'])} models, each left out of both fits "
-                  f"(±{head['own_half_width_pct']:.0f} %)"
-                  + (f", pooled with the reference head's on designs new to it (±{prior:.0f} %)" if prior else "")
-                  + f"; the thread factors alone ±{(math.exp(head['factors_half']) - 1) * 100:.0f} %, the 1-thread head "
-                  f"±{(math.exp(head['one_thread_half']) - 1) * 100:.0f} %")
-        else:  # a head stored before, as it was read then
-            print(f"interval: the wider of the thread factors' (±{head['own_half_width_pct']:.0f} %) and the 1-thread "
-                  f"head's (±{(math.exp(head['one_thread_half']) - 1) * 100:.0f} %)")
+        pooled = head.get("factors_half")  # since 2026-12-07: the factors' own spread pooled with many days'
+        factors_text = f"±{(math.exp(pooled) - 1) * 100:.0f} %, their own ±{head['own_half_width_pct']:.0f} % " \
+            "pooled with their spread over many days" if pooled else f"±{head['own_half_width_pct']:.0f} %"
+        print(f"at {device['threads']} threads against 1 (the same models timed at both): {factors}; "
+              f"interval the wider of the thread factors' ({factors_text}) and the 1-thread "
+              f"head's (±{(math.exp(head['one_thread_half']) - 1) * 100:.0f} %)")
     elif head.get("prior_half_width_pct") is not None:
         from narcli.bench.transfer import PRIOR_MODELS
 
