@@ -10,7 +10,14 @@ models rarely tell that part apart from the others, so the calibration times it 
 matrix products of the same sizes, and fits the thread factors around what it found.
 
 Runs in a child process (`python -m narcli.bench.thread_probe THREADS`), pinned as the timings
-are (`quiet.pin`), so the caller's thread settings and imports are untouched; about two seconds."""
+are (`quiet.pin`) and with the C allocator in their regime (`allocator.hold_allocator_steady`), so
+the caller's thread settings and imports are untouched; about two seconds. Until 2026-12-07 19:50 the
+child ran in glibc's fresh-process regime while the timings no longer did: on the AMD VM of that day
+it read oneDNN's pointwise convolutions at 1.1-1.25x their one-thread time (relative 0.69-0.82), and
+0.59-0.63x (0.07-0.13, about THREAD_SHAPE's -0.1) with the allocator held as the timings hold it; the
+calibrations fitted around the first reading predicted held-out zoo models 1-3 points worse (MAPE)
+than around the prior shape (`benchmarks/bench_calibration_fit.py`). A probe taken in another
+regime than this version's timings is not believed (`shape_with`)."""
 
 from __future__ import annotations
 
@@ -102,16 +109,21 @@ def probe_said(threads: int, report) -> dict[str, float] | None:
 
 
 def shape_with(found: dict[str, float] | None) -> tuple[float, ...]:
-    """`transfer.THREAD_SHAPE` with the pointwise part's place taken from a probe, where there is one."""
+    """`transfer.THREAD_SHAPE` with the pointwise part's place taken from a probe, where there is one
+    taken in the allocator regime this version times models in (`allocator.same_regime`)."""
+    from narcli.bench.allocator import same_regime
     from narcli.bench.transfer import THREAD_SHAPE
 
-    if not found or not isinstance(found.get("relative"), (int, float)) or not math.isfinite(found["relative"]):
+    if not found or not isinstance(found.get("relative"), (int, float)) or not math.isfinite(found["relative"]) \
+            or not same_regime(found):
         return THREAD_SHAPE
     return (*THREAD_SHAPE[:-1], min(max(float(found["relative"]), LIMITS[0]), LIMITS[1]))
 
 
 if __name__ == "__main__":
+    from narcli.bench.allocator import hold_allocator_steady
     from narcli.bench.quiet import pin
 
+    regime = hold_allocator_steady()  # before the first tensor, as in every process that times a model
     pin(int(sys.argv[1]))  # on as many CPUs as the calibration's timings use
-    print(json.dumps(measure(int(sys.argv[1]))))
+    print(json.dumps(measure(int(sys.argv[1])) | {"allocator": regime}))

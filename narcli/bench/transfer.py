@@ -69,9 +69,10 @@ INTERVAL = f"pooled-{PRIOR_MODELS}"  # how a head's `half` was set; heads set ot
 # 2026-12-05: "over-one-thread", one factor per work part; until 2026-12-07 "thread-parts-pointwise", the
 # factors' interval unpooled (`THREAD_RATIO_HALF`), a whole recurrence's thread split one step's MACs
 # (`latency_parts.recurrent_share`) and its steps part of the serial part; "thread-parts-steps-pooled" for
-# 40 minutes, a whole LSTM's steps among them: `latency_parts.recurrent_steps`) are fitted again from their
-# measurements
-THREADS_FIT = "thread-parts-own-steps-pooled"
+# 40 minutes, a whole LSTM's steps among them: `latency_parts.recurrent_steps`; until 2026-12-07 19:50
+# "thread-parts-own-steps-pooled", its pointwise prior placed by a probe taken in another allocator regime than
+# the timings: `thread_probe.shape_with`) are fitted again from their measurements
+THREADS_FIT = "thread-parts-own-steps-probe-steady"
 # the prior shape of the thread factors (log, against the parallel part's), from a pooled fit of 602 one- and
 # two-thread timings on this project's 2-vCPU VMs (ten dated `nar eval calibration` runs, 2026-11-25 to 12-07):
 # relative to the parallel part, small operations' compute ran 1.38x as slow, the calls 3.3x, PyTorch's own
