@@ -128,8 +128,6 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     from narcli.bench import calibrate, transfer
     from narcli.bench.calibration_eval import held_out_head
-    from narcli.bench.allocator import allocator_regime
-    from narcli.bench.thread_probe import shape_with
     from narcli.predict import latency_parts
     from narcli.predict.metrics import spearman
     from narcli.zoo.store import Zoo
@@ -214,16 +212,15 @@ def main() -> None:
                 if many and one:
                     variants["over one thread as before 2026-12-05 (a factor per work part before 2026-12-05)"] = (
                         lambda: over_work_parts(measured_legacy, y_one, y, head.half), held_out_legacy, head.half)
-                    # as `nar calibrate` fits: the pointwise part's prior where the run's probe put it (`shape_with`)
-                    probed = shape_with(result.get("pointwise_probe"))
                     variants[f"as shipped: over one thread ({transfer.THREADS_FIT})"] = (
-                        lambda: transfer.fit_over_one_thread(measured, y_one, y, prior_half=head.half, shape=probed),
-                        held_out, head.half)
-                    if result.get("pointwise_probe"):  # believed whatever its allocator regime, as until 19:50
-                        believed = shape_with(result["pointwise_probe"] | {"allocator": allocator_regime()})
-                        variants["over one thread, the run's pointwise probe believed (until 2026-12-07 19:50)"] = (
+                        lambda: transfer.fit_over_one_thread(measured, y_one, y, prior_half=head.half), held_out,
+                        head.half)
+                    probe = result.get("pointwise_probe")
+                    if probe:  # 2026-12-05 to 12-07: the pointwise part's prior where the run's probe put it
+                        probed = (*transfer.THREAD_SHAPE[:-1], min(max(float(probe["relative"]), -1.0), 3.0))
+                        variants["over one thread, the pointwise prior from the run's probe (until 2026-12-07)"] = (
                             lambda: transfer.fit_over_one_thread(measured, y_one, y, prior_half=head.half,
-                                                                 shape=believed), held_out, head.half)
+                                                                 shape=probed), held_out, head.half)
                     def composed() -> dict:  # the interval from the whole two-thread figure's leave-one-out errors
                         fit = transfer.fit_over_one_thread(measured, y_one, y, prior_half=head.half)
                         errors = over_one_thread_loo(measured, y_one, y, fit["prior"], fit["thread_prior"],

@@ -1,7 +1,10 @@
 """Pointwise (1x1) convolutions at one thread and at more, beside the same matrix product written as
 `x @ W`: how much PyTorch's switch from its matrix product to oneDNN over one thread costs on this
-CPU (the thread part `latency_parts.convolution_leaves_gemm_over_one_thread`, and the probe
-`nar calibrate` runs: `narcli/bench/thread_probe.py`). Run alone on the machine.
+CPU (the thread part `latency_parts.convolution_leaves_gemm_over_one_thread`). Run alone on the
+machine. It times in this process without holding the C allocator as `nar bench` and `nar
+calibrate` do (`narcli/bench/allocator.py`): the 2026-12-05 figures were taken so. Held (2026-12-07,
+the AMD VM, six of these shapes), pointwise convolutions through oneDNN took 0.58-0.63x their
+one-thread time at two threads, matrix products 0.49-0.60x; not held, 1.15-1.25x.
 
     python benchmarks/bench_pointwise_threads.py [--threads 2] [--out NAME]
 
@@ -20,12 +23,13 @@ from pathlib import Path
 from common import machine
 
 from narcli.bench.measure import time_runs
-from narcli.bench.thread_probe import SHAPES as PROBED
 
 ROOT = Path(__file__).resolve().parent.parent
-# (input channels, output channels, map side): the probe's shapes, a smaller map, and one small enough
-# to stay a product
-SHAPES = (*PROBED, (16, 96, 80), (96, 576, 10))
+# (input channels, output channels, map side): pointwise convolutions of MobileNets and ResNet bottlenecks,
+# each reading more than the 20,480 elements below which PyTorch keeps the product, a smaller map, and one
+# small enough to stay a product
+SHAPES = ((24, 144, 40), (144, 24, 40), (64, 256, 56), (256, 64, 56), (32, 192, 80), (96, 576, 20),
+          (16, 96, 80), (96, 576, 10))
 
 
 def median_us(run) -> float:

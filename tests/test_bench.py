@@ -698,7 +698,7 @@ def calibrating_offline(monkeypatch, tmp_path, timed) -> list:
 
 
 def test_calibrating_at_two_threads_times_the_same_models_at_one_thread_too(monkeypatch, tmp_path):
-    from narcli.bench import device, thread_probe, transfer
+    from narcli.bench import device, transfer
 
     asked = []
 
@@ -708,13 +708,10 @@ def test_calibrating_at_two_threads_times_the_same_models_at_one_thread_too(monk
         return times if threads == 2 else times[1:]  # one model could not be timed at one thread
 
     chosen = calibrating_offline(monkeypatch, tmp_path, timed)
-    probed = {"threads": 2, "pointwise": 1.7, "matrix": 0.6, "relative": 1.04, "allocator": allocator_regime()}
-    monkeypatch.setattr(thread_probe, "probe", lambda threads: probed if threads == 2 else None)
     lines = []
     head = cal.calibrate("two", models=5, threads=2, report=lines.append)
     assert [t for t, _ in asked] == [2, 1] and asked[1][1] == [c.name for c in chosen]
-    assert head["pointwise_probe"] == probed
-    assert "pointwise convolutions at 2 threads: ×1.70 their 1-thread time (matrix products of the same sizes ×0.60)" in lines
+    assert "pointwise_probe" not in head and not any("pointwise" in line for line in lines)  # no probe since 2026-12-07
     assert [m["name"] for m in head["models"]] == [m["name"] for m in head["one_thread_models"]] == \
         [c.name for c in chosen[1:]]  # only the models timed at both
     assert head["threads_fit"] == transfer.THREADS_FIT
@@ -807,12 +804,13 @@ def test_a_two_thread_device_fitted_against_another_reference_head_is_fitted_ove
     two = [{"name": m["name"], "ms": m["ms"] * speedup[m["name"]]} for m in one] + [{"name": "timm/resnet34", "ms": 70.0}]
     stale = {"kind": "parts", "scales": [0.0] * 4, "half": 0.9, "prior": 3.0, "models": two, "one_thread_models": one,
              "columns": list(cal.CPU_COLUMNS), "device": {"name": "AMD EPYC", "threads": 2}, "reference": "old-head",
-             "pointwise_probe": {"threads": 2, "pointwise": 0.57, "matrix": 0.6, "relative": -0.054}}
+             "pointwise_probe": {"threads": 2, "pointwise": 1.7, "matrix": 0.6, "relative": 1.04}}
     (tmp_path / "two.json").write_text(json.dumps(stale))
     head = cal.calibrated_devices()["two"]
     assert head["reference"] == load_bundle().latency.fingerprint and head["threads_fit"] == transfer.THREADS_FIT
     assert [m["name"] for m in head["models"]] == list(names)  # resnet34 has no one-thread time: left out
-    assert head["pointwise_probe"] == stale["pointwise_probe"]  # the probe is kept, and fitted around again
+    # a probe stored by 2026-12-07 stays on record but no longer places the pointwise prior: the head fits as measured
+    assert head["pointwise_probe"] == stale["pointwise_probe"]
     one_thread = {**head, "thread_scales": [0.0] * len(THREAD_PARTS)}  # the same head with no thread factors
     ratios = [transfer.predict_log(head, c.parts) - transfer.predict_log(one_thread, c.parts) for c in found]
     # each model's two-thread time against its one-thread time, as measured
@@ -884,7 +882,7 @@ def test_evaluating_a_calibration_at_two_threads_fits_over_the_one_thread_times(
     from types import SimpleNamespace
 
     from narcli.bench import calibration_eval as ev
-    from narcli.bench import device, thread_probe
+    from narcli.bench import device
 
     rng = np.random.default_rng(5)
     models = [cal.Candidate(f"zoo/m{i}", int(10**8 * (i + 1)), 10**6, {REFERENCE_COLUMN: 2.0 + i}, np.zeros(0),
@@ -903,12 +901,10 @@ def test_evaluating_a_calibration_at_two_threads_fits_over_the_one_thread_times(
     monkeypatch.setattr(ev, "measured_on_reference", lambda: {})
     monkeypatch.setattr(ev, "measure_models", timed)
     monkeypatch.setattr(cal, "measure_models", timed)  # the one-thread timings (`timed_at_one_thread`)
-    monkeypatch.setattr(thread_probe, "probe", lambda threads: {"threads": 2, "pointwise": 1.2, "matrix": 0.6,
-                                                                "relative": 0.69, "allocator": allocator_regime()})
     monkeypatch.setattr(device, "device_info", lambda kind, threads: device.DeviceInfo("cpu", "AMD EPYC", "2.13.0", 2))
     result = ev.evaluate_calibration(ks=(10,), held_out=10, threads=2)
     assert asked == [2, 1, 2] and result["threads_fit"] == transfer.THREADS_FIT  # calibration models at both first
-    assert result["pointwise_probe"]["relative"] == 0.69
+    assert "pointwise_probe" not in result
     assert all(r["one_thread_ms"] > 0 for r in result["calibration"])
     (row,) = result["results"]
     assert row["calibrated"]["mape"] < 5 and len(row["calibrated"]["thread_factors"]) == 5
@@ -1035,35 +1031,3 @@ def test_a_stored_row_whose_macs_are_not_a_number_is_no_timing_of_any_size():
     store.save("fa" * 16, 1, info.key, "odd", {"median_ms": 5.0, "iqr_ms": 0.1, "runs": 3, "macs": "many",
                                                "device": info.to_dict(), "batch": 1})
     assert measured_rows("fa" * 16, 1000) == [] and store.load("fa" * 16, 1, info.key, 1000) is None
-
-
-def test_the_pointwise_probe_places_the_pointwise_thread_factor_where_this_cpu_put_it():
-    from narcli.bench import thread_probe
-    from narcli.bench.transfer import THREAD_SHAPE, fit_over_one_thread
-
-    steady = {"allocator": allocator_regime()}  # taken in the allocator regime the timings are taken in
-    assert thread_probe.shape_with(None) == THREAD_SHAPE
-    assert thread_probe.shape_with({"relative": 1.2} | steady) == (*THREAD_SHAPE[:-1], 1.2)
-    assert thread_probe.shape_with({"relative": 40.0} | steady)[-1] == thread_probe.LIMITS[1]  # a wild reading
-    # a probe from before its child held the allocator as the timings do (2026-12-07), or from another regime
-    assert thread_probe.shape_with({"relative": 1.2}) == THREAD_SHAPE
-    assert thread_probe.shape_with({"relative": 1.2, "allocator": "another"}) == THREAD_SHAPE
-    assert thread_probe.probe(1) is None  # nothing to compare at one thread
-    # the models cannot tell the parts apart: the pointwise factor lands where the probe put it
-    rng = np.random.default_rng(3)
-    work = rng.uniform(1, 10, size=(8, 3))
-    parts = with_thread_parts(work, np.tile([0.8, 0.05, 0.05, 0.05, 0.05], (8, 1)))
-    y_one = np.log(work.sum(1))
-    y = y_one + np.log(0.6) + rng.normal(scale=0.05, size=8)
-    head = fit_over_one_thread(parts, y_one, y, shape=thread_probe.shape_with({"relative": 1.2} | steady))
-    assert np.log(head["thread_factors"][-1] / head["thread_factors"][0]) == pytest.approx(1.2, abs=0.1)
-
-
-def test_the_pointwise_probe_times_this_cpu_in_a_child_process():
-    from narcli.bench import thread_probe
-
-    found = thread_probe.probe(2)
-    assert found is not None and found["threads"] == 2 and found["allocator"] == allocator_regime()
-    assert found["pointwise"] > 0 and found["matrix"] > 0
-    assert found["relative"] == pytest.approx(max(min(np.log(found["pointwise"] / found["matrix"]), 3.0), -1.0),
-                                              abs=1e-3)

@@ -129,8 +129,6 @@ def test_calibrate_says_which_timings_it_reused_and_how_to_time_them_again(capsy
 
 
 def test_the_fresh_option_reaches_both_thread_counts_and_the_head_keeps_the_summary(monkeypatch, tmp_path):
-    from narcli.bench import thread_probe
-
     from .test_bench import calibrating_offline
 
     asked = []
@@ -142,7 +140,6 @@ def test_the_fresh_option_reaches_both_thread_counts_and_the_head_keeps_the_summ
         return [(c, float(c.parts[:3].sum()) * (0.7 if threads == 2 else 1.2)) for c in models]
 
     calibrating_offline(monkeypatch, tmp_path, timed)
-    monkeypatch.setattr(thread_probe, "probe", lambda threads: None)
     head = cal.calibrate("two", models=5, threads=2, fresh=True)
     assert asked == [(2, True), (1, True)]
     assert head["timings"] == {"taken_now": 5, "reused": 0} == head["one_thread_timings"]

@@ -170,7 +170,6 @@ def calibrate(name: str = "local", models: int = 20, budget: float | None = None
     `fresh`: time every model again instead of reusing stored timings (a machine's speed moves
     between days); the head says where its times came from (`timings_summary`)."""
     from narcli.bench.device import device_info
-    from narcli.bench.thread_probe import probe_said
 
     check_name(name)
     if not 3 <= models <= 500:
@@ -181,12 +180,10 @@ def calibrate(name: str = "local", models: int = 20, budget: float | None = None
     busy: list[str] = []
     timings: dict[str, dict[str, Any]] = {}
     one_timings: dict[str, dict[str, Any]] = {}
-    info, pointwise = device_info("cpu", threads), None
+    info = device_info("cpu", threads)
     with measuring("cpu"):  # the whole calibration: no other measurement may interleave with it
         measured, one, stand_ins = measured_with_replacements(
             order, models, info.threads, repeat, budget, report, allow_busy, busy, fresh, timings, one_timings)
-        if one is not None and len(measured) >= 3:
-            pointwise = probe_said(info.threads, report)
     if len(measured) < 3:
         why = (f"{len(busy)} left out: the machine stayed busy while timing them; run again when it is "
                "quiet, or --allow-busy to keep them" if busy else "raise --budget" if budget is not None
@@ -196,7 +193,7 @@ def calibrate(name: str = "local", models: int = 20, budget: float | None = None
     reference = measured_on_reference()
     parts = fitting_parts([c for c, _ in measured], reference)
     y = np.log([ms for _, ms in measured])
-    head = fit_device([c for c, _ in measured], parts, y, one, _reference_half(), pointwise) | {
+    head = fit_device([c for c, _ in measured], parts, y, one, _reference_half()) | {
         "name": name, "device": info.to_dict(), "batch": 1,
         "models": [{"name": c.name, "ms": ms} for c, ms in measured], "columns": list(CPU_COLUMNS),
         "created": time.strftime("%Y-%m-%d %H:%M:%S"), "reference": _reference_fingerprint(),
@@ -264,21 +261,19 @@ def timed_at_one_thread(measured: list[tuple[Candidate, float]], repeat: int, bu
 
 
 def fit_device(found: list[Candidate], parts: np.ndarray, y: np.ndarray, one: dict[str, float] | None,
-               prior_half: float | None, pointwise: dict[str, float] | None = None) -> dict[str, Any]:
+               prior_half: float | None) -> dict[str, Any]:
     """This machine's head from `found`'s fitting parts and log times `y`: `transfer.fit_head`, or,
     with their one-thread times (`one`, name -> ms; a calibration at more than one thread),
-    `transfer.fit_over_one_thread` with those times stored beside it for fitting again, its thread
-    factors' prior shape placing the pointwise part where this CPU's probe found it (`pointwise`,
-    `thread_probe.measure`), stored beside them too."""
-    from narcli.bench.thread_probe import shape_with
+    `transfer.fit_over_one_thread` with those times stored beside it for fitting again. (From
+    2026-12-05 to 12-07 a probe of this CPU's pointwise convolutions placed that thread part's prior;
+    on the AMD VM of 12-07 every evaluation fitted around it predicted held-out models worse than
+    around `THREAD_SHAPE`, README "2026-12-07, 18:47–", and it was taken out.)"""
     from narcli.bench.transfer import THREADS_WORK_SPLIT, WORK_SPLIT, fit_head, fit_over_one_thread, work_columns
 
     if one is None:
         return fit_head(work_columns(parts), y, prior_half=prior_half) | {"work_split": WORK_SPLIT}
-    return fit_over_one_thread(parts, np.log([one[c.name] for c in found]), y, prior_half=prior_half,
-                               shape=shape_with(pointwise)) | {
-        "one_thread_models": [{"name": c.name, "ms": one[c.name]} for c in found], "work_split": THREADS_WORK_SPLIT,
-        "pointwise_probe": pointwise}
+    return fit_over_one_thread(parts, np.log([one[c.name] for c in found]), y, prior_half=prior_half) | {
+        "one_thread_models": [{"name": c.name, "ms": one[c.name]} for c in found], "work_split": THREADS_WORK_SPLIT}
 
 
 def _save_head(name: str, head: dict[str, Any]) -> Path:
@@ -330,8 +325,7 @@ def refitted(name: str, head: dict[str, Any]) -> dict[str, Any]:
         return head
     times = measured_on_reference()
     fitted = fit_device(found, fitting_parts(found, times), np.log([measured[c.name] for c in found]), one,
-                        _reference_half(), head.get("pointwise_probe") if isinstance(head.get("pointwise_probe"), dict)
-                        else None)
+                        _reference_half())
     head = head | fitted | {"models": [{"name": c.name, "ms": measured[c.name]} for c in found],
                             "reference": reference, "fitted_on": fitted_on(found, times),
                             "refitted": time.strftime("%Y-%m-%d %H:%M:%S")}

@@ -26,7 +26,6 @@ from narcli.bench.calibrate import (fit_device, fitting_parts, measure_models, m
                                     measured_with_replacements)
 from narcli.bench.calibration_set import CPU_COLUMNS, REFERENCE_COLUMN, Candidate, candidates, with_parts
 from narcli.bench.lock import measuring
-from narcli.bench.thread_probe import probe_said
 from narcli.bench.timing_records import timings_summary
 from narcli.bench.transfer import THREADS_FIT, ridge_apply, ridge_fit
 from narcli.errors import NarError, UsageError
@@ -116,15 +115,13 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
     test = with_parts(held_out_models(rest, held_out, new_families), head)
     testing = {c.name for c in test}
     report(f"measuring {len(pool)} calibration candidates and {len(test)} held-out models on {info.describe()}")
-    many, pointwise, busy = info.threads > 1, None, []
+    many, busy = info.threads > 1, []
     timings: dict[str, dict[str, Any]] = {}
     with measuring("cpu"):  # as `nar calibrate` does: stand-ins for those left out, at one thread too above one
         calibration, one, stand_ins = measured_with_replacements(
             pool + [c for c in rest if c.name not in testing], max(ks), info.threads, repeat, None, report, allow_busy,
             busy, fresh, timings, {}, head)
         evaluation = measure_models(test, threads, repeat, None, report, allow_busy, busy, fresh=fresh, timings=timings)
-        if many:
-            pointwise = probe_said(info.threads, report)
     too_few_measured(len(calibration), len(evaluation), busy)
     reference = measured_on_reference()
     truth = np.array([ms for _, ms in evaluation])
@@ -138,7 +135,7 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
         chosen = calibration[:k]
         y = np.array([ms for _, ms in chosen])
         found = [c for c, _ in chosen]
-        calibrated = fit_device(found, fitting_parts(found, reference), np.log(y), one, head.half, pointwise)
+        calibrated = fit_device(found, fitting_parts(found, reference), np.log(y), one, head.half)
         centre = predict_log(calibrated, parts_test)
         ours = np.exp(centre)
         inside = np.abs(np.log(truth) - centre) <= calibrated["half"]
@@ -166,6 +163,6 @@ def evaluate_calibration(ks: tuple[int, ...] = (5, 10, 20, 40), held_out: int = 
             "new_families": int(new.sum()),
             "calibration": [{"name": c.name, "ms": ms, "coarse": c.coarse} | ({"one_thread_ms": one[c.name]} if many else {})
                             for c, ms in calibration], "stand_ins": stand_ins, "results": rows,
-            "threads_fit": THREADS_FIT if many else "one thread", "pointwise_probe": pointwise,
+            "threads_fit": THREADS_FIT if many else "one thread",
             "gmacs_range": [round(float(macs_test.min()) / 1e9, 3), round(float(macs_test.max()) / 1e9, 3)],
             "kinds": kinds, "timings": timings_summary(timings)}

@@ -70,17 +70,18 @@ INTERVAL = f"pooled-{PRIOR_MODELS}"  # how a head's `half` was set; heads set ot
 # factors' interval unpooled (`THREAD_RATIO_HALF`), a whole recurrence's thread split one step's MACs
 # (`latency_parts.recurrent_share`) and its steps part of the serial part; "thread-parts-steps-pooled" for
 # 40 minutes, a whole LSTM's steps among them: `latency_parts.recurrent_steps`; until 2026-12-07 19:50
-# "thread-parts-own-steps-pooled", its pointwise prior placed by a probe taken in another allocator regime than
-# the timings: `thread_probe.shape_with`) are fitted again from their measurements
-THREADS_FIT = "thread-parts-own-steps-probe-steady"
+# "thread-parts-own-steps-pooled", the pointwise part's prior placed by a probe of the CPU's pointwise
+# convolutions, which moved held-out predictions away from what was measured) are fitted again from their
+# measurements
+THREADS_FIT = "thread-parts-own-steps-shape"
 # the prior shape of the thread factors (log, against the parallel part's), from a pooled fit of 602 one- and
 # two-thread timings on this project's 2-vCPU VMs (ten dated `nar eval calibration` runs, 2026-11-25 to 12-07):
 # relative to the parallel part, small operations' compute ran 1.38x as slow, the calls 3.3x, PyTorch's own
 # recurrent steps 2.3x and the pointwise convolutions that leave the matrix product for oneDNN 0.90x. Before
 # the steps had a part of their own (until 2026-12-07) the serial part held both, at 2.1x (THREAD_SHAPE then
 # (0, 0.721, 1.114, -0.054), on 535 timings to 12-01). On the Xeon VM of 2026-12-05 the pointwise part ran
-# no faster at two threads than at one, at times 3-10x slower: a CPU's own calibration moves it
-# (`thread_probe`). Measured at two threads only
+# no faster at two threads than at one, at times 3-10x slower, timed in processes whose C allocator was not
+# yet held steady (`allocator`); a CPU's own calibration moves it. Measured at two threads only
 THREAD_SHAPE = (0.0, 0.32, 1.187, 0.831, -0.1)
 # the thread factors' own 90 % half-width (log) on the pooled one- and two-thread timings of the ten dated
 # `nar eval calibration` runs at two threads (2026-11-25 to 12-07; each day its own common factor, the shape
