@@ -221,23 +221,17 @@ def main() -> None:
                         variants["over one thread, the pointwise prior from the run's probe (until 2026-12-07)"] = (
                             lambda: transfer.fit_over_one_thread(measured, y_one, y, prior_half=head.half,
                                                                  shape=probed), held_out, head.half)
-                    def composed() -> dict:  # the interval from the whole two-thread figure's leave-one-out errors
-                        fit = transfer.fit_over_one_thread(measured, y_one, y, prior_half=head.half)
-                        errors = over_one_thread_loo(measured, y_one, y, fit["prior"], fit["thread_prior"],
-                                                              np.array(transfer.THREAD_SHAPE))
-                        return fit | {"half": transfer.pooled_half(transfer.robust_half(errors), len(y), head.half)}
-
-                    variants["over one thread, interval from the composed leave-one-out errors"] = (
-                        composed, held_out, head.half)
-                    def composed_both() -> dict:  # ... pooled with both priors' spreads, added in quadrature
+                    def composed(prior: float) -> dict:  # the interval from the whole figure's leave-one-out errors
                         fit = transfer.fit_over_one_thread(measured, y_one, y, prior_half=head.half)
                         errors = over_one_thread_loo(measured, y_one, y, fit["prior"], fit["thread_prior"],
                                                      np.array(transfer.THREAD_SHAPE))
-                        prior = math.hypot(head.half, transfer.THREAD_RATIO_HALF)
                         return fit | {"half": transfer.pooled_half(transfer.robust_half(errors), len(y), prior)}
 
+                    variants["over one thread, interval from the composed leave-one-out errors"] = (
+                        lambda: composed(head.half), held_out, head.half)
+                    # ... pooled with both priors' spreads, added in quadrature
                     variants["over one thread, composed leave-one-out errors pooled with both priors"] = (
-                        composed_both, held_out, head.half)
+                        lambda: composed(math.hypot(head.half, transfer.THREAD_RATIO_HALF)), held_out, head.half)
                     variants["over one thread, the factors' interval unpooled (until 2026-12-07)"] = (
                         lambda: (lambda fit: fit | {"half": max(fit["loo_half"], fit["one_thread_half"])})(
                             transfer.fit_over_one_thread(measured, y_one, y, prior_half=head.half, ratio_half=None)),
