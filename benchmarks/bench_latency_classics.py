@@ -2,7 +2,7 @@
 `Config.source_balance` (oversampling the small sources) was checked.
 
     python benchmarks/bench_latency_classics.py [--seeds 0,1] [--epochs 200] [--source-balance S]
-                                                [--folds 4] [--out NAME]
+                                                [--folds 4] [--dispatch-elementwise] [--out NAME]
 
 The classics source (textbook designs written by hand: GRU and LSTM forecasters, DCGANs, SRCNN,
 TCNs, LeNet) is what a user's own model looks like, and 4 % of the reference set. Its families are
@@ -36,9 +36,20 @@ def main() -> None:
     parser.add_argument("--source-balance", type=float, default=None, help="default: the shipped Config's")
     parser.add_argument("--folds", type=int, default=4)
     parser.add_argument("--out", default="latency_classics")
+    parser.add_argument("--dispatch-elementwise", action="store_true",
+                        help="elementwise operations and activations cost one fixed dispatch a call, as slices do "
+                             "(tune_latency_rules.py's variant), instead of a learnt call rate")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from narcli.predict import latency_training as training
+
+    if args.dispatch_elementwise:
+        import narcli.predict.latency as latency
+        import narcli.predict.latency_network as network
+        from tune_latency_rules import dispatch_indices
+
+        fixed = dispatch_indices(latency.fixed_call_indices())
+        latency.fixed_call_indices = network.fixed_call_indices = lambda: fixed
     from narcli.predict.latency_split import family_of, source_of
 
     samples, _ = training.load_samples()

@@ -1,0 +1,113 @@
+"""Small models after a one-thread `nar calibrate`: the calibration set as shipped, and with a few
+dispatch-bound zoo models added to it.
+
+    python benchmarks/bench_latency_tiny.py [--device demo-1t] [--add 4] [--held-out RESULT.json ...] [--out NAME]
+
+`nar calibrate` and `nar eval calibration` choose zoo models of 0.05-20 GMACs
+(`calibration_set.LOW_MACS`), so a calibration never times a model whose time is mostly operation
+calls, and its dispatch column (`latency_parts.DISPATCH_MS` a call, scaled by the fit) is set by
+models where it is a small share. This times, at one thread with `nar bench --json`, ten zoo models
+under that range that the reference machine measured (`TINY_ZOO`, four sources) and two small models
+written for this check (`benchmarks/latency_tiny`: a tabular net with a hand-written layer norm and
+GELU, a Gaussian policy with hand-written log-probabilities); a timing the machine calls busy is
+left out. Then it fits `--device`'s head again from its stored models (as `nar calibrate` does),
+once as they are and once with the first `--add` of `TINY_ZOO` among them, and scores both on the
+other small models and on the held-out models of `nar eval calibration --json` results at one
+thread (their stored timings; predicted from the bundled head's parts, where the evaluation uses
+the head fitted without their families). Nothing is stored; the device head is not changed.
+Writes benchmarks/results/<out>.json (default latency-tiny.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+from common import machine, nar_command, run_json
+
+ROOT = Path(__file__).resolve().parent.parent
+OWN = ROOT / "benchmarks" / "latency_tiny"
+OWN_INPUTS = {"tabnet.py": ["-i", "16,32"], "policy.py": ["-i", "1,17"]}
+# the first ones join the calibration (`--add`): one per source and size, fixed before any was scored
+TINY_ZOO = ("classics/dqn_mlp_lunar", "classics/vae_dense_mnist", "pyg/gin_base_graph", "classics/rnn_forecaster_small",
+            "classics/actor_critic_lunar", "pyg/graphsage_small_node", "classics/tcn_forecast", "timm/test_vit",
+            "classics/lenet5", "pyg/gcn_small_node")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="demo-1t", help="a device calibrated at one thread on this machine")
+    parser.add_argument("--add", type=int, default=4)
+    parser.add_argument("--held-out", nargs="*", default=[], type=Path)
+    parser.add_argument("--out", default="latency-tiny")
+    args = parser.parse_args()
+
+    from narcli.bench.calibrate import _reference_half, devices_dir, fit_device
+    from narcli.bench.calibration_set import Candidate, with_parts
+    from narcli.bench.transfer import fitting_parts, measured_on_reference, predict_log
+    from narcli.predict.bundle import load_bundle
+    from narcli.scan.scanner import ScanOptions
+    from narcli.search.targets import resolve_graphs
+
+    device = json.loads((devices_dir() / f"{args.device}.json").read_text())
+    if "one_thread_models" in device or device["device"].get("threads") != 1:
+        raise SystemExit(f"{args.device} is not a one-thread calibration")
+    nar = nar_command()
+    measured: dict[str, float] = {}
+    for name in TINY_ZOO:
+        row = run_json(nar + ["bench", name, "--threads", "1", "--json"])
+        print(f"{name}: {row['median_ms']:.4f} ms{' (busy: left out)' if row['busy'] else ''}", flush=True)
+        if not row["busy"]:
+            measured[name] = row["median_ms"]
+    own: dict[str, tuple[str, list[str]]] = {}
+    for file, inputs in OWN_INPUTS.items():
+        row = run_json(nar + ["bench", str(OWN / file), *inputs, "--threads", "1", "--json"])
+        print(f"{file}: {row['median_ms']:.4f} ms{' (busy: left out)' if row['busy'] else ''}", flush=True)
+        if not row["busy"]:
+            measured[file], own[file] = row["median_ms"], (str(OWN / file), inputs[1].split(";"))
+
+    head, reference, half = load_bundle().latency, measured_on_reference(), _reference_half()
+
+    def parts_of(name: str) -> np.ndarray:
+        graph = resolve_graphs(own[name][0], ScanOptions(input_shapes=own[name][1]))[0].graph if name in own \
+            else resolve_graphs(name)[0].graph
+        return head.parts(graph, graph.macs, graph.params)
+
+    def fit(times: dict[str, float]) -> dict:
+        found = with_parts([Candidate(n, 0, 0, {}, np.zeros(0)) for n in times])
+        return fit_device(found, fitting_parts(found, reference), np.log([times[c.name] for c in found]), None, half)
+
+    base = {m["name"]: m["ms"] for m in device["models"]}
+    added = [n for n in TINY_ZOO[:args.add] if n in measured]
+    scored = {"small models": {n: ms for n, ms in measured.items() if n not in added}}
+    for path in args.held_out:
+        result = json.loads(path.read_text())
+        if (result.get("device") or {}).get("threads") != 1:
+            raise SystemExit(f"{path} is not a one-thread evaluation")
+        scored[f"held out, {path.stem}"] = {r["name"]: r["ms"] for r in result["held_out"]}
+    parts = {n: parts_of(n) for rows in scored.values() for n in rows}
+    out = {"device": args.device, "calibration_models": len(base), "added": added, "measured_ms": measured,
+           "variants": {}, "machine": machine()}
+    for label, times in (("as shipped", base), (f"with {len(added)} small zoo models", base | {n: measured[n] for n in added})):
+        fitted = fit(times)
+        variant = {"scales": [round(float(s), 3) for s in np.exp(fitted["scales"])], "half_pct":
+                   round(float(np.expm1(fitted["half"]) * 100), 1), "loo_mape": fitted.get("loo_mape"), "sets": {}}
+        print(f"{label}: scales (conv, matrix, rest, calls, dispatch) {variant['scales']}, ±{variant['half_pct']} %")
+        for name, rows in scored.items():
+            errors = {n: float(np.exp(predict_log(fitted, np.atleast_2d(parts[n]))[0]) / ms - 1) for n, ms in rows.items()}
+            inside = int(sum(abs(np.log1p(e)) <= fitted["half"] for e in errors.values()))
+            variant["sets"][name] = {"models": len(errors), "mape": round(100 * float(np.mean(np.abs(list(errors.values())))), 1),
+                                     "median_error": round(100 * float(np.median(np.abs(list(errors.values())))), 1),
+                                     "inside": inside, "errors_pct": {n: round(100 * e, 1) for n, e in errors.items()}}
+            s = variant["sets"][name]
+            print(f"  {name}: {s['models']} models, MAPE {s['mape']} %, median {s['median_error']} %, {inside} inside")
+        out["variants"][label] = variant
+    path = ROOT / "benchmarks" / "results" / f"{args.out}.json"
+    path.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
