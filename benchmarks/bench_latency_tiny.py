@@ -1,19 +1,20 @@
-"""Small models after a one-thread `nar calibrate`: the calibration set as shipped, and with a few
-dispatch-bound zoo models added to it.
+"""Small models after `nar calibrate`: the calibration set as shipped, and with a few dispatch-bound
+zoo models added to it.
 
     python benchmarks/bench_latency_tiny.py [--device demo-1t] [--add 4] [--held-out RESULT.json ...] [--out NAME]
 
 `nar calibrate` and `nar eval calibration` choose zoo models of 0.05-20 GMACs
 (`calibration_set.LOW_MACS`), so a calibration never times a model whose time is mostly operation
 calls, and its dispatch column (`latency_parts.DISPATCH_MS` a call, scaled by the fit) is set by
-models where it is a small share. This times, at one thread with `nar bench --json`, ten zoo models
+models where it is a small share. This times, at `--device`'s threads with `nar bench --json` (and
+at one thread too for a device over more: its head is fitted over one thread), ten zoo models
 under that range that the reference machine measured (`TINY_ZOO`, four sources) and two small models
 written for this check (`benchmarks/latency_tiny`: a tabular net with a hand-written layer norm and
 GELU, a Gaussian policy with hand-written log-probabilities); a timing the machine calls busy is
 left out. Then it fits `--device`'s head again from its stored models (as `nar calibrate` does),
 once as they are and once with the first `--add` of `TINY_ZOO` among them, and scores both on the
-other small models and on the held-out models of `nar eval calibration --json` results at one
-thread (their stored timings; predicted from the bundled head's parts, where the evaluation uses
+other small models and on the held-out models of `nar eval calibration --json` results at the
+device's threads (their stored timings; predicted from the bundled head's parts, where the evaluation uses
 the head fitted without their families). Nothing is stored; the device head is not changed.
 Writes benchmarks/results/<out>.json (default latency-tiny.json).
 """
@@ -38,7 +39,7 @@ TINY_ZOO = ("classics/dqn_mlp_lunar", "classics/vae_dense_mnist", "pyg/gin_base_
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="demo-1t", help="a device calibrated at one thread on this machine")
+    parser.add_argument("--device", default="demo-1t", help="a device calibrated on this machine")
     parser.add_argument("--add", type=int, default=4)
     parser.add_argument("--held-out", nargs="*", default=[], type=Path)
     parser.add_argument("--out", default="latency-tiny")
@@ -52,21 +53,27 @@ def main() -> None:
     from narcli.search.targets import resolve_graphs
 
     device = json.loads((devices_dir() / f"{args.device}.json").read_text())
-    if "one_thread_models" in device or device["device"].get("threads") != 1:
-        raise SystemExit(f"{args.device} is not a one-thread calibration")
+    threads = device["device"].get("threads") or 1
+    over_one = "one_thread_models" in device  # fitted over one thread: its models' one-thread times too
     nar = nar_command()
     measured: dict[str, float] = {}
-    for name in TINY_ZOO:
-        row = run_json(nar + ["bench", name, "--threads", "1", "--json"])
-        print(f"{name}: {row['median_ms']:.4f} ms{' (busy: left out)' if row['busy'] else ''}", flush=True)
-        if not row["busy"]:
-            measured[name] = row["median_ms"]
+    one_thread: dict[str, float] = {}
     own: dict[str, tuple[str, list[str]]] = {}
-    for file, inputs in OWN_INPUTS.items():
-        row = run_json(nar + ["bench", str(OWN / file), *inputs, "--threads", "1", "--json"])
-        print(f"{file}: {row['median_ms']:.4f} ms{' (busy: left out)' if row['busy'] else ''}", flush=True)
-        if not row["busy"]:
-            measured[file], own[file] = row["median_ms"], (str(OWN / file), inputs[1].split(";"))
+    for name, inputs in [(n, []) for n in TINY_ZOO] + [(str(OWN / f), i) for f, i in OWN_INPUTS.items()]:
+        label = Path(name).name if inputs else name
+        times = {}
+        for count in sorted({threads, 1} if over_one else {threads}):
+            row = run_json(nar + ["bench", name, *inputs, "--threads", str(count), "--json"])
+            print(f"{label} at {count} thread(s): {row['median_ms']:.4f} ms{' (busy: left out)' if row['busy'] else ''}",
+                  flush=True)
+            if not row["busy"]:
+                times[count] = row["median_ms"]
+        if threads in times and (not over_one or 1 in times):
+            measured[label] = times[threads]
+            if over_one:
+                one_thread[label] = times[1]
+            if inputs:
+                own[label] = (name, inputs[1].split(";"))
 
     head, reference, half = load_bundle().latency, measured_on_reference(), _reference_half()
 
@@ -75,26 +82,31 @@ def main() -> None:
             else resolve_graphs(name)[0].graph
         return head.parts(graph, graph.macs, graph.params)
 
-    def fit(times: dict[str, float]) -> dict:
+    def fit(times: dict[str, float], one: dict[str, float] | None) -> dict:
         found = with_parts([Candidate(n, 0, 0, {}, np.zeros(0)) for n in times])
-        return fit_device(found, fitting_parts(found, reference), np.log([times[c.name] for c in found]), None, half)
+        return fit_device(found, fitting_parts(found, reference), np.log([times[c.name] for c in found]), one, half)
 
     base = {m["name"]: m["ms"] for m in device["models"]}
+    base_one = {m["name"]: m["ms"] for m in device["one_thread_models"]} if over_one else None
     added = [n for n in TINY_ZOO[:args.add] if n in measured]
     scored = {"small models": {n: ms for n, ms in measured.items() if n not in added}}
     for path in args.held_out:
         result = json.loads(path.read_text())
-        if (result.get("device") or {}).get("threads") != 1:
-            raise SystemExit(f"{path} is not a one-thread evaluation")
+        if (result.get("device") or {}).get("threads") != threads:
+            raise SystemExit(f"{path} was not measured at {threads} thread(s)")
         scored[f"held out, {path.stem}"] = {r["name"]: r["ms"] for r in result["held_out"]}
     parts = {n: parts_of(n) for rows in scored.values() for n in rows}
-    out = {"device": args.device, "calibration_models": len(base), "added": added, "measured_ms": measured,
-           "variants": {}, "machine": machine()}
-    for label, times in (("as shipped", base), (f"with {len(added)} small zoo models", base | {n: measured[n] for n in added})):
-        fitted = fit(times)
+    out = {"device": args.device, "threads": threads, "calibration_models": len(base), "added": added,
+           "measured_ms": measured, "one_thread_ms": one_thread, "variants": {}, "machine": machine()}
+    with_added = (base | {n: measured[n] for n in added}, None if base_one is None else base_one | {n: one_thread[n] for n in added})
+    for label, (times, one) in (("as shipped", (base, base_one)), (f"with {len(added)} small zoo models", with_added)):
+        fitted = fit(times, one)
         variant = {"scales": [round(float(s), 3) for s in np.exp(fitted["scales"])], "half_pct":
                    round(float(np.expm1(fitted["half"]) * 100), 1), "loo_mape": fitted.get("loo_mape"), "sets": {}}
-        print(f"{label}: scales (conv, matrix, rest, calls, dispatch) {variant['scales']}, ±{variant['half_pct']} %")
+        if "thread_scales" in fitted:  # over one thread: the one-thread head scales the work parts alone
+            variant["thread_factors"] = [round(float(s), 3) for s in np.exp(fitted["thread_scales"])]
+        print(f"{label}: scales {variant['scales']} (`transfer.FIT_COLUMNS`, or its work parts over one thread), "
+              f"thread factors {variant.get('thread_factors', '-')}, ±{variant['half_pct']} %")
         for name, rows in scored.items():
             errors = {n: float(np.exp(predict_log(fitted, np.atleast_2d(parts[n]))[0]) / ms - 1) for n, ms in rows.items()}
             inside = int(sum(abs(np.log1p(e)) <= fitted["half"] for e in errors.values()))
