@@ -46,6 +46,9 @@ def main() -> None:
                 "slices one dispatch (shipped)": shipped,
                 "slices and elementwise ops and activations one dispatch": lambda: dispatch_indices(shipped())}
     if args.variants:
+        unknown = set(args.variants.split(";")) - set(variants)
+        if unknown:  # a name that matches nothing would otherwise fit nothing, silently
+            raise SystemExit(f"unknown variant(s) {sorted(unknown)}; known: {sorted(variants)}")
         variants = {name: rule for name, rule in variants.items() if name in args.variants.split(";")}
     out: dict = {"machine": machine(), "rows": len(samples), "variants": {}}
     try:
