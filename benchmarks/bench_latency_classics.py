@@ -44,12 +44,11 @@ def main() -> None:
     from narcli.predict import latency_training as training
 
     if args.dispatch_elementwise:
-        import narcli.predict.latency as latency
-        import narcli.predict.latency_network as network
-        from tune_latency_rules import dispatch_indices
+        from narcli.predict.latency import fixed_call_indices
+        from tune_latency_rules import dispatch_indices, use_fixed_calls
 
-        fixed = dispatch_indices(latency.fixed_call_indices())
-        latency.fixed_call_indices = network.fixed_call_indices = lambda: fixed
+        fixed = dispatch_indices(fixed_call_indices())
+        use_fixed_calls(lambda: fixed)
     from narcli.predict.latency_split import family_of, source_of
 
     samples, _ = training.load_samples()

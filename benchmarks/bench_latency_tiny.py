@@ -11,8 +11,9 @@ at one thread too for a device over more: its head is fitted over one thread), t
 under that range that the reference machine measured (`TINY_ZOO`, four sources) and two small models
 written for this check (`benchmarks/latency_tiny`: a tabular net with a hand-written layer norm and
 GELU, a Gaussian policy with hand-written log-probabilities); a timing the machine calls busy is
-left out. Then it fits `--device`'s head again from its stored models (as `nar calibrate` does),
-once as they are and once with the first `--add` of `TINY_ZOO` among them, and scores both on the
+left out. Then it fits `--device`'s head again from its stored models (`calibrate.fit_on_times`, as
+a stored head is refitted), once as they are and once with the first `--add` of `TINY_ZOO` among
+them, and scores both on the
 other small models and on the held-out models of `nar eval calibration --json` results at the
 device's threads (their stored timings; predicted from the bundled head's parts, where the evaluation uses
 the head fitted without their families). Nothing is stored; the device head is not changed.
@@ -45,9 +46,9 @@ def main() -> None:
     parser.add_argument("--out", default="latency-tiny")
     args = parser.parse_args()
 
-    from narcli.bench.calibrate import _reference_half, devices_dir, fit_device
+    from narcli.bench.calibrate import devices_dir, fit_on_times
     from narcli.bench.calibration_set import Candidate, with_parts
-    from narcli.bench.transfer import fitting_parts, measured_on_reference, predict_log
+    from narcli.bench.transfer import predict_log
     from narcli.predict.bundle import load_bundle
     from narcli.scan.scanner import ScanOptions
     from narcli.search.targets import resolve_graphs
@@ -75,16 +76,15 @@ def main() -> None:
             if inputs:
                 own[label] = (name, inputs[1].split(";"))
 
-    head, reference, half = load_bundle().latency, measured_on_reference(), _reference_half()
+    head = load_bundle().latency
 
     def parts_of(name: str) -> np.ndarray:
         graph = resolve_graphs(own[name][0], ScanOptions(input_shapes=own[name][1]))[0].graph if name in own \
             else resolve_graphs(name)[0].graph
         return head.parts(graph, graph.macs, graph.params)
 
-    def fit(times: dict[str, float], one: dict[str, float] | None) -> dict:
-        found = with_parts([Candidate(n, 0, 0, {}, np.zeros(0)) for n in times])
-        return fit_device(found, fitting_parts(found, reference), np.log([times[c.name] for c in found]), one, half)
+    def fit(times: dict[str, float], one: dict[str, float] | None) -> dict:  # as `calibrate.refitted` fits
+        return fit_on_times(with_parts([Candidate(n, 0, 0, {}, np.zeros(0)) for n in times]), times, one)[0]
 
     base = {m["name"]: m["ms"] for m in device["models"]}
     base_one = {m["name"]: m["ms"] for m in device["one_thread_models"]} if over_one else None

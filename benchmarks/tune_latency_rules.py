@@ -29,7 +29,6 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def main() -> None:
     import narcli.predict.latency as latency
-    import narcli.predict.latency_network as network
     import narcli.predict.latency_training as training
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -46,15 +45,14 @@ def main() -> None:
                 "slices one dispatch (shipped)": shipped,
                 "slices and elementwise ops and activations one dispatch": lambda: dispatch_indices(shipped())}
     if args.variants:
-        unknown = set(args.variants.split(";")) - set(variants)
-        if unknown:  # a name that matches nothing would otherwise fit nothing, silently
-            raise SystemExit(f"unknown variant(s) {sorted(unknown)}; known: {sorted(variants)}")
-        variants = {name: rule for name, rule in variants.items() if name in args.variants.split(";")}
+        wanted = set(args.variants.split(";"))
+        if wanted - set(variants):  # a name that matches nothing would otherwise fit nothing, silently
+            raise SystemExit(f"unknown variant(s) {sorted(wanted - set(variants))}; known: {sorted(variants)}")
+        variants = {name: rule for name, rule in variants.items() if name in wanted}
     out: dict = {"machine": machine(), "rows": len(samples), "variants": {}}
     try:
         for variant, indices in variants.items():
-            # both twins: the numpy head that scores, and the torch network that trains
-            latency.fixed_call_indices = network.fixed_call_indices = indices
+            use_fixed_calls(indices)
             fits = []
             for split in splits:
                 train, calibration, test = training.family_split(samples, split)
@@ -70,10 +68,19 @@ def main() -> None:
             out["variants"][variant] = {"fits": fits, "mean_mape": mean}
             print("MEAN", variant, mean, flush=True)
     finally:
-        latency.fixed_call_indices = network.fixed_call_indices = shipped
+        use_fixed_calls(shipped)
     target = ROOT / "benchmarks" / "results" / f"{args.out}.json"
     target.write_text(json.dumps(out, indent=2) + "\n")
     print(f"wrote {target}")
+
+
+def use_fixed_calls(rule) -> None:
+    """Cost the operations `rule()` names at one fixed dispatch a call, in both twins: the numpy head
+    that scores and the torch network that trains."""
+    import narcli.predict.latency as latency
+    import narcli.predict.latency_network as network
+
+    latency.fixed_call_indices = network.fixed_call_indices = rule
 
 
 def dispatch_indices(fixed: np.ndarray) -> np.ndarray:

@@ -323,17 +323,25 @@ def refitted(name: str, head: dict[str, Any]) -> dict[str, Any]:
     found = with_parts([Candidate(model, 0, 0, {}, np.zeros(0)) for model in measured])
     if len(found) < 3:
         return head
-    times = measured_on_reference()
-    fitted = fit_device(found, fitting_parts(found, times), np.log([measured[c.name] for c in found]), one,
-                        _reference_half())
+    fitted, on = fit_on_times(found, measured, one)
     head = head | fitted | {"models": [{"name": c.name, "ms": measured[c.name]} for c in found],
-                            "reference": reference, "fitted_on": fitted_on(found, times),
-                            "refitted": time.strftime("%Y-%m-%d %H:%M:%S")}
+                            "reference": reference, "fitted_on": on, "refitted": time.strftime("%Y-%m-%d %H:%M:%S")}
     try:
         _save_head(name, head)
     except OSError:  # a read-only home still answers, fitted again next time
         pass
     return head
+
+
+def fit_on_times(found: list[Candidate], measured: dict[str, float], one: dict[str, float] | None
+                 ) -> tuple[dict[str, Any], str]:
+    """This machine's head fitted on timings already taken (`measured`: model name -> ms for each of
+    `found`, which `with_parts` split; `one`: their one-thread times, for a head over one thread), and
+    what its parts were scaled to (`fitted_on`): what `refitted` does, without saving."""
+    times = measured_on_reference()
+    fitted = fit_device(found, fitting_parts(found, times), np.log([measured[c.name] for c in found]), one,
+                        _reference_half())
+    return fitted, fitted_on(found, times)
 
 
 def _stored_times(models: Any) -> dict[str, float]:
