@@ -371,8 +371,12 @@ def test_the_split_prediction_sums_to_the_prediction():
     work, threads = parts[:len(latency_parts.PARTS)], parts[len(latency_parts.PARTS):split]
     assert work.sum() == pytest.approx(value, rel=1e-6) and threads.sum() == pytest.approx(value, rel=1e-6)
     assert work[1] > 0 and work[0] == 0  # the 4 M-MAC product is a matrix product; the 10 k one is other work
-    # the last column counts the four operation calls (not the input or output), at DISPATCH_MS each
-    assert parts[split] == pytest.approx(4 * latency_parts.DISPATCH_MS)
+    # the last column counts the four operation calls (not the input or output), at DISPATCH_MS each,
+    # each weighted by its output's size: 64 numbers against DISPATCH_ELEMENTS
+    weight = 64 / (64 + latency_parts.DISPATCH_ELEMENTS)
+    assert parts[split] == pytest.approx(4 * weight * latency_parts.DISPATCH_MS)
+    wide = head.parts(chain([("linear", 4_000_000), ("relu", 0)], width=1_000_000))
+    assert wide[split] == pytest.approx(2 * latency_parts.DISPATCH_MS, rel=0.01)  # large outputs count whole
     assert head.parts(chain([("lstm", 10)])) is None  # not answered: never measured
 
 
@@ -577,3 +581,13 @@ def test_the_bundled_head_keeps_its_held_out_fit_for_nar_eval_calibration():
     assert len(unfitted_families()) > 10
     fitted = int(held_out.trained_on.split()[0].replace(",", ""))
     assert fitted < int(shipped.trained_on.split()[0].replace(",", ""))
+
+
+def test_dispatch_calls_weigh_each_call_by_its_output_size():
+    graph = chain([("linear", 10), ("relu", 0)], width=4096)  # two calls of exactly DISPATCH_ELEMENTS numbers
+    assert latency_parts.dispatch_calls(graph, 4096) == pytest.approx(1.0)
+    assert latency_parts.dispatch_calls(graph, 0) == 2.0  # counted whole, as before 2026-12-08
+    graph.meta["structure"] = {"nodes": [{"op": "add", "shape": [1, 12288]}, {"op": "output", "shape": [1, 12288]}]}
+    assert latency_parts.dispatch_calls(graph, 4096) == pytest.approx(1.75)  # folded-out work counts; outputs do not
+    tiny, large = chain([("relu", 0)], width=16), chain([("relu", 0)], width=10_000_000)
+    assert latency_parts.dispatch_calls(tiny) < 0.01 and latency_parts.dispatch_calls(large) > 0.99

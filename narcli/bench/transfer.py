@@ -6,9 +6,10 @@ convolutions and matrix products of a million MACs or more, and the rest, of whi
 per-call terms are a part of their own. Another CPU runs each faster or slower by its own factor
 (oneDNN's convolution kernels differ between CPUs more than matrix products do: the 2-vCPU VM of
 2026-12-04 ran convolution nets 1.6-2.4x the reference machine's times and transformers 1.2-1.3x).
-A last column counts the operation calls (`latency_parts.DISPATCH_MS` each), a fixed cost per call
-at this machine's own rate, which the reference head's per-call terms do not carry across: without
-it, small nets with many operations came out 10-20 % faster than measured. So this machine's
+A last column counts the operation calls (`latency_parts.DISPATCH_MS` each, a call weighted by its
+output's size: `latency_parts.dispatch_calls`), a cost per call at this machine's own rate, which the
+reference head's per-call terms do not carry across: without it, small nets with many operations came
+out 10-20 % faster than measured. So this machine's
 one-thread latency is modelled as
 
     log t = log(s_conv * convolution + s_matrix * matrix + s_rest * (rest - calls) + s_calls * calls
@@ -97,8 +98,9 @@ LEGACY_THREAD_PARTS = (3, 4)
 # the work parts device heads were fitted on before 2026-12-05 (read, then fitted again: `calibrate.refitted`)
 LEGACY_PARTS = ("dense", "other compute", "memory", "calls")
 # how a one-thread head's columns are split now (`work_columns`): a head that says otherwise was fitted on
-# parts that have moved, and is fitted again (until 2026-12-06 "convolution-gemm-rest": the work parts alone)
-WORK_SPLIT = "convolution-gemm-rest-calls-dispatch"
+# parts that have moved, and is fitted again (until 2026-12-06 "convolution-gemm-rest": the work parts alone;
+# until 2026-12-08 "convolution-gemm-rest-calls-dispatch": every operation call counted whole)
+WORK_SPLIT = "convolution-gemm-rest-calls-sized-dispatch"
 FIT_COLUMNS = ("convolution", "matrix products", "other work", "calls", "dispatch")
 # a head over one thread scales the work parts alone at one thread (`prediction_columns`): with the calls
 # and dispatch columns, six days of two-thread `nar eval calibration` timings came out worse (mean MAPE
@@ -240,8 +242,8 @@ def thread_ratio_half(days: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> 
 def work_columns(parts: np.ndarray) -> np.ndarray:
     """What a one-thread head scales (`FIT_COLUMNS`), from rows of `LatencyHead.parts`: the prediction
     split by kind of work (`PARTS`), with the per-call terms (the thread part "calls") taken out of the
-    other work into a column of their own, then the operation calls times DISPATCH_MS (zero for rows
-    made before that column existed)."""
+    other work into a column of their own, then the operation calls (`latency_parts.dispatch_calls`)
+    times DISPATCH_MS (zero for rows made before that column existed)."""
     from narcli.predict.latency_parts import PARTS, THREAD_PARTS
 
     rows = np.atleast_2d(np.asarray(parts, dtype=np.float64))

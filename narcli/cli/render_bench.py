@@ -105,15 +105,15 @@ def print_calibrated(name: str, head: dict[str, Any]) -> None:
     import math
 
     from narcli.bench.transfer import FIT_COLUMNS
-    from narcli.predict.latency_parts import DISPATCH_MS, PARTS
+    from narcli.predict.latency_parts import DISPATCH_ELEMENTS, DISPATCH_MS, PARTS
 
     scales = head.get("scales") or []
     if len(scales) in (len(FIT_COLUMNS), len(PARTS)):  # a one-thread head, or one over one thread (`transfer`)
         *work, dispatch = scales if len(scales) == len(FIT_COLUMNS) else (*scales, None)
         against = ", ".join(f"{part} ×{math.exp(scale):.2f}" for part, scale in zip(FIT_COLUMNS, work))
         print(f"at 1 thread against the reference machine's times: {against}"
-              + (f"; plus {math.exp(dispatch) * DISPATCH_MS * 1000:.0f} µs per operation call" if dispatch is not None
-                 else ""))
+              + (f"; plus {math.exp(dispatch) * DISPATCH_MS * 1000:.0f} µs per operation call on "
+                 f"{DISPATCH_ELEMENTS:,}+ numbers (less on fewer)" if dispatch is not None else ""))
     if head.get("thread_factors"):  # `transfer.fit_over_one_thread`
         from narcli.bench.transfer import LEGACY_PARTS
         from narcli.predict.latency_parts import THREAD_PARTS

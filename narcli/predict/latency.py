@@ -33,9 +33,8 @@ import numpy as np
 from narcli.errors import NarError
 from narcli.graph.structure_idioms import as_run
 from narcli.fsutil import write_bytes, write_text
-from narcli.predict.latency_parts import (DENSE_MACS, DISPATCH_MS, NOT_CALLED,
-                                          convolution_leaves_gemm_over_one_thread, convolution_runs_as_gemm,
-                                          parallel_share, recurrent_steps)
+from narcli.predict.latency_parts import (DENSE_MACS, DISPATCH_MS, convolution_leaves_gemm_over_one_thread,
+                                          convolution_runs_as_gemm, dispatch_calls, parallel_share, recurrent_steps)
 
 HEAD_NAME = "reference"
 COLUMN = "reference-cpu"
@@ -314,12 +313,10 @@ class LatencyHead:
     def parts(self, graph, macs: int | None = None, params: int | None = None) -> np.ndarray | None:
         """The central prediction split two ways (ms, `latency_parts`): its first len(PARTS) columns by
         kind of work, its next len(THREAD_PARTS) by how the work spreads over threads; each group sums to the
-        prediction. The last column is the operation calls times DISPATCH_MS, outside the prediction.
+        prediction. The last column is the operation calls (`latency_parts.dispatch_calls`) times
+        DISPATCH_MS, outside the prediction.
         None when the head does not answer for `graph`."""
-        # as traced (a loop's body once), with any graph-structure work folded out of storage put back
-        folded = (graph.meta.get("structure") or {}).get("nodes") or []
-        operations = sum(node.op not in NOT_CALLED for node in graph.nodes) + \
-            sum(data.get("op") not in NOT_CALLED for data in folded)
+        operations = dispatch_calls(graph)  # as traced, before `as_run` repeats a loop's body
         graph = as_run(graph)
         if self.why_not(graph, size_figures(graph, macs, params))[0]:
             return None

@@ -133,11 +133,39 @@ DENSE_MACS = 1_000_000  # a product below a million MACs is over before its kern
 THREAD_PARTS = ("parallel", "serial", "calls", "recurrent steps", "pointwise to oneDNN")
 PARALLEL_MACS = 4e6
 # ... and a last column, not part of the prediction: the graph's operations as traced (a loop's body
-# once) times DISPATCH_MS, a fixed cost per operation call (eager PyTorch's dispatch, argument checks,
-# output allocation) whose rate on this machine a one-thread calibration fits. Without it, a calibration
-# fitted mostly on 20-800 ms models predicted this VM's 4-50 ms nets 10-25 % too fast (2026-12-06). The
-# calibration's ridge pulls every scale towards one, so the unit is a prior: 10 microseconds did best
-# on nine days of one-thread `nar eval calibration` timings scored offline (3 and 30 tried, and counting
-# the operations with loops unrolled; `benchmarks/bench_calibration_fit.py`, README "2026-12-06, 20:00")
+# once), each weighted by its output's size e as e / (e + DISPATCH_ELEMENTS) (`dispatch_calls`), times
+# DISPATCH_MS: a cost per operation call that the reference head's per-call terms do not carry to this
+# machine, whose rate a one-thread calibration fits. Without it, a calibration fitted mostly on 20-800 ms
+# models predicted this VM's 4-50 ms nets 10-25 % too fast (2026-12-06). The calibration's ridge pulls
+# every scale towards one, so the unit is a prior: 10 microseconds did best on nine days of one-thread
+# `nar eval calibration` timings scored offline (3 and 30 tried, and counting the operations with loops
+# unrolled; `benchmarks/bench_calibration_fit.py`, README "2026-12-06, 20:00").
+# Until 2026-12-08 every call counted whole: the calibration's models (0.05-20 GMACs) fitted the column at
+# 10-16 microseconds a call, where a call on a few hundred numbers costs 1.3-3 here, and the reference
+# head's own per-call terms already hold that; small models (an MLP policy, a tabular net, PyG's small
+# graph nets) came out 2-4x their time after a one-thread calibration. Weighted by size, a call on a few
+# hundred numbers counts almost nothing and one on a feature map in full. DISPATCH_ELEMENTS (16 KB of
+# float32) is the largest of 256, 1,024, 4,096 and 16,384 whose mean held-out MAPE over fourteen dated
+# one-thread `nar eval calibration` runs came within 0.1 point of the best (`benchmarks/bench_dispatch_size.py`)
 DISPATCH_MS = 0.01
+DISPATCH_ELEMENTS = 4096
 NOT_CALLED = ("input", "output")  # graph nodes that are no operation call
+
+
+def dispatch_calls(graph, elements: float = DISPATCH_ELEMENTS) -> float:
+    """The graph's operation calls as traced (a loop's body once, with any graph-structure work folded out
+    of storage), each counted as e / (e + `elements`) for its output's e numbers (a call whose output
+    size was not traced counts as one number); `elements` 0 counts every call whole (before 2026-12-08)."""
+    folded = (graph.meta.get("structure") or {}).get("nodes") or []
+    sizes = [_numbers(node.shape) for node in graph.nodes if node.op not in NOT_CALLED]
+    sizes += [_numbers(data.get("shape")) for data in folded if data.get("op") not in NOT_CALLED]
+    if not elements:
+        return float(len(sizes))
+    return float(sum(size / (size + elements) for size in sizes))
+
+
+def _numbers(shape) -> float:
+    try:
+        return float(np.prod([max(int(d), 1) for d in shape])) if shape else 1.0
+    except (TypeError, ValueError):  # a multi-output node's list of shapes, or a symbolic size
+        return 1.0
