@@ -112,8 +112,9 @@ def print_calibrated(name: str, head: dict[str, Any]) -> None:
         *work, dispatch = scales if len(scales) == len(FIT_COLUMNS) else (*scales, None)
         against = ", ".join(f"{part} ×{math.exp(scale):.2f}" for part, scale in zip(FIT_COLUMNS, work))
         print(f"at 1 thread against the reference machine's times: {against}"
-              + (f"; plus {math.exp(dispatch) * DISPATCH_MS * 1000:.0f} µs per operation call on "
-                 f"{DISPATCH_ELEMENTS:,}+ numbers (less on fewer)" if dispatch is not None else ""))
+              + (f"; plus {math.exp(dispatch) * DISPATCH_MS * 1000:.0f} µs per operation call on a large output "
+                 f"(half that on {DISPATCH_ELEMENTS:,} numbers, next to nothing on a few hundred)"
+                 if dispatch is not None else ""))
     if head.get("thread_factors"):  # `transfer.fit_over_one_thread`
         from narcli.bench.transfer import LEGACY_PARTS
         from narcli.predict.latency_parts import THREAD_PARTS
