@@ -5,6 +5,8 @@ on a CPU, not learnt costs."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from narcli.graph.vocab import RECURRENT, RECURRENT_CALLS
@@ -166,6 +168,6 @@ def dispatch_calls(graph, elements: float = DISPATCH_ELEMENTS) -> float:
 
 def _numbers(shape) -> float:
     try:
-        return float(np.prod([max(int(d), 1) for d in shape])) if shape else 1.0
+        return float(math.prod(max(int(d), 1) for d in shape)) if shape else 1.0
     except (TypeError, ValueError):  # a multi-output node's list of shapes, or a symbolic size
         return 1.0
